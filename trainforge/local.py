@@ -60,8 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         help="re-create the local pod up to N times, as the cluster re-creates a job's pods: "
-        "after a retryable exit (>= 128; a --stack job by its restartPolicy: OnFailure any "
-        "failure, Never none) (default 0; with --stack the job's budget)",
+        "after a retryable exit (>= 128; a --stack job: the exits its backend's controller "
+        "re-creates a pod for, by its restartPolicy: OnFailure any failure, Never none) "
+        "(default 0; with --stack the job's budget)",
     )
     p.add_argument(
         "--dry-run", action="store_true", help="print the torchrun command instead of running it"
@@ -192,7 +193,8 @@ def user_code_parser() -> argparse.ArgumentParser:
         "--pod-restarts",
         type=int,
         default=None,
-        help="re-creations of the local pod after a retryable exit (default: the job's budget)",
+        help="re-creations of the local pod after an exit the job's controller re-creates a "
+        "pod for (default: the job's budget)",
     )
     p.add_argument(
         "--volume",
@@ -266,7 +268,7 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     line = launch_line(job, b)
     gpus = job.gpus_per_worker or 0
     return _launch_user_code(
-        job.name, f"{run.workers} process(es)", line, run, b, gpus, image=job.image
+        job.name, f"{run.workers} process(es)", line, run, b, gpus, image=job.image, job=job
     )
 
 
@@ -278,10 +280,12 @@ def _launch_user_code(
     budget: Any,
     gpus: int = 0,
     image: str | None = None,
+    job: Any = None,
 ) -> int:
     """Say what runs where, with its launch line (`budget`'s: the plan's for a stack's job,
     restarts.adhoc_line for an ad-hoc target), then launch it: the one ending of both
-    user-code paths."""
+    user-code paths. `job`: a stack's job, whose backend's controller decides which exits
+    re-create its pod (restarts.outcome); an ad-hoc target has none."""
     from trainforge.jobs.local import (
         code_snapshot,
         code_writes,
@@ -304,6 +308,7 @@ def _launch_user_code(
         recreations=budget.local_recreations,
         on=budget.on,
         gpus=gpus,
+        outcome=_outcome_of(job),
     )
     # A write in the working directory fails in the pods (a read-only mount), so a run that
     # made one is not the pods' run: said, and a success becomes the pods' exit 1.
@@ -312,6 +317,16 @@ def _launch_user_code(
         print(read_only_line(writes, code), file=sys.stderr, flush=True)
         return code or 1
     return code
+
+
+def _outcome_of(job: Any) -> Any:
+    """What `job`'s controller does after an exit code (restarts.outcome), for the local
+    pod's re-creation loop; None for no job (an ad-hoc run: the operator's rule)."""
+    if job is None:
+        return None
+    from trainforge.jobs.restarts import outcome
+
+    return lambda code: outcome(job, code)
 
 
 def _where_things_go(env: dict[str, str]) -> None:
@@ -398,6 +413,7 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
             extra_args=args,
             where="run-local",
             prepare=not ns.dry_run,
+            controller=False,  # no stack, no controller: its processes are told nothing
         )
     except JobConfigError as e:
         print(f"trainforge run-local: error: {e}", file=sys.stderr)
@@ -498,6 +514,11 @@ def main(argv: list[str] | None = None) -> int:
         print(" ".join(cmd))
         return 0
     env = child_env(ns.workers)
+    if stack_job is not None:  # told what its controller does after an exit, as its pods are
+        from trainforge.jobs.restarts import on_exit
+        from trainforge.training.contract import ON_EXIT
+
+        env[ON_EXIT] = on_exit(stack_job)
     # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
     # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
     env.setdefault(
@@ -505,4 +526,4 @@ def main(argv: list[str] | None = None) -> int:
     )
     from trainforge.jobs.local import launch
 
-    return launch(cmd, env, recreations=ns.pod_restarts, on=on)
+    return launch(cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job))

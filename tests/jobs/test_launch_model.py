@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainforge.jobs.restarts import budget, launch_line
+from trainforge.jobs.restarts import budget, launch_line, on_exit, outcome
+from trainforge.training.contract import ON_EXIT
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -112,8 +113,8 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     monkeypatch.chdir(project)
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0):
-        seen.update(cmd=cmd, recreations=recreations, on=on, gpus=gpus)
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None):
+        seen.update(cmd=cmd, env=env, recreations=recreations, on=on, gpus=gpus, outcome=outcome)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
@@ -125,6 +126,11 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     b = budget(job)
     assert (seen["on"], seen["recreations"]) == ("retryable", b.local_recreations)
     assert b.local_recreations == 6
+    # the local pod is re-created for what the backend's controller re-creates, and its
+    # processes are told that, as the pods are (TRAINFORGE_ON_EXIT)
+    for code in (1, 2, 137, 143, 202):
+        assert seen["outcome"](code) == outcome(job, code), code
+    assert seen["env"][ON_EXIT] == on_exit(job)
     i = seen["cmd"].index("--nproc-per-node")
     assert seen["cmd"][i + 1] == "8"
     assert launch_line(job).startswith("2 pods x 4 processes, restarts: ")
@@ -148,8 +154,8 @@ def _recording_launch_line(monkeypatch, name: str = "launch_line") -> list[str]:
 def _fake_launch(monkeypatch) -> dict:
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0):
-        seen.update(cmd=cmd, recreations=recreations, on=on, gpus=gpus)
+    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None):
+        seen.update(cmd=cmd, env=env, recreations=recreations, on=on, gpus=gpus, outcome=outcome)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
@@ -190,6 +196,8 @@ def test_the_ad_hoc_and_stack_paths_print_the_restart_line_they_run_with(
     assert seen["cmd"].count("trainforge.training.launch") == 1
     assert seen["cmd"][seen["cmd"].index("--nproc-per-node") + 1] == "2"
     assert (_max_restarts(seen["cmd"]), seen["recreations"], seen["on"]) == (1, 3, "retryable")
+    # no stack, no controller: the operator's rule re-runs it, and its processes are told nothing
+    assert seen["outcome"] is None and ON_EXIT not in seen["env"]
 
     made.clear()
     assert (
@@ -237,3 +245,6 @@ def test_the_bundled_runtime_s_stack_line_says_the_flags_it_runs_with(monkeypatc
         "run-local: the same, up to 4 (--pod-restarts)"
     )
     assert (seen["recreations"], seen["on"]) == (4, "retryable")
+    # its processes are told what the indexed Job's controller does, and run-local does that
+    assert seen["env"][ON_EXIT] == on_exit(job)
+    assert [seen["outcome"](c) for c in (1, 137)] == [outcome(job, c) for c in (1, 137)]

@@ -140,8 +140,8 @@ def test_nccl_without_a_gpu_is_the_jobs_configuration_everywhere_it_is_read(proj
     fix = exits.CPU_TORCH_FIX
     line = (
         "trainforge exit: config_error code=2 (rank 0): RuntimeError: Distributed package "
-        f"doesn't have NCCL built in; {fix} [permanent: the job stops"
-    )
+        f"doesn't have NCCL built in; {fix} [the job fails"
+    )  # the pod's words (TRAINFORGE_ON_EXIT), as run-local's process is told them
     assert line in proc.stderr
     assert "run-local: exit 2 (config_error) is permanent (1-127): no pod is re-created" in (
         proc.stderr

@@ -215,11 +215,13 @@ def _pod(
     jobset: bool = False,
     ours: bool = True,
     created: str = "2026-11-25T08:01:00Z",
+    on_exit: str | None = None,
 ) -> dict:
     """A pod of `job`. `jobset`: a TrainJob's pod, with the labels JobSet v0.12.0 gives every
     pod of its child Jobs (labelAndAnnotateObject: jobset-name is the JobSet's, which the Trainer
     names after the TrainJob); `ours`: it carries trainforge's job label (a TrainJob the Kubeflow
-    SDK made carries none)."""
+    SDK made carries none); `on_exit`: the TRAINFORGE_ON_EXIT its emitter gave its training
+    container (what the job's controller does after it exits)."""
     labels = {"batch.kubernetes.io/job-completion-index": index}
     if ours:
         labels["trainforge.io/job"] = job
@@ -233,10 +235,13 @@ def _pod(
         "state": {"running": {"startedAt": started}} if phase == "Running" else {},
         "lastState": {"terminated": last} if last else {},
     }
+    main = gpu_container(container, 4, "44", "180Gi")
+    if on_exit is not None:
+        main["env"] = [{"name": "TRAINFORGE_ON_EXIT", "value": on_exit}]
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": meta(name, ns, created, labels=labels),
-        "spec": {"nodeName": node, "containers": [gpu_container(container, 4, "44", "180Gi")]},
+        "spec": {"nodeName": node, "containers": [main]},
         "status": {"phase": phase, "startTime": created,
                    "conditions": [cond("PodScheduled", "True", created)],
                    "containerStatuses": [cs]},
@@ -247,6 +252,13 @@ _hang = {"exitCode": 201, "reason": "Error", "startedAt": "2026-11-25T10:02:00Z"
          "finishedAt": "2026-11-25T11:40:00Z"}  # fmt: skip
 _peer = {"exitCode": 202, "reason": "Error", "startedAt": "2026-11-25T10:02:00Z",
          "finishedAt": "2026-11-25T11:40:02Z"}  # fmt: skip
+# What the TrainJob's emitter tells its pods (restartPolicy OnFailure: the runtime's pods
+# restart their container in place, as these did): trainforge.jobs.restarts.on_exit of such
+# a job, which tests/live/test_status.py checks this against
+RESTART_ON_EXIT = (
+    "permanent=the container restarts in place, counted against backoffLimit;"
+    "retryable=the container restarts in place, counted against backoffLimit"
+)
 RESTART_METRICS = """\
 # HELP trainforge_step optimizer steps completed
 # TYPE trainforge_step gauge
@@ -270,9 +282,9 @@ RESTART_ROUTES = {
     f"/api/v1/namespaces/{RESTART_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={RESTART}": {
         "kind": "PodList", "items": [
             _pod("vit-l-node-0-0-k8x2p", RESTART_NS, RESTART, "0", "ip-10-40-3-17.ec2.internal",
-                 "node", 1, _peer, "2026-11-25T11:40:40Z", jobset=True),
+                 "node", 1, _peer, "2026-11-25T11:40:40Z", jobset=True, on_exit=RESTART_ON_EXIT),
             _pod("vit-l-node-0-1-q4m7d", RESTART_NS, RESTART, "1", "ip-10-40-3-52.ec2.internal",
-                 "node", 1, _hang, "2026-11-25T11:40:38Z", jobset=True),
+                 "node", 1, _hang, "2026-11-25T11:40:38Z", jobset=True, on_exit=RESTART_ON_EXIT),
         ]},
     f"/api/v1/namespaces/{RESTART_NS}/events": {"kind": "EventList", "items": [
         {"involvedObject": {"kind": "Pod", "name": "vit-l-node-0-1-q4m7d"}, "type": "Warning",

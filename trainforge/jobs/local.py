@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
+from trainforge.core import failures
 from trainforge.core.errors import JobConfigError
 from trainforge.stack import file as stack_file
 
@@ -383,10 +384,14 @@ def user_code_run(
     extra_args: list[str] | tuple[str, ...] = (),
     where: str | None = None,
     prepare: bool = True,
+    controller: bool = True,
 ) -> LocalRun:
     """A local run of `job`'s own code (see the module docstring). With `prepare` (the
     default) the code copy and the volumes' stand-in directories are written; without, only
-    the command is computed (`--dry-run`)."""
+    the command is computed (`--dry-run`). `controller`: the job is one a backend's controller
+    runs (a stack's), so its processes are told what that controller does after their exit,
+    as its pods are (TRAINFORGE_ON_EXIT: `restarts.on_exit`); an ad-hoc run (no stack) has
+    none and is told nothing."""
     from trainforge.jobs import entrypoint
     from trainforge.training import contract as c
 
@@ -443,6 +448,10 @@ def user_code_run(
     env[c.OUTPUT_DIR] = str(run_dir)
     env[c.METRICS_PORT] = "0"
     env[c.RUN_LOCAL] = "1"  # the pods' stand-in: init_distributed takes the CPU here
+    if controller:  # what the backend's controller does after an exit, as the pod is told
+        from trainforge.jobs.restarts import on_exit  # noqa: PLC0415
+
+        env[c.ON_EXIT] = on_exit(job)
     for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
         env[name] = _rewrite(expand_vars(value, env), mapping)
     paths = [str(code_dir)] if code_dir is not None else []
@@ -489,11 +498,14 @@ def launch(
     recreations: int = 0,
     on: str = "retryable",
     gpus: int = 0,
+    outcome: Callable[[int], failures.Outcome] | None = None,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
-    the cluster would (trainforge/jobs/restarts.py): after a retryable exit (>= 128; `on=
-    "any"`: any failure) up to `recreations` times. A stop asked of run-local itself is
+    the cluster would (trainforge/jobs/restarts.py) up to `recreations` times: after an exit
+    its controller re-creates the pod for (`outcome(code)`, the backend's answer:
+    restarts.outcome; without a job's: `on`, a retryable exit by the operator's rule,
+    core.failures.operator_retries; `on="any"`: any failure). A stop asked of run-local itself is
     never followed by a re-creation. The exit status is the job's. `gpus`: the GPUs of each of
     the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
     the stand-in's, said so and not retried."""
@@ -520,14 +532,15 @@ def launch(
             proc = subprocess.Popen(cmd, env=env, cwd=cwd)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
-            retry = code >= 128 if on == "retryable" else (code != 0 and on == "any")
+            retry = _restarts(code, on, outcome)
             no_gpu = no_gpu_failure(env, started) if gpus and code != 0 and not stopped else None
             if no_gpu is not None:
                 print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
                 return code
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
-                    print(_stop_line(code, on, retry, recreations), file=sys.stderr, flush=True)
+                    line = _stop_line(code, on, retry, recreations, outcome)
+                    print(line, file=sys.stderr, flush=True)
                 return code
             done += 1
             why = "retryable" if on == "retryable" else "OnFailure restarts any failure"
@@ -542,8 +555,41 @@ def launch(
             signal.signal(s, h)
 
 
-def _stop_line(code: int, on: str, retry: bool, recreations: int) -> str:
+def _restarts(code: int, on: str, outcome: Callable[[int], failures.Outcome] | None) -> bool:
+    """Whether the controller re-creates (or restarts) the pod after exit `code`: the job's
+    backend's answer (`outcome`), else `on`'s (no job: the operator's ExitCode rule)."""
+    if code == 0:
+        return False
+    if outcome is not None:
+        return outcome(code).restarts
+    if on == "retryable":
+        return failures.operator_retries(code)
+    return on == "any"
+
+
+def _stop_line(
+    code: int,
+    on: str,
+    retry: bool,
+    recreations: int,
+    outcome: Callable[[int], failures.Outcome] | None = None,
+) -> str:
     """Why run-local re-creates no pod after exit `code`, in the cluster's terms."""
+    from trainforge.training.exits import for_code  # noqa: PLC0415
+
+    reason = for_code(code)
+    name = f" ({reason.name})" if reason is not None else ""
+    if (
+        outcome is not None
+        and not retry
+        and not (on == "retryable" and failures.exit_class(code) == failures.PERMANENT)
+    ):
+        # the controller's answer is not the class of the code (OnFailure or a retryable exit
+        # with no failure left to count): say its answer, as the pod's exit line does
+        return (
+            f"run-local: exit {code}{name}: {outcome(code).words}, as the cluster's controller "
+            "would do: no pod is re-created, the job stops"
+        )
     if retry and not recreations:
         return (
             f"run-local: exit {code}; the restart budget allows no re-creation (--pod-restarts 0)"
@@ -552,10 +598,6 @@ def _stop_line(code: int, on: str, retry: bool, recreations: int) -> str:
         return f"run-local: exit {code}; the restart budget ({recreations} re-creation(s)) is spent"
     if on == "none":
         return f"run-local: exit {code}; restartPolicy Never: the job stops, as the cluster would"
-    from trainforge.training.exits import for_code  # noqa: PLC0415
-
-    reason = for_code(code)
-    name = f" ({reason.name})" if reason is not None else ""
     return (
         f"run-local: exit {code}{name} is permanent (1-127): no pod is re-created, the job "
         "stops, as the cluster would stop it"
@@ -584,8 +626,17 @@ def run_local(
         volumes=volumes,
         extra_args=extra_args,
     )
+    from trainforge.jobs.restarts import outcome
+
     b = budget(job)
-    return launch(run.command, run.env, run.cwd, recreations=b.local_recreations, on=b.on)
+    return launch(
+        run.command,
+        run.env,
+        run.cwd,
+        recreations=b.local_recreations,
+        on=b.on,
+        outcome=lambda code: outcome(job, code),
+    )
 
 
 # --- your own code without a stack file ----------------------------------------------------

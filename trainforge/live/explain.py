@@ -10,6 +10,7 @@ import re
 from datetime import datetime
 from fractions import Fraction
 
+from trainforge.core import failures
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
@@ -19,6 +20,7 @@ from trainforge.live.gather import Gathered, condition
 from trainforge.plan import kueue as K
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
 from trainforge.training import exits
+from trainforge.training.contract import ON_EXIT
 
 BYTES = ("memory", "ephemeral-storage")
 
@@ -254,7 +256,82 @@ def not_our_codes(g: Gathered) -> str:
     return NOT_OUR_CODES.format(what=what, job=g.name, ns=g.namespace)
 
 
-def pod_line(pod: dict, container: str, now: datetime, ours: bool = True) -> str:
+def _container(spec: dict, name: str) -> dict:
+    """The container `name` of a pod spec (the training container), else its first."""
+    cs = [c for c in spec.get("containers") or [] if isinstance(c, dict)]
+    return next((c for c in cs if c.get("name") == name), cs[0] if cs else {})
+
+
+def _env(container: dict, name: str) -> str | None:
+    for e in container.get("env") or []:
+        if isinstance(e, dict) and e.get("name") == name and e.get("value"):
+            return str(e["value"])
+    return None
+
+
+def told_on_exit(g: Gathered, pod: dict | None = None) -> str | None:
+    """What the job's controller does after its pod exits, for each class of exit code: the
+    TRAINFORGE_ON_EXIT the emitter told the pod (core.failures.told of its backend's outcome)
+    as the pod's training container carries it; where the pod does not say (it is gone, or
+    older than the variable) the job's pod templates' (a TrainJob's built from its runtime);
+    else the same model (core.failures) read from the job object's restart fields: a
+    PyTorchJob's replicas' restartPolicy, a Job's pod failure policy and backoff limits. None
+    where none of these says (a TrainJob whose runtime is not the platform's)."""
+    specs = [(pod or {}).get("spec") or {}, *(t.spec for t in backends.pod_templates(g.job))]
+    for spec in specs:
+        value = _env(_container(spec, g.container), ON_EXIT)
+        if value:
+            return value
+    spec = g.job.get("spec") or {}
+    if g.backend == "pytorchjob":
+        replicas = (spec.get("pytorchReplicaSpecs") or {}).values()
+        policies = {r.get("restartPolicy") for r in replicas if isinstance(r, dict)}
+        if len(policies) == 1 and None not in policies:
+            (policy,) = policies
+            return failures.told(lambda code: failures.pytorchjob_outcome(str(policy), code))
+        return None
+    if g.backend == "indexed-job":
+        return failures.told(
+            lambda code: failures.job_outcome(spec, failures.failed_pod(g.container, code))
+        )
+    return None
+
+
+def torchrun_max_restarts(container: dict) -> int:
+    """torchrun's `--max-restarts` in the container's command (an elastic job's; 0 without):
+    the times it restarts the workers in the pod before the container exits
+    (core.failures.torchrun_restarts)."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    for i, w in enumerate(words):
+        value = w.split("=", 1)[1] if w.startswith("--max-restarts=") else None
+        if w == "--max-restarts" and i + 1 < len(words):
+            value = words[i + 1]
+        if value is not None and value.isdigit():
+            return int(value)
+    env = _env(container, "PET_MAX_RESTARTS")
+    return int(env) if env is not None and env.isdigit() else 0
+
+
+def next_text(g: Gathered, pod: dict, code: object) -> str | None:
+    """What happens after the pod's exit `code`, as its controller was told to do it
+    (`told_on_exit`): "then: <what>", with torchrun's restarts in the pod first where its
+    launcher has any. None where it is not known."""
+    told = told_on_exit(g, pod)
+    if told is None or not isinstance(code, int) or code == 0:
+        return None
+    words = failures.on_exit_words(told, code)
+    if words is None:
+        return None
+    most = torchrun_max_restarts(_container(pod.get("spec") or {}, g.container))
+    first = f"torchrun's {most} restart(s) in the pod spent, " if most else ""
+    return f"then: {first}{words}"
+
+
+def pod_line(
+    pod: dict, container: str, now: datetime, ours: bool = True, g: Gathered | None = None
+) -> str:
+    """One pod: phase, node, restarts, its last exit (`g`: the job's, with what its controller
+    does after that exit: `next_text`)."""
     status = pod.get("status", {})
     name = pod["metadata"]["name"]
     phase = status.get("phase", "?")
@@ -272,10 +349,14 @@ def pod_line(pod: dict, container: str, now: datetime, ours: bool = True) -> str
             parts.append(f"waiting: {waiting.get('reason')}")
         parts.append(f"restarts {cs.get('restartCount', 0)}")
         last = (cs.get("lastState") or {}).get("terminated")
-        if last:
-            parts.append(
-                f"last exit {exit_text(last, ours)} {age(last.get('finishedAt'), now)} ago"
-            )
+        ended = (cs.get("state") or {}).get("terminated")  # a Failed pod's (restartPolicy Never)
+        shown = ended if ended and ended.get("exitCode") else last
+        if shown:
+            what = "exit" if shown is ended else "last exit"
+            parts.append(f"{what} {exit_text(shown, ours)} {age(shown.get('finishedAt'), now)} ago")
+            then = next_text(g, pod, shown.get("exitCode")) if g is not None else None
+            if then:
+                parts.append(then)
     elif phase == "Pending":
         sched = condition(pod, "PodScheduled")
         if sched and sched.get("status") == "False":
@@ -462,7 +543,7 @@ def status(g: Gathered, now: datetime) -> str:
     if g.pods:
         lines.append("pods:")
         ours = exit_codes_are_ours(g)
-        lines += [f"  {pod_line(p, g.container, now, ours)}" for p in g.pods]
+        lines += [f"  {pod_line(p, g.container, now, ours, g)}" for p in g.pods]
     elif fleet_worker(g):
         lines.append(f"pods:       none on this cluster (they run on worker {fleet_worker(g)})")
     elif wl is not None and not admitted:
@@ -596,11 +677,14 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             exits.for_code(t["exitCode"])
             for p in crashed
             for c in p.get("status", {}).get("containerStatuses", []) or []
-            for t in [(c.get("lastState") or {}).get("terminated") or {}]
-            if ours and isinstance(t.get("exitCode"), int)
+            for state in ("state", "lastState")  # a Failed pod's own, a restarted one's last
+            for t in [(c.get(state) or {}).get("terminated") or {}]
+            if ours
+            and isinstance(t.get("exitCode"), int)
+            and (state == "lastState" or t["exitCode"] != 0)
         ]
         for p in crashed:
-            reasons.append(f"  {pod_line(p, g.container, now, ours)}")
+            reasons.append(f"  {pod_line(p, g.container, now, ours, g)}")
             line = last_lines.get(p["metadata"]["name"])
             if line:
                 reasons.append(f"    {line}")

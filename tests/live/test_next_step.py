@@ -1,0 +1,124 @@
+"""`trainforge status` and `why` say what the job's controller does after a pod's exit, as its
+emitter told the pod (TRAINFORGE_ON_EXIT: core.failures.told of the backend's outcome), and
+where the pod does not carry it, the same model read from the job object; with torchrun's
+restarts in the pod first where the pod's launcher has any (live/explain.py `next_text`).
+
+On the recorded objects tests/live uses (tests/live/recorded.py)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.jobs.helpers import CODE, CPU_POOL, target
+from tests.live import recorded
+from trainforge.core.contract import BACKENDS
+from trainforge.jobs.backends import emit, pod_templates
+from trainforge.jobs.restarts import on_exit
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
+from trainforge.live import explain
+from trainforge.live.gather import Gathered
+from trainforge.training.contract import ON_EXIT
+
+RUNNER = ["python", "-m", "trainforge.training.launch"]  # trainforge's: its codes are ours
+
+
+def failed_pod(name: str, container: str, code: int, command: list[str] | None = None) -> dict:
+    """A recorded pod that failed with `code` (restartPolicy Never, as ExitCode's pods run:
+    its container's own state is terminated), without TRAINFORGE_ON_EXIT (a pod older than
+    the variable) unless the test adds it."""
+    pod = recorded._pod(name, "llm", "gpt-13b", "0", "ip-10-40-2-8.ec2.internal", container, 0,
+                        None, "2026-11-25T11:50:00Z", phase="Failed")  # fmt: skip
+    cs = pod["status"]["containerStatuses"][0]
+    cs["state"] = {"terminated": {"exitCode": code, "reason": "Error",
+                                  "finishedAt": "2026-11-25T11:58:00Z"}}  # fmt: skip
+    pod["spec"]["containers"][0]["command"] = command or RUNNER
+    return pod
+
+
+def gathered(job: dict, backend: str, kind: str, container: str, pods: list[dict]) -> Gathered:
+    return Gathered("llm", job["metadata"]["name"], backend, kind, container, job, pods=pods)
+
+
+def pending_pytorchjob(policy: str = "ExitCode") -> dict:
+    job = copy.deepcopy(recorded._pending_job)  # a PyTorchJob, replicas under ExitCode
+    for r in job["spec"]["pytorchReplicaSpecs"].values():
+        r["restartPolicy"] = policy
+    return job
+
+
+@pytest.mark.parametrize(
+    ("code", "reason", "then"),
+    [
+        (1, "user_error", "then: the job fails"),
+        (137, "", "then: the pod is re-created, not counted"),
+        (202, "peer_lost", "then: the pod is re-created, not counted"),
+    ],
+)
+def test_status_and_why_say_what_the_operator_does_after_a_failed_pods_exit(code, reason, then):
+    """The recorded PyTorchJob (ExitCode) with a failed pod that carries no TRAINFORGE_ON_EXIT:
+    the model reads its replicas' restartPolicy. Before, a Failed pod's exit (its container's
+    own terminated state) was not shown at all, nor what follows it (watched fail)."""
+    g = gathered(pending_pytorchjob(), "pytorchjob", "PyTorchJob", "pytorch",
+                 [failed_pod("gpt-13b-master-0", "pytorch", code)])  # fmt: skip
+    name = reason or "Error"
+    status = explain.status(g, recorded.NOW)
+    assert f"exit {code} ({name}) 2m ago  {then}\n" in status, status
+    why = explain.why(g, recorded.NOW, {})
+    assert f"exit {code} ({name}) 2m ago  {then}\n" in why, why
+    if reason:
+        assert f"Most likely cause: {reason} " in why
+
+
+def test_the_pods_own_value_wins_over_the_model():
+    """What the pod was told is what its runtime printed: said as the pod carries it."""
+    pod = failed_pod("gpt-13b-master-0", "pytorch", 1)
+    told = "permanent=the container restarts in place, counted against backoffLimit;retryable=x"
+    pod["spec"]["containers"][0]["env"] = [{"name": ON_EXIT, "value": told}]
+    g = gathered(pending_pytorchjob(), "pytorchjob", "PyTorchJob", "pytorch", [pod])
+    assert "then: the container restarts in place, counted against backoffLimit\n" in (
+        explain.status(g, recorded.NOW)
+    )
+
+
+def test_torchruns_restarts_in_the_pod_come_first():
+    """An elastic pod's launcher restarts its workers in the pod `--max-restarts` times before
+    the container exits (torch 2.13.0's elastic agent, core.failures.torchrun_restarts)."""
+    cmd = [*RUNNER, "--nnodes=2:4", "--nproc-per-node=8", "--max-restarts=3", "-m", "x"]
+    g = gathered(pending_pytorchjob(), "pytorchjob", "PyTorchJob", "pytorch",
+                 [failed_pod("gpt-13b-worker-0", "pytorch", 202, cmd)])  # fmt: skip
+    assert (
+        "then: torchrun's 3 restart(s) in the pod spent, the pod is re-created, not counted\n"
+    ) in explain.status(g, recorded.NOW)
+
+
+def test_the_recorded_trainjobs_pods_carry_what_its_emitter_tells_them():
+    """recorded.RESTART_ON_EXIT (the vit-l pods', which `status` prints: RESTART_STATUS) is
+    what the TrainJob emitter tells a pod of an OnFailure job."""
+    job = parse_job({"name": "vit-l", "team": "research", "pool": "p", "workers": 2,
+                     "backend": "trainjob", "restartPolicy": "OnFailure"}, "t")  # fmt: skip
+    assert on_exit(job) == recorded.RESTART_ON_EXIT
+
+
+@pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job"])
+@pytest.mark.parametrize("policy", ["ExitCode", "OnFailure", "Never"])
+def test_the_model_read_from_the_job_object_is_what_its_pods_are_told(backend, policy):
+    """Where neither the pod nor the job's templates carry TRAINFORGE_ON_EXIT (a pod that is
+    gone, an object older than it), the model read from the emitted object's restart fields
+    says what the emitter tells its pods."""
+    raw = {"name": "own", "team": "research", "pool": CPU_POOL.name, "backend": backend,
+           "workers": 2, "restartPolicy": policy}  # fmt: skip
+    t = target(CPU_POOL, backends=BACKENDS)
+    job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    wl = copy.deepcopy(emit(job, t, CODE).workload)
+    container = {"pytorchjob": "pytorch", "indexed-job": "trainer"}[backend]
+    g = gathered(wl, backend, wl["kind"], container, [])
+    assert explain.told_on_exit(g) == on_exit(job)  # from the template's env
+    for tpl in pod_templates(wl):
+        for c in tpl.spec["containers"]:
+            c["env"] = [e for e in c.get("env") or [] if e["name"] != ON_EXIT]
+    left = [e for tpl in pod_templates(wl) for c in tpl.spec["containers"] for e in c["env"]]
+    assert left and ON_EXIT not in {e["name"] for e in left}  # the templates say it no more
+    assert explain.told_on_exit(g) == on_exit(job)  # from the restart fields, by the model
