@@ -159,16 +159,18 @@ def test_a_job_name_ending_in_a_newline_is_refused():
         _name("train\n")
 
 
-def test_node_labels_are_checked_as_kubernetes_checks_them_and_tags_by_name_only():
+def test_node_labels_are_checked_as_kubernetes_checks_them_and_tags_by_aws_rules():
     """A node label's value is a label value (Karpenter's NodePool CRD and EKS refuse
-    `a b`); its prefix a DNS-1123 subdomain. AWS tags keep their free values."""
+    `a b`); its prefix a DNS-1123 subdomain. AWS tags are judged by AWS's tag rules, not these
+    (stack/platform.Tags: a key Kubernetes refuses, `a..b/c`, is a tag key AWS takes)."""
     from trainforge.stack.platform import Labels, Tags
 
     assert _accepts(Labels, {"example.com/team": "research", "tier": "", "n": 3})
     for bad in ({"team": "a b"}, {"team": "x" * 64}, {"-x.y/z": "v"}, {"a..b/c": "v"}):
         assert not _accepts(Labels, bad), bad
     assert _accepts(Tags, {"team": "a b"})
-    assert not _accepts(Tags, {"a..b/c": "v"})
+    assert _accepts(Tags, {"a..b/c": "v"})
+    assert not _accepts(Tags, {"aws:team": "v"}) and not _accepts(Tags, {"k" * 129: "v"})
 
 
 def test_a_bad_label_value_is_named_at_its_key_with_what_is_valid():
