@@ -11,8 +11,9 @@ Two mechanisms, the same wherever the job runs:
   with one failed pod, which the pods are told: `on_exit`).
 
 `trainforge run-local` runs the same launcher with the same `--max-restarts` and re-creates
-its local "pod" on a retryable exit (OnFailure: any failure) up to `local_recreations` times;
-the plan prints `describe` for every job.
+its local "pod" for the exits the job's controller re-creates it for (`outcome`: an indexed
+Job with backoffLimit 0 for none) up to `local_recreations` times; the plan prints `describe`
+for every job.
 """
 
 from __future__ import annotations
