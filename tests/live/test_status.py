@@ -595,13 +595,11 @@ def _no_requests(api) -> None:
     api.routes[key] = answer
 
 
-def test_a_container_without_requests_counts_the_namespaces_limit_range(capsys, api):
-    """The platform's LimitRange (platform/teams.py) gives it 500m CPU and 1Gi: Kueue counts
-    that, and so do status and why (they counted nothing before)."""
+def _team_limit_range(api) -> None:
+    """The platform's LimitRange of team llm (platform/teams.py), as the API lists it."""
     from trainforge.platform.services_config import TeamConfig
     from trainforge.platform.teams import LIMIT_RANGE_NAME, limit_range_spec
 
-    _no_requests(api)
     lr = {
         "apiVersion": "v1",
         "kind": "LimitRange",
@@ -609,6 +607,13 @@ def test_a_container_without_requests_counts_the_namespaces_limit_range(capsys, 
         "spec": limit_range_spec(TeamConfig(name="llm")),
     }
     api.routes[LIMIT_RANGES] = {"kind": "LimitRangeList", "apiVersion": "v1", "items": [lr]}
+
+
+def test_a_container_without_requests_counts_the_namespaces_limit_range(capsys, api):
+    """The platform's LimitRange (platform/teams.py) gives it 500m CPU and 1Gi: Kueue counts
+    that, and so do status and why (they counted nothing before)."""
+    _no_requests(api)
+    _team_limit_range(api)
     out = status(capsys, api, "llm", "gpt-13b")
     assert "asks:       1 x master pod, each 0.5 cores, 1Gi memory\n" in out
     assert "asks:       3 x worker pod, each 0.5 cores, 1Gi memory\n" in out
@@ -620,9 +625,6 @@ def test_a_request_over_the_limit_range_default_limit_is_refused_not_waiting(cap
     `default` (2 CPUs) becomes its limit, and Kueue's ValidateResources refuses the Workload
     for good (trainforge.plan.kueue.workload_invalid). status says so in Kueue's words in
     place of a quota wait and an expected start; why does not call it "not enough quota"."""
-    from trainforge.platform.services_config import TeamConfig
-    from trainforge.platform.teams import LIMIT_RANGE_NAME, limit_range_spec
-
     key = next(k for k in api.routes if k.startswith(f"{recorded.KUEUE}/namespaces/llm/workloads?"))
     answer = json.loads(json.dumps(api.routes[key]))
     sets = answer["items"][0]["spec"]["podSets"]
@@ -632,13 +634,7 @@ def test_a_request_over_the_limit_range_default_limit_is_refused_not_waiting(cap
             c["resources"]["limits"] = dict(c["resources"].get("requests") or {})
     sets[worker]["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
     api.routes[key] = answer
-    lr = {
-        "apiVersion": "v1",
-        "kind": "LimitRange",
-        "metadata": {"name": LIMIT_RANGE_NAME, "namespace": "llm"},
-        "spec": limit_range_spec(TeamConfig(name="llm")),
-    }
-    api.routes[LIMIT_RANGES] = {"kind": "LimitRangeList", "apiVersion": "v1", "items": [lr]}
+    _team_limit_range(api)
     kueue_says = (
         "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
         f"validation failed: spec.podSets[{worker}].template.spec.containers[0]: Invalid "
