@@ -18,6 +18,7 @@ from pydantic import Field, ValidationError
 
 from trainforge.core import labels, versions
 from trainforge.platform.services_config import ServicesConfig, parse_services_config
+from trainforge.platform.tags import tag_limit_problem
 from trainforge.stack.base import (
     NS,
     StackError,
@@ -42,10 +43,6 @@ from trainforge.stack.platform import (
 )
 
 GPU_TAINT_KEY = "nvidia.com/gpu"
-# The tag every AWS resource of a stack carries; the cluster's budget filters cost on it.
-CLUSTER_TAG = "trainforge.io/cluster"
-# The tag on the private subnets (network) that Karpenter's EC2NodeClass selects them by
-KARPENTER_DISCOVERY_TAG = "karpenter.sh/discovery"
 POOL_LABEL = labels.POOL_LABEL
 # The labels a node group's nodes carry (node_groups sets them; the device plugins select
 # them, node_daemonsets places DaemonSets by them; Karpenter's GPU nodes carry
@@ -75,11 +72,6 @@ class PlatformConfig(PlatformKeys):
     fleet: FleetConfig | None = Field(
         None, exclude=True, description="`trainforge:fleet` (stack/fleet.py); None: one cluster."
     )
-
-
-def resource_tags(config: PlatformConfig) -> dict[str, str]:
-    """The AWS tags of every resource of the stack: its cluster, Pulumi, then `tags`."""
-    return {CLUSTER_TAG: config.cluster, "managed-by": "pulumi", **dict(config.tags)}
 
 
 def parse_config(
@@ -126,6 +118,8 @@ def parse_config(
                     "one access entry per principal, and admins already reach every namespace)",
                 )
             )
+    if config is not None and (too_many := tag_limit_problem(config)):
+        errors.append(too_many)
     if lookups:
         _lookup_instance_types(errors, system, groups, pools)
     if errors or config is None:

@@ -26,7 +26,6 @@ from trainforge.platform.config import (
     FSX_AGENT_NOT_READY_TAINT,
     GPU_TAINT_KEY,
     JOBS_TAINT_KEY,
-    KARPENTER_DISCOVERY_TAG,
     POOL_LABEL,
     NodePoolConfig,
     PlatformConfig,
@@ -35,6 +34,7 @@ from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_ident
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
+from trainforge.platform.tags import KARPENTER_DISCOVERY_TAG, node_class_tags
 
 SERVICE_ACCOUNT = "karpenter"
 # The controller's image, read from the vendored values of the pinned chart with its
@@ -547,11 +547,7 @@ class Karpenter(pulumi.ComponentResource):
                     },
                 }
             ],
-            "tags": {
-                **dict(args.tags),
-                KARPENTER_DISCOVERY_TAG: cname,
-                POOL_LABEL: pool.name,
-            },
+            "tags": node_class_tags(args.tags, cname, pool.name),
         }
         if instance_store_raid0(pool, facts):
             spec["instanceStorePolicy"] = "RAID0"
