@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from trainforge.core.labels import POOL_LABEL, cluster_tag
+from trainforge.core.labels import KARPENTER_NODEPOOL, POOL_LABEL, cluster_tag
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.stack.base import NS, problem
 from trainforge.stack.platform import PlatformKeys
@@ -87,7 +87,7 @@ def karpenter_node_tags(tags: Mapping[str, str], cluster: str, pool: str) -> dic
     return {
         **node_class_tags(tags, cluster, pool),
         cluster_tag(cluster): "owned",
-        "karpenter.sh/nodepool": pool,
+        KARPENTER_NODEPOOL: pool,
         "eks:eks-cluster-name": cluster,
         "karpenter.k8s.aws/ec2nodeclass": pool,
         NAME_TAG: "<node name>",
