@@ -18,7 +18,7 @@ PKG = ROOT / "trainforge"
 ONE_PLACE = {
     "nvidia.com/gpu": {
         "core/contract.py",  # GPU_RESOURCE, the device plugin's resource
-        "platform/config.py",  # GPU_TAINT_KEY: the taint, not the resource
+        "platform/node_taints.py",  # GPU_TAINT_KEY: the taint, not the resource
     },
     "vpc.amazonaws.com/efa": {"core/contract.py"},
     "nvidia.com/gpu.present": {"platform/config.py"},
