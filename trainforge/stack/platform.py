@@ -511,7 +511,8 @@ class NodeGroupConfig(Section):
     taints: TaintList = Field(
         (),
         description="Extra taints `{key, value?, effect}`; `nvidia.com/gpu=true:NoSchedule` is "
-        "always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx.",
+        "always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx: "
+        "one more with the key and effect of either is refused (a node would carry both).",
     )
     subnet_id: SubnetId | None = Field(
         None,
@@ -582,7 +583,8 @@ class NodePoolConfig(Section):
         description="Extra taints `{key, value?, effect}`. Always set: "
         "`nvidia.com/gpu=true:NoSchedule` on GPU pools, `trainforge.io/jobs-only=true:"
         "NoSchedule` on CPU pools; with FSx, the startup taint "
-        "`fsx.csi.aws.com/agent-not-ready:NoExecute`.",
+        "`fsx.csi.aws.com/agent-not-ready:NoExecute`. One more with the key and effect of "
+        "one of these is refused (a node would carry both).",
     )
     labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
     limits: Limits = Field(
