@@ -100,3 +100,27 @@ def test_without_pools_the_limit_is_a_new_vpcs_private_subnet():
     config["trainforge:tags"] = many(45)
     (line,) = check_stack(config, lookups=False).errors
     assert "expected at most 44" in line and "on a private subnet" in line
+
+
+# Karpenter's EC2NodeClass CRD (v1.14.1) refuses these in spec.tags, where a pool's node class
+# carries the stack's tags: its rule for the first is `!k.startsWith('kubernetes.io/cluster')`.
+@pytest.mark.parametrize(
+    "key",
+    [
+        "kubernetes.io/cluster/dev",
+        "kubernetes.io/clusterx",
+        "eks:eks-cluster-name",
+        "karpenter.sh/nodepool",
+        "karpenter.sh/nodeclaim",
+        "karpenter.k8s.aws/ec2nodeclass",
+    ],
+)
+def test_tags_karpenter_sets_itself_are_refused_with_node_pools(key):
+    (line,) = errors({key: "x"})
+    assert line.startswith(f"trainforge:tags.{key}: got 'x'; expected a key other than ")
+    assert "EC2NodeClass refuses them" in line and "\n" not in line
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    config.pop("trainforge:nodePools")
+    config.pop("trainforge:jobs", None)
+    config["trainforge:tags"] = {key: "x"}
+    assert check_stack(config, lookups=False).errors == []  # no EC2NodeClass gets them

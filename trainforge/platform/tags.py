@@ -78,20 +78,30 @@ def node_class_tags(tags: Mapping[str, str], cluster: str, pool: str) -> dict[st
     return {**tags, KARPENTER_DISCOVERY_TAG: cluster, POOL_LABEL: pool}
 
 
+# The keys Karpenter sets itself and its EC2NodeClass CRD refuses in spec.tags (v1.14.1
+# pkg/apis/crds/karpenter.k8s.aws_ec2nodeclasses.yaml, the tags' x-kubernetes-validations:
+# a prefix, then four exact keys)
+KARPENTER_TAG_PREFIX = "kubernetes.io/cluster"
+KARPENTER_OWN_KEYS = (
+    "eks:eks-cluster-name",
+    KARPENTER_NODEPOOL,
+    "karpenter.sh/nodeclaim",
+    "karpenter.k8s.aws/ec2nodeclass",
+)
+
+
 def karpenter_node_tags(tags: Mapping[str, str], cluster: str, pool: str) -> dict[str, str]:
     """A Karpenter node's instance: the node class's tags plus Karpenter's own, which a node
     class may not set (karpenter-provider-aws v1.14.1, commit bde0065 of 2026-08-20:
     pkg/utils/utils.go GetTags at launch; pkg/controllers/nodeclaim/tagging/controller.go
     `Name` and `karpenter.sh/nodeclaim` after it; RestrictedTagPatterns in
     pkg/apis/v1/labels.go and the CRD's rules refuse them in spec.tags)."""
+    own = dict.fromkeys(KARPENTER_OWN_KEYS, "<set by Karpenter>")
     return {
         **node_class_tags(tags, cluster, pool),
         cluster_tag(cluster): "owned",
-        KARPENTER_NODEPOOL: pool,
-        "eks:eks-cluster-name": cluster,
-        "karpenter.k8s.aws/ec2nodeclass": pool,
-        NAME_TAG: "<node name>",
-        "karpenter.sh/nodeclaim": "<node claim>",
+        **own,
+        NAME_TAG: "-",
     }
 
 
@@ -134,3 +144,21 @@ def tag_limit_problem(config: PlatformKeys) -> str | None:
         f"at most {AWS_TAG_LIMIT - own}: AWS allows {AWS_TAG_LIMIT} tags on a resource and the "
         f"platform sets {own} more on {where}",
     )
+
+
+def karpenter_key_problems(config: PlatformKeys) -> list[str]:
+    """`tags` keys the EC2NodeClass of a node pool may not carry, one line each (none
+    without pools: the tags then reach no EC2NodeClass)."""
+    if not config.node_pools:
+        return []
+    keys = ", ".join((f"{KARPENTER_TAG_PREFIX}*", *KARPENTER_OWN_KEYS))
+    return [
+        problem(
+            f"{NS}:tags.{key}",
+            value,
+            f"a key other than {keys}: Karpenter sets those on its nodes itself and its "
+            "EC2NodeClass refuses them",
+        )
+        for key, value in config.tags
+        if key.startswith(KARPENTER_TAG_PREFIX) or key in KARPENTER_OWN_KEYS
+    ]
