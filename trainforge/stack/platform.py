@@ -731,7 +731,9 @@ class PlatformKeys(StackModel):
         "characters, values of at most 256, letters, digits, spaces and _ . : / = + - @, "
         "no 'aws:' prefix. AWS allows 50 tags on a resource and the platform sets its own beside "
         "them (10 on a Karpenter node, 6 on a new VPC's private subnet): tags that leave a "
-        "resource over 50 are refused, the error naming the limit.",
+        "resource over 50 are refused, the error naming the limit. With node pools, not the "
+        "keys Karpenter sets itself (`kubernetes.io/cluster*`, `eks:eks-cluster-name`, "
+        "`karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`).",
         json_schema_extra=NO_PAIRS,
     )
     images: ImagesConfig = Field(
