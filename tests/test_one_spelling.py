@@ -18,7 +18,7 @@ PKG = ROOT / "trainforge"
 ONE_PLACE = {
     "nvidia.com/gpu": {
         "core/contract.py",  # GPU_RESOURCE, the device plugin's resource
-        "platform/config.py",  # GPU_TAINT_KEY: the taint, not the resource
+        "platform/node_taints.py",  # GPU_TAINT_KEY: the taint, not the resource
     },
     "vpc.amazonaws.com/efa": {"core/contract.py"},
     "nvidia.com/gpu.present": {"platform/config.py"},
@@ -43,9 +43,9 @@ ONE_PLACE = {
     # trainforge's own: a team's objects (and S3 tags), a pool's nodes
     "trainforge.io/team": {"jobs/pod.py"},
     "trainforge.io/pool": {"core/labels.py"},  # POOL_LABEL, re-exported by platform/config
-    "trainforge.io/cluster": {"platform/config.py"},  # CLUSTER_TAG
+    "trainforge.io/cluster": {"platform/tags.py"},  # CLUSTER_TAG
     "trainforge.io/system": {"platform/cluster.py"},  # SYSTEM_LABEL
-    "karpenter.sh/discovery": {"platform/config.py"},  # KARPENTER_DISCOVERY_TAG
+    "karpenter.sh/discovery": {"platform/tags.py"},  # KARPENTER_DISCOVERY_TAG
     "trainforge.io/privileged-reason": {"core/labels.py"},
     "trainforge.io/root-reason": {"core/labels.py"},
     "kubernetes.io/cluster/": {"core/labels.py"},  # cluster_tag(name), an f-string's head

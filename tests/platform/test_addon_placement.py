@@ -14,8 +14,8 @@ import pytest
 from tests.conftest import run_stack
 from trainforge.core.contract import Taint
 from trainforge.platform.addon_controllers import ADDON_CONTROLLERS, admitted
-from trainforge.platform.config import FSX_AGENT_NOT_READY_TAINT, JOBS_TAINT_KEY
 from trainforge.platform.node_daemonsets import tolerates
+from trainforge.platform.node_taints import FSX_AGENT_NOT_READY_TAINT, JOBS_TAINT_KEY
 
 NG = "aws:eks/nodeGroup:NodeGroup"
 NODEPOOL = "kubernetes:karpenter.sh/v1:NodePool"

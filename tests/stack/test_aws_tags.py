@@ -61,3 +61,66 @@ def test_tags_aws_refuses_are_refused_in_one_line_naming_the_key(tags, key):
     assert line.startswith(f"trainforge:tags.{key}: got ")
     assert "expected an AWS tag: letters, digits, spaces and _ . : / = + - @" in line
     assert "\n" not in line
+
+
+def many(n: int) -> dict[str, str]:
+    return {f"cost-{i}": "x" for i in range(n)}
+
+
+# dev has Karpenter pools: a pool's node carries the stack's 2 base tags, the node class's
+# discovery and pool tags and Karpenter's 6 (platform/tags.py karpenter_node_tags): 10 of 50.
+def test_tags_up_to_the_limit_left_by_the_platform_are_accepted():
+    assert errors(many(40)) == []
+
+
+def test_tags_past_aws_limit_on_one_resource_are_refused_in_one_line_with_count_and_limit():
+    (line,) = errors(many(41))
+    assert line.startswith("trainforge:tags: got '41 tags'; expected at most 40: AWS allows 50 ")
+    assert "platform sets 10 more on a node of nodePools[0]" in line
+    assert "\n" not in line
+
+
+def test_a_tag_the_platform_also_sets_is_counted_once():
+    assert errors({**many(39), "Name": "mine"}) == []
+
+
+def test_aws_prefixed_tags_are_not_counted_by_the_limit():
+    from trainforge.platform.tags import _counted
+
+    assert _counted({"aws:cloudformation:stack-name": "x", "k": "v"}) == 1
+
+
+def test_without_pools_the_limit_is_a_new_vpcs_private_subnet():
+    """2 base tags, Karpenter's discovery tag, the internal-elb role, the cluster tag, Name."""
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    config.pop("trainforge:nodePools")
+    config.pop("trainforge:jobs", None)  # dev's jobs run on its pools
+    config["trainforge:tags"] = many(44)
+    assert check_stack(config, lookups=False).errors == []
+    config["trainforge:tags"] = many(45)
+    (line,) = check_stack(config, lookups=False).errors
+    assert "expected at most 44" in line and "on a private subnet" in line
+
+
+# Karpenter's EC2NodeClass CRD (v1.14.1) refuses these in spec.tags, where a pool's node class
+# carries the stack's tags: its rule for the first is `!k.startsWith('kubernetes.io/cluster')`.
+@pytest.mark.parametrize(
+    "key",
+    [
+        "kubernetes.io/cluster/dev",
+        "kubernetes.io/clusterx",
+        "eks:eks-cluster-name",
+        "karpenter.sh/nodepool",
+        "karpenter.sh/nodeclaim",
+        "karpenter.k8s.aws/ec2nodeclass",
+    ],
+)
+def test_tags_karpenter_sets_itself_are_refused_with_node_pools(key):
+    (line,) = errors({key: "x"})
+    assert line.startswith(f"trainforge:tags.{key}: got 'x'; expected a key other than ")
+    assert "EC2NodeClass refuses them" in line and "\n" not in line
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    config.pop("trainforge:nodePools")
+    config.pop("trainforge:jobs", None)
+    config["trainforge:tags"] = {key: "x"}
+    assert check_stack(config, lookups=False).errors == []  # no EC2NodeClass gets them

@@ -67,3 +67,51 @@ def test_taints_kubernetes_refuses_are_refused_in_one_line(where, taints, at, ex
     (line,) = errors(where, taints)
     assert line.startswith(f"trainforge:{where}[0].{at}: got ")
     assert expected in line and "\n" not in line
+
+
+def checked(where: str, i: int, taints: list, *, lookups: bool, **extra) -> list[str]:
+    config = copy.deepcopy(read_stack(ROOT, "prod").config)
+    config[f"trainforge:{where}"][i].update(taints=taints, **extra)
+    return check_stack(config, lookups=lookups).errors
+
+
+GPU = {"key": "nvidia.com/gpu", "effect": "NoSchedule"}
+JOBS = {"key": "trainforge.io/jobs-only", "effect": "NoSchedule", "value": "true"}
+FSX = {"key": "fsx.csi.aws.com/agent-not-ready", "effect": "NoExecute"}
+
+
+# The platform's own taints are on every node of a group or pool; Karpenter hands the kubelet
+# the pool's taints and startup taints without removing repeats (v1.14.1
+# pkg/providers/amifamily/resolver.go), so a node with the same key and effect twice never
+# registers (validateNodeTaints). prod: nodeGroups[0] p4d, nodePools[0] p5 (GPU, `gpu` unset),
+# nodePools[2] c5/m5 (CPU), FSx on.
+@pytest.mark.parametrize(
+    ("where", "i", "taint", "lookups", "extra", "platform_sets"),
+    [
+        ("nodeGroups", 0, GPU, False, {}, "nvidia.com/gpu=true:NoSchedule"),
+        ("nodeGroups", 0, {**GPU, "value": "false"}, False, {}, "nvidia.com/gpu=true:NoSchedule"),
+        ("nodeGroups", 0, FSX, False, {}, "fsx.csi.aws.com/agent-not-ready:NoExecute"),
+        ("nodePools", 0, FSX, False, {}, "fsx.csi.aws.com/agent-not-ready:NoExecute"),
+        ("nodePools", 0, GPU, False, {"gpu": True}, "nvidia.com/gpu=true:NoSchedule"),
+        ("nodePools", 0, GPU, True, {}, "nvidia.com/gpu=true:NoSchedule"),
+        ("nodePools", 2, JOBS, True, {}, "trainforge.io/jobs-only=true:NoSchedule"),
+    ],
+)
+def test_a_taint_the_platform_sets_on_the_same_nodes_is_refused_in_one_line(
+    where, i, taint, lookups, extra, platform_sets
+):
+    (line,) = checked(where, i, [{"key": "mine"}, taint], lookups=lookups, **extra)
+    assert line.startswith(f"trainforge:{where}[{i}].taints[1]: got '{taint['key']}:")
+    assert f"it sets {platform_sets} on these nodes" in line and "\n" not in line
+
+
+@pytest.mark.parametrize(
+    ("where", "i", "taint"),
+    [
+        ("nodeGroups", 0, {**GPU, "effect": "NoExecute"}),  # another effect
+        ("nodePools", 2, GPU),  # a CPU pool carries the jobs-only taint, not the GPU one
+        ("nodePools", 0, JOBS),  # and a GPU pool the GPU one
+    ],
+)
+def test_a_taint_of_another_key_or_effect_than_the_platforms_is_accepted(where, i, taint):
+    assert checked(where, i, [taint], lookups=True) == []

@@ -81,3 +81,15 @@ def parse_quantity(text: str | int | float) -> Fraction:
 def format_mebibytes(value: Fraction | int) -> str:
     """Bytes rounded down to whole Mi, the unit used for derived sizes such as /dev/shm."""
     return f"{int(value) // 2**20}Mi"
+
+
+def counted(resource: str, value: Fraction) -> Fraction:
+    """A pod's request (or a quota) of `resource` as Kueue and the scheduler count it: CPU in
+    whole millicores, anything else in whole units, rounded up, per pod before the pod count
+    multiplies it. apimachinery's Quantity.MilliValue and Value round up; Kueue reads every
+    amount through them (v0.19.2, commit 8eab687 of 2026-08-20: pkg/resources/requests.go
+    `ResourceValue`, amount.go `AmountFromQuantity`, pkg/workload/workload.go
+    `totalRequestsFromPodSets`: one pod's requests converted, then `Mul(count)`), and so does
+    the scheduler (`Resource.Add`: MilliValue for cpu). So 3 pods of `100u` are 3m, not 0.3m."""
+    unit = Fraction(1, 1000) if resource == "cpu" else Fraction(1)
+    return math.ceil(value / unit) * unit

@@ -4,7 +4,7 @@ Why: a controller pod on a job pool's node keeps that node up (Karpenter's `When
 consolidation never removes a node with a pod on it) and dies with the next spot
 interruption. Our own Deployments select the system node group (placement.py); these come
 from EKS add-ons with their own defaults, so what keeps them off job pools is the pools'
-taints: GPU pools `nvidia.com/gpu`, CPU pools `trainforge.io/jobs-only` (karpenter.pool_taints),
+taints: GPU pools `nvidia.com/gpu`, CPU pools `trainforge.io/jobs-only` (node_taints.pool_taints),
 which none of them tolerates. Their tolerations and node selectors are the pinned versions'
 defaults (we pass no configuration values that change them), each with its source.
 """

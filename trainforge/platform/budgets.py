@@ -43,7 +43,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.platform.config import CLUSTER_TAG, resource_tags
+from trainforge.platform.tags import CLUSTER_TAG, resource_tags
 from trainforge.stack.policy import CostCaps
 
 NAMESPACE_TAG = "aws:eks:namespace"  # split cost allocation data for EKS (AWS-generated)

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import CheckpointConfig
+from trainforge.platform.tags import team_tags
 
 
 def team_prefix(team: str) -> str:
@@ -220,7 +220,7 @@ class CheckpointBucket(pulumi.ComponentResource):
                     args.account_id, args.cluster_name, namespace, service_account
                 ),
                 description=f"trainforge team {team}: read/write s3://<checkpoint bucket>/{team}/",
-                tags={**args.tags, TEAM_LABEL: team},
+                tags=team_tags(args.tags, team),
                 opts=child,
             )
             aws.iam.RolePolicy(
@@ -237,7 +237,7 @@ class CheckpointBucket(pulumi.ComponentResource):
                 namespace=namespace,
                 service_account=service_account,
                 role_arn=role.arn,
-                tags={**args.tags, TEAM_LABEL: team},
+                tags=team_tags(args.tags, team),
                 opts=child,
             )
             self.team_roles[team] = role

@@ -17,7 +17,9 @@ import pulumi
 from pydantic import Field, ValidationError
 
 from trainforge.core import labels, versions
+from trainforge.platform.node_taints import taint_problems
 from trainforge.platform.services_config import ServicesConfig, parse_services_config
+from trainforge.platform.tags import karpenter_key_problems, tag_limit_problem
 from trainforge.stack.base import (
     NS,
     StackError,
@@ -41,25 +43,12 @@ from trainforge.stack.platform import (
     refuse,
 )
 
-GPU_TAINT_KEY = "nvidia.com/gpu"
-# The tag every AWS resource of a stack carries; the cluster's budget filters cost on it.
-CLUSTER_TAG = "trainforge.io/cluster"
-# The tag on the private subnets (network) that Karpenter's EC2NodeClass selects them by
-KARPENTER_DISCOVERY_TAG = "karpenter.sh/discovery"
 POOL_LABEL = labels.POOL_LABEL
 # The labels a node group's nodes carry (node_groups sets them; the device plugins select
 # them, node_daemonsets places DaemonSets by them; Karpenter's GPU nodes carry
 # core.labels.KARPENTER_GPU_COUNT instead).
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
 EFA_NODE_LABEL = "vpc.amazonaws.com/efa.present"
-# CPU Karpenter pools are for jobs only (jobs tolerate their pool's taints, published in
-# PoolFacts): CoreDNS, the CSI controllers and other add-ons stay on the system node group
-# instead of holding a spot node up that `WhenEmpty` consolidation would never remove.
-JOBS_TAINT_KEY = "trainforge.io/jobs-only"
-# The FSx CSI driver's startup taint: its node plugin removes it once it is ready to mount
-# (aws-fsx-csi-driver v1.5.0 pkg/driver/constants.go AgentNotReadyNodeTaintKey, docs/install.md
-# "Configure node startup taint": NoExecute recommended), so pods wait for it.
-FSX_AGENT_NOT_READY_TAINT = "fsx.csi.aws.com/agent-not-ready"
 
 
 class ConfigError(StackError):
@@ -75,11 +64,6 @@ class PlatformConfig(PlatformKeys):
     fleet: FleetConfig | None = Field(
         None, exclude=True, description="`trainforge:fleet` (stack/fleet.py); None: one cluster."
     )
-
-
-def resource_tags(config: PlatformConfig) -> dict[str, str]:
-    """The AWS tags of every resource of the stack: its cluster, Pulumi, then `tags`."""
-    return {CLUSTER_TAG: config.cluster, "managed-by": "pulumi", **dict(config.tags)}
 
 
 def parse_config(
@@ -126,8 +110,12 @@ def parse_config(
                     "one access entry per principal, and admins already reach every namespace)",
                 )
             )
-    if lookups:
-        _lookup_instance_types(errors, system, groups, pools)
+    if config is not None and (too_many := tag_limit_problem(config)):
+        errors.append(too_many)
+    errors.extend(karpenter_key_problems(config) if config is not None else [])
+    facts = _lookup_instance_types(errors, system, groups, pools) if lookups else {}
+    gpu_of = {name: f.gpus_per_node > 0 for name, f in facts.items()}
+    errors.extend(taint_problems(groups, pools, services.fsx.enabled, gpu_of))
     if errors or config is None:
         raise ConfigError(errors)
     return config.model_copy(update={"services": services, "fleet": fleet})
@@ -189,11 +177,12 @@ def _resolve_pools(groups, pools, errors: list[str]) -> dict[str, Any]:
     return out
 
 
-def _lookup_instance_types(errors: list[str], system, groups, pools) -> None:
-    """Type problems of every group and pool that parsed, and of the system node group."""
+def _lookup_instance_types(errors: list[str], system, groups, pools) -> dict[str, Any]:
+    """Type problems of every group and pool that parsed, and of the system node group;
+    the facts of the groups and pools whose types were found, by name."""
     from trainforge.platform.instance_types import instance_type_facts  # noqa: PLC0415
 
-    _resolve_pools(groups, pools, errors)
+    facts = _resolve_pools(groups, pools, errors)
     try:
         if system is not None:
             instance_type_facts(system.instance_type)
@@ -202,6 +191,7 @@ def _lookup_instance_types(errors: list[str], system, groups, pools) -> None:
         errors.append(
             problem(where, system.instance_type, "an EC2 instance type offered in this region")
         )
+    return facts
 
 
 def resolve_all(config: PlatformConfig) -> dict[str, Any]:

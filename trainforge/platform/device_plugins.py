@@ -26,9 +26,9 @@ from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (
     EFA_NODE_LABEL,
     GPU_NODE_LABEL,
-    GPU_TAINT_KEY,
     POOL_LABEL,  # every trainforge node group / Karpenter pool sets it
 )
+from trainforge.platform.node_taints import GPU_TAINT_KEY
 from trainforge.platform.services_config import DevicePluginsConfig
 
 # The plugins' images, read from the vendored values of the pinned charts with their

@@ -39,6 +39,7 @@ from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
 from trainforge.platform.services_config import FsxConfig
+from trainforge.platform.tags import named
 
 CSI_DRIVER = "fsx.csi.aws.com"
 CSI_CONTROLLER_SA = "fsx-csi-controller-sa"
@@ -222,7 +223,7 @@ class FsxLustre(pulumi.ComponentResource):
             f"{name}-lustre",
             vpc_id=args.vpc_id,
             description="FSx for Lustre: Lustre traffic from cluster nodes only",
-            tags={**args.tags, "Name": f"{name}-lustre"},
+            tags=named(args.tags, f"{name}-lustre"),
             opts=child,
         )
         sg_id = self.security_group.id
@@ -307,7 +308,7 @@ class FsxLustre(pulumi.ComponentResource):
             data_compression_type="LZ4",
             security_group_ids=[sg_id],
             skip_final_backup=not persistent,
-            tags={**args.tags, "Name": name},
+            tags=named(args.tags, name),
             **fs_kwargs,
             # The teams' datasets and checkpoints: `pulumi destroy`, or a change that replaces
             # the file system (subnet, security groups, KMS key, deployment type: the plan's

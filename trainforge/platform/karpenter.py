@@ -23,10 +23,6 @@ from trainforge.core.labels import ARCH, INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE,
 from trainforge.platform import capacity_placement, chart_images
 from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.config import (
-    FSX_AGENT_NOT_READY_TAINT,
-    GPU_TAINT_KEY,
-    JOBS_TAINT_KEY,
-    KARPENTER_DISCOVERY_TAG,
     POOL_LABEL,
     NodePoolConfig,
     PlatformConfig,
@@ -34,7 +30,9 @@ from trainforge.platform.config import (
 from trainforge.platform.iam import NODE_POLICIES, assume_role_policy, pod_identity_trust
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.node_groups import efa_security_group
+from trainforge.platform.node_taints import GPU_TAINT_KEY, pool_taints, startup_taints
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
+from trainforge.platform.tags import KARPENTER_DISCOVERY_TAG, node_class_tags
 
 SERVICE_ACCOUNT = "karpenter"
 # The controller's image, read from the vendored values of the pinned chart with its
@@ -501,6 +499,7 @@ class Karpenter(pulumi.ComponentResource):
         )
         self.node_pools: dict[str, k8s.apiextensions.CustomResource] = {}
         self.node_classes: dict[str, k8s.apiextensions.CustomResource] = {}
+        fsx = cfg.services is not None and cfg.services.fsx.enabled
         for pool in cfg.node_pools:
             facts = args.facts[pool.name]
             self.node_classes[pool.name] = self._node_class(name, pool, facts, args, cr_opts)
@@ -509,7 +508,7 @@ class Karpenter(pulumi.ComponentResource):
                 api_version="karpenter.sh/v1",
                 kind="NodePool",
                 metadata={"name": pool.name},
-                spec=node_pool_spec(pool, facts, startup_taints(cfg)),
+                spec=node_pool_spec(pool, facts, startup_taints(fsx)),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=args.k8s_provider,
@@ -547,11 +546,7 @@ class Karpenter(pulumi.ComponentResource):
                     },
                 }
             ],
-            "tags": {
-                **dict(args.tags),
-                KARPENTER_DISCOVERY_TAG: cname,
-                POOL_LABEL: pool.name,
-            },
+            "tags": node_class_tags(args.tags, cname, pool.name),
         }
         if instance_store_raid0(pool, facts):
             spec["instanceStorePolicy"] = "RAID0"
@@ -602,31 +597,8 @@ def instance_store_raid0(pool: NodePoolConfig, facts: PoolTypeFacts) -> bool:
     return facts.instance_storage_gb > 0 and facts.instance_storage_gb >= pool.root_volume_gib
 
 
-def pool_taints(pool: NodePoolConfig, facts: PoolTypeFacts) -> list[dict]:
-    """The pool's taints: GPU pools the GPU taint, CPU pools the jobs-only taint (jobs
-    tolerate what their pool publishes), then the configured ones."""
-    taints = []
-    if facts.gpus_per_node > 0:
-        taints.append({"key": GPU_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
-    else:
-        taints.append({"key": JOBS_TAINT_KEY, "value": "true", "effect": "NoSchedule"})
-    for t in pool.taints:
-        taint = {"key": t.key, "effect": t.effect}
-        if t.value is not None:
-            taint["value"] = t.value
-        taints.append(taint)
-    return taints
-
-
 def pool_labels(pool: NodePoolConfig) -> dict[str, str]:
     return {**dict(pool.labels), POOL_LABEL: pool.name}
-
-
-def startup_taints(config: PlatformConfig) -> list[dict]:
-    """Taints a new node starts with and something on the node removes: the FSx CSI node
-    plugin's, when the stack has FSx (nothing else would remove it)."""
-    fsx = config.services is not None and config.services.fsx.enabled
-    return [{"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NoExecute"}] if fsx else []
 
 
 def node_pool_spec(
@@ -662,7 +634,7 @@ def node_pool_spec(
                     {"key": ARCH, "operator": "In", "values": [facts.architecture]},
                     {"key": OS, "operator": "In", "values": ["linux"]},
                 ],
-                "taints": pool_taints(pool, facts),
+                "taints": pool_taints(pool, facts.gpus_per_node > 0),
                 # Karpenter expects these to be removed by a DaemonSet and still binpacks
                 # pods that do not tolerate them onto the node (Karpenter v1 NodePool docs)
                 **({"startupTaints": startup} if startup else {}),

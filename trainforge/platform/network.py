@@ -28,8 +28,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
-from trainforge.core.labels import cluster_tag
-from trainforge.platform.config import KARPENTER_DISCOVERY_TAG
+from trainforge.platform.tags import (
+    discovery_tags,
+    endpoint_tags,
+    named,
+    private_subnet_tags,
+    public_subnet_tags,
+)
 from trainforge.stack.platform import NetworkConfig
 
 # service -> why it needs an interface endpoint (com.amazonaws.<region>.<service>).
@@ -75,11 +80,7 @@ class Network(pulumi.ComponentResource):
         super().__init__("trainforge:index:Network", name, None, opts)
         cfg = args.config
         child = pulumi.ResourceOptions(parent=self)
-        discovery = {
-            KARPENTER_DISCOVERY_TAG: args.cluster_name,
-            "kubernetes.io/role/internal-elb": "1",
-            cluster_tag(args.cluster_name): "shared",
-        }
+        discovery = discovery_tags(args.cluster_name)
         self.private_route_table_ids: list[pulumi.Input[str]] = []
         # the NAT gateways' public IPs (a fleet manager's egress); None: an existing VPC's
         self.nat_public_ips: list[pulumi.Input[str]] | None = None if cfg.vpc_id else []
@@ -137,7 +138,7 @@ class Network(pulumi.ComponentResource):
             service_name=f"com.amazonaws.{region}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=self.private_route_table_ids,
-            tags={**tags, "Name": f"{name}-s3"},
+            tags=named(tags, f"{name}-s3"),
             opts=child,
         )
         self.s3_endpoint_id = s3.id
@@ -145,7 +146,7 @@ class Network(pulumi.ComponentResource):
             f"{name}-endpoints",
             vpc_id=self.vpc_id,
             description="VPC interface endpoints: HTTPS from the VPC only",
-            tags={**tags, "Name": f"{name}-endpoints"},
+            tags=named(tags, f"{name}-endpoints"),
             opts=child,
         )
         aws.vpc.SecurityGroupIngressRule(
@@ -169,7 +170,7 @@ class Network(pulumi.ComponentResource):
                 private_dns_enabled=True,
                 subnet_ids=self.endpoint_subnet_ids or self.private_subnet_ids,
                 security_group_ids=[sg.id],
-                tags={**tags, "Name": f"{name}-{slug}", "trainforge.io/purpose": why[:250]},
+                tags=endpoint_tags(tags, f"{name}-{slug}", why),
                 opts=child,
             )
 
@@ -187,7 +188,7 @@ class Network(pulumi.ComponentResource):
             cidr_block=cfg.cidr,
             enable_dns_hostnames=True,
             enable_dns_support=True,
-            tags={**args.tags, "Name": f"{args.cluster_name}-vpc"},
+            tags=named(args.tags, f"{args.cluster_name}-vpc"),
             opts=child,
         )
         igw = aws.ec2.InternetGateway(f"{name}-igw", vpc_id=vpc.id, tags=args.tags, opts=child)
@@ -208,11 +209,7 @@ class Network(pulumi.ComponentResource):
                 cidr_block=str(public_blocks[i]),
                 availability_zone=zone,
                 map_public_ip_on_launch=False,
-                tags={
-                    **args.tags,
-                    "kubernetes.io/role/elb": "1",
-                    "Name": f"{args.cluster_name}-public-{zone}",
-                },
+                tags=public_subnet_tags(args.tags, f"{args.cluster_name}-public-{zone}"),
                 opts=child,
             )
             aws.ec2.RouteTableAssociation(
@@ -236,7 +233,9 @@ class Network(pulumi.ComponentResource):
                 cidr_block=str(blocks[i]),
                 availability_zone=zone,
                 map_public_ip_on_launch=False,
-                tags={**args.tags, **discovery, "Name": f"{args.cluster_name}-private-{zone}"},
+                tags=private_subnet_tags(
+                    args.tags, args.cluster_name, f"{args.cluster_name}-private-{zone}"
+                ),
                 opts=child,
             )
             nat = nats[i] if cfg.nat_gateways == "onePerAz" else nats[0]
@@ -260,7 +259,7 @@ class Network(pulumi.ComponentResource):
                     cidr_block=str(endpoint_blocks[i]),
                     availability_zone=zone,
                     map_public_ip_on_launch=False,
-                    tags={**args.tags, "Name": f"{args.cluster_name}-endpoints-{zone}"},
+                    tags=named(args.tags, f"{args.cluster_name}-endpoints-{zone}"),
                     opts=child,
                 )
                 self.endpoint_subnet_ids.append(endpoints_subnet.id)

@@ -25,15 +25,14 @@ from trainforge.core.taints import EFFECTS
 from trainforge.platform import capacity_placement as cp
 from trainforge.platform.config import (
     EFA_NODE_LABEL,
-    FSX_AGENT_NOT_READY_TAINT,
     GPU_NODE_LABEL,
-    GPU_TAINT_KEY,
     POOL_LABEL,
     ConfigError,
     NodeGroupConfig,
 )
 from trainforge.platform.instance_types import PoolTypeFacts
 from trainforge.platform.launch_template import launch_template
+from trainforge.platform.node_taints import group_taints
 from trainforge.stack.base import problem
 
 
@@ -179,14 +178,11 @@ class GpuNodeGroup(pulumi.ComponentResource):
             capacity_reservation_id=cfg.capacity_reservation_id,
             capacity_block=capacity_type == cp.CAPACITY_BLOCK,
         )
-        taints = [{"key": GPU_TAINT_KEY, "value": "true", "effect": "NO_SCHEDULE"}]
-        taints += [
-            {"key": t.key, "value": t.value, "effect": EFFECTS[t.effect]} for t in cfg.taints
+        # with FSx, EKS applies its startup taint to every node it launches; the FSx node
+        # plugin (which tolerates every taint) removes it when it can mount
+        taints = [
+            {**t, "effect": EFFECTS[t["effect"]]} for t in group_taints(cfg, args.fsx_startup_taint)
         ]
-        if args.fsx_startup_taint:
-            # EKS applies it to every node it launches; the FSx node plugin (which tolerates
-            # every taint) removes it when it can mount, so pods never start before that
-            taints.append({"key": FSX_AGENT_NOT_READY_TAINT, "effect": "NO_EXECUTE"})
         labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, GPU_NODE_LABEL: "true"}
         if cfg.efa:
             labels[EFA_NODE_LABEL] = "true"

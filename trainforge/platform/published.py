@@ -24,7 +24,6 @@ from trainforge.core.contract import (
 )
 from trainforge.jobs import node_facts
 from trainforge.platform.config import (
-    GPU_TAINT_KEY,
     POOL_LABEL,
     NodeGroupConfig,
     NodePoolConfig,
@@ -32,6 +31,7 @@ from trainforge.platform.config import (
     resolve_all,
 )
 from trainforge.platform.instance_types import PoolTypeFacts, instance_type_facts
+from trainforge.platform.node_taints import platform_taint, pool_taints
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
 
 # Stands for the checkpoint bucket's name while only the config is known: a job is checked
@@ -91,7 +91,8 @@ def _type_facts(f: PoolTypeFacts, ami: str) -> dict[str, Any]:
 
 def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
     cap = {"SPOT": "spot", "CAPACITY_BLOCK": "reserved"}.get(g.capacity_type, "on-demand")
-    taints = (Taint(GPU_TAINT_KEY, "NoSchedule", "true"), *g.taints)
+    gpu = platform_taint(True)
+    taints = (Taint(gpu["key"], gpu["effect"], gpu["value"]), *g.taints)
     return PoolFacts(
         name=g.name,
         kind="node-group",
@@ -105,9 +106,8 @@ def _facts_for_group(g: NodeGroupConfig, f: PoolTypeFacts) -> PoolFacts:
 
 
 def _facts_for_pool(p: NodePoolConfig, f: PoolTypeFacts) -> PoolFacts:
-    from trainforge.platform.karpenter import pool_taints  # noqa: PLC0415 - pulls in pulumi
-
-    taints = tuple(Taint(t["key"], t["effect"], t.get("value")) for t in pool_taints(p, f))
+    own = pool_taints(p, f.gpus_per_node > 0)
+    taints = tuple(Taint(t["key"], t["effect"], t.get("value")) for t in own)
     return PoolFacts(
         name=p.name,
         kind="karpenter",

@@ -28,6 +28,7 @@ from trainforge.platform.placement import (
 )
 from trainforge.platform.published import team_facts
 from trainforge.platform.services_config import ServicesConfig
+from trainforge.platform.tags import services_tags
 from trainforge.platform.teams import (
     TRAINING_SERVICE_ACCOUNT,
     TeamNamespaces,
@@ -94,7 +95,7 @@ class PlatformServices(pulumi.ComponentResource):
         super().__init__("trainforge:index:PlatformServices", name, None, opts)
         cfg = args.config
         child = pulumi.ResourceOptions(parent=self)
-        tags = {"trainforge.io/component": "services", **args.tags}
+        tags = services_tags(args.tags)
 
         persistent_fsx = cfg.fsx.enabled and cfg.fsx.deployment_type == "PERSISTENT_2"
         self.kms_key: aws.kms.Key | None = None

@@ -511,7 +511,8 @@ class NodeGroupConfig(Section):
     taints: TaintList = Field(
         (),
         description="Extra taints `{key, value?, effect}`; `nvidia.com/gpu=true:NoSchedule` is "
-        "always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx.",
+        "always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx: "
+        "one more with the key and effect of either is refused (a node would carry both).",
     )
     subnet_id: SubnetId | None = Field(
         None,
@@ -582,7 +583,8 @@ class NodePoolConfig(Section):
         description="Extra taints `{key, value?, effect}`. Always set: "
         "`nvidia.com/gpu=true:NoSchedule` on GPU pools, `trainforge.io/jobs-only=true:"
         "NoSchedule` on CPU pools; with FSx, the startup taint "
-        "`fsx.csi.aws.com/agent-not-ready:NoExecute`.",
+        "`fsx.csi.aws.com/agent-not-ready:NoExecute`. One more with the key and effect of "
+        "one of these is refused (a node would carry both).",
     )
     labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
     limits: Limits = Field(
@@ -727,7 +729,11 @@ class PlatformKeys(StackModel):
         (),
         description="Extra AWS tags on every resource, by AWS's tag rules: keys of 1 to 128 "
         "characters, values of at most 256, letters, digits, spaces and _ . : / = + - @, "
-        "no 'aws:' prefix.",
+        "no 'aws:' prefix. AWS allows 50 tags on a resource and the platform sets its own beside "
+        "them (10 on a Karpenter node, 6 on a new VPC's private subnet): tags that leave a "
+        "resource over 50 are refused, the error naming the limit. With node pools, not the "
+        "keys Karpenter sets itself (`kubernetes.io/cluster*`, `eks:eks-cluster-name`, "
+        "`karpenter.sh/nodepool`, `karpenter.sh/nodeclaim`, `karpenter.k8s.aws/ec2nodeclass`).",
         json_schema_extra=NO_PAIRS,
     )
     images: ImagesConfig = Field(

@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core import taints as T
+from trainforge.core.quantity import counted
 from trainforge.plan.kueue.objects import TRY_NEXT, ClusterQueue, Flavor
 from trainforge.plan.kueue.quota import Quotas
 
@@ -57,7 +58,7 @@ class PodSet:
     over_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     def total(self) -> dict[str, Fraction]:
-        return {r: v * self.count for r, v in self.requests.items() if v}
+        return {r: counted(r, v) * self.count for r, v in self.requests.items() if v}
 
 
 @dataclass(frozen=True)

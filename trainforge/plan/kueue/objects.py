@@ -19,7 +19,7 @@ from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.labels import NAMESPACE_NAME
-from trainforge.core.quantity import parse_quantity
+from trainforge.core.quantity import counted, parse_quantity
 
 GPU = GPU_RESOURCE
 RESOURCES = ("cpu", "memory", GPU)
@@ -154,11 +154,11 @@ def cluster_queue(doc: dict[str, Any]) -> ClusterQueue:
             lend[f] = {r: None for r in covered}
             for res in fl.get("resources") or []:
                 r = res["name"]
-                nominal[f][r] = quantity(res.get("nominalQuota", 0))
+                nominal[f][r] = counted(r, quantity(res.get("nominalQuota", 0)))
                 lim = res.get("borrowingLimit")
-                borrow[f][r] = quantity(lim) if lim is not None else None
+                borrow[f][r] = counted(r, quantity(lim)) if lim is not None else None
                 lim = res.get("lendingLimit")
-                lend[f][r] = quantity(lim) if lim is not None else None
+                lend[f][r] = counted(r, quantity(lim)) if lim is not None else None
         groups.append((covered or tuple(sorted({r for f in names for r in nominal[f]})), names))
     sel = ((spec.get("namespaceSelector") or {}).get("matchLabels")) or {}
     return ClusterQueue(
