@@ -124,3 +124,16 @@ def test_tags_karpenter_sets_itself_are_refused_with_node_pools(key):
     config.pop("trainforge:jobs", None)
     config["trainforge:tags"] = {key: "x"}
     assert check_stack(config, lookups=False).errors == []  # no EC2NodeClass gets them
+
+
+# The platform's own keys: a stack tag `trainforge.io/cluster` replaced the cluster tag on every
+# resource whose stack tags come last, and the budgets filter cost on that tag (budgets.py).
+@pytest.mark.parametrize("key", ["trainforge.io/cluster", "trainforge.io/team", "trainforge.io/x"])
+def test_tags_in_the_platform_prefix_are_refused(key):
+    (line,) = errors({key: "x"})
+    assert line.startswith(f"trainforge:tags.{key}: got 'x'; expected a key not starting with ")
+    assert "budgets filter cost on" in line and "\n" not in line
+
+
+def test_tags_beside_the_platform_prefix_are_taken():
+    assert errors({"trainforge.io-owner": "x", "Trainforge.io/x": "y"}) == []

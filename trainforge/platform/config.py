@@ -19,7 +19,11 @@ from pydantic import Field, ValidationError
 from trainforge.core import labels, versions
 from trainforge.platform.node_taints import taint_problems
 from trainforge.platform.services_config import ServicesConfig, parse_services_config
-from trainforge.platform.tags import karpenter_key_problems, tag_limit_problem
+from trainforge.platform.tags import (
+    karpenter_key_problems,
+    platform_key_problems,
+    tag_limit_problem,
+)
 from trainforge.stack.base import (
     NS,
     StackError,
@@ -113,6 +117,7 @@ def parse_config(
     if config is not None and (too_many := tag_limit_problem(config)):
         errors.append(too_many)
     errors.extend(karpenter_key_problems(config) if config is not None else [])
+    errors.extend(platform_key_problems(config) if config is not None else [])
     facts = _lookup_instance_types(errors, system, groups, pools) if lookups else {}
     gpu_of = {name: f.gpus_per_node > 0 for name, f in facts.items()}
     errors.extend(taint_problems(groups, pools, services.fsx.enabled, gpu_of))

@@ -146,6 +146,28 @@ def tag_limit_problem(config: PlatformKeys) -> str | None:
     )
 
 
+# The platform's own tag keys (its cluster, component, purpose, team, pool) share this prefix.
+# A stack tag under it would replace one of them where the stack's tags come last (the cluster
+# tag every AWS Budget of the stack filters on: budgets.py) or be replaced where the platform's
+# come last: neither is what the user asked for, so the prefix is the platform's, as `aws:` is AWS's.
+PLATFORM_TAG_PREFIX = "trainforge.io/"
+
+
+def platform_key_problems(config: PlatformKeys) -> list[str]:
+    """`tags` keys in the platform's own prefix, one line each."""
+    return [
+        problem(
+            f"{NS}:tags.{key}",
+            value,
+            f"a key not starting with {PLATFORM_TAG_PREFIX!r}: the platform sets its own tags "
+            f"there ({CLUSTER_TAG}, which the stack's budgets filter cost on, {COMPONENT_TAG}, "
+            f"{PURPOSE_TAG}, {TEAM_LABEL}, {POOL_LABEL})",
+        )
+        for key, value in config.tags
+        if key.startswith(PLATFORM_TAG_PREFIX)
+    ]
+
+
 def karpenter_key_problems(config: PlatformKeys) -> list[str]:
     """`tags` keys the EC2NodeClass of a node pool may not carry, one line each (none
     without pools: the tags then reach no EC2NodeClass)."""

@@ -729,7 +729,8 @@ class PlatformKeys(StackModel):
         (),
         description="Extra AWS tags on every resource, by AWS's tag rules: keys of 1 to 128 "
         "characters, values of at most 256, letters, digits, spaces and _ . : / = + - @, "
-        "no 'aws:' prefix. AWS allows 50 tags on a resource and the platform sets its own beside "
+        "no 'aws:' prefix, no 'trainforge.io/' prefix (the platform's own keys: the cluster tag "
+        "the budgets filter on, component, purpose, team, pool). AWS allows 50 tags on a resource and the platform sets its own beside "
         "them (10 on a Karpenter node, 6 on a new VPC's private subnet): tags that leave a "
         "resource over 50 are refused, the error naming the limit. With node pools, not the "
         "keys Karpenter sets itself (`kubernetes.io/cluster*`, `eks:eks-cluster-name`, "
