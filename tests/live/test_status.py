@@ -636,7 +636,7 @@ def test_a_request_over_the_limit_range_default_limit_is_refused_not_waiting(cap
     api.routes[key] = answer
     _team_limit_range(api)
     kueue_says = (
-        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "Kueue never admits it (QuotaReserved False, reason Pending): resources "
         f"validation failed: spec.podSets[{worker}].template.spec.containers[0]: Invalid "
         'value: ["cpu"]: requests must not exceed its limits'
     )

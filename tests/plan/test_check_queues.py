@@ -380,6 +380,34 @@ def test_the_owned_selector_check_reads_every_pod_template():
     assert Q._owned_fields(SimpleNamespace(doc=doc), None) == []
 
 
+def test_a_job_outside_the_namespace_limit_range_max_is_never_admitted(monkeypatch):
+    """A team LimitRange whose Container `max` is 2 CPUs: Kueue's ValidateLimitRange refuses
+    the Workload of a job whose pods ask 3 for good (release-0.19 pkg/workload/resources.go),
+    and the queue check says so in Kueue's words through the same path as a request over its
+    limit (TRAINFORGE_QUEUE_REQUESTS_OVER_LIMITS); it took the job as admissible before."""
+    from trainforge.platform import teams
+
+    real = teams.limit_range_spec
+
+    def with_max(team):
+        spec = real(team)
+        spec["limits"][0]["max"] = {"cpu": "2"}
+        return spec
+
+    monkeypatch.setattr(teams, "limit_range_spec", with_max)
+    result = plan([job("wide", "vision", 1, cpu="3"), job("narrow", "nlp", 1, cpu="1")])
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_OVER_LIMITS]
+    assert finding.message.startswith("job wide (team vision): Kueue never admits it")
+    assert (
+        "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec."
+        'containers[0]: Invalid value: ["cpu"]: requests must not be above the limitRange max'
+        in finding.message
+    )
+    _, by_job = admission(result)
+    assert by_job["wide"]["state"] == "never"
+    assert by_job["narrow"]["state"] != "never"
+
+
 def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admitted(monkeypatch):
     """A container that requests 3 CPUs and names no CPU limit takes the team LimitRange's
     `default` (2: trainforge.stack.services.ContainerDefaults) as its limit; Kueue's
@@ -406,6 +434,6 @@ def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admi
     assert by_job["greedy"]["state"] == "never"
     assert "requests must not exceed its limits" in by_job["greedy"]["reason"]
     (line,) = [x for x in lines if x.startswith("vision/greedy [normal]: ")]
-    assert "Kueue never admits it (QuotaReserved False, reason Misconfigured)" in line
+    assert "Kueue never admits it (QuotaReserved False, reason Pending)" in line
     assert by_job["modest"]["state"] != "never"  # 1 CPU under the default limit of 2
     assert not [v for v in result.failing if v.rule == Q.RULE_NEVER]

@@ -34,6 +34,7 @@ from trainforge.plan.kueue.workload import (
     pod_need,
     pod_requests,
     podset,
+    refusal,
     workload_invalid,
     workload_need,
     workload_podsets,
@@ -43,5 +44,5 @@ __all__ = [
     "FIT", "GPU", "NEVER_ADMITS", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES",
     "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
     "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",
-    "quantity", "read", "workload_invalid", "workload_need", "workload_podsets",
+    "quantity", "read", "refusal", "workload_invalid", "workload_need", "workload_podsets",
 ]  # fmt: skip
