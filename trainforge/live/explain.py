@@ -123,10 +123,10 @@ GPU = GPU_RESOURCE
 
 
 def refused(g: Gathered) -> str:
-    """Kueue's error for a Workload it never admits because a container requests more than
-    it limits once the namespace's LimitRange defaulted it (trainforge.plan.kueue
-    `workload_invalid`, its ValidateResources), "" when it does not."""
-    return K.workload_invalid(g.workload or {}, g.limit_ranges) if g.workload else ""
+    """What to say of a Workload Kueue never admits as things stand (trainforge.plan.kueue
+    `refused`: Kueue's own condition, else its refusal of the pods' resources with the
+    namespace's LimitRanges), "" when it may admit it."""
+    return K.refused(g.workload, g.limit_ranges)
 
 
 def borrowing(g: Gathered) -> str | None:
@@ -593,12 +593,14 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
                 f"{g.position.get('positionInClusterQueue', 0) + 1} in ClusterQueue {cq}"
             )
         out += [f"asks:       {r}" for r in requests(g)]
-        invalid = refused(g)
+        invalid, held = refused(g), K.held(wl)
         if invalid:
-            out.append(f"refused:    {K.NEVER_ADMITS} {invalid}")
+            out.append(f"refused:    {invalid}")
+        elif held:
+            out.append(f"held:       {held}")
         else:
             out += [f"blocked:    {b}" for b in blocked_by(g)]
-        if g.expected is not None and not invalid:
+        if g.expected is not None and not invalid and not held:
             out += [f"{k + ':':<12}{v}" for k, v in wait.lines(g.expected)]
     evicted = condition(wl, "Evicted")
     if evicted and evicted.get("status") == "True" or (wl.get("status", {}).get("requeueState")):
@@ -627,14 +629,23 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
     if reasons:
         return "\n".join(reasons) + "\n"
     if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
-        blocked, invalid = blocked_by(g), refused(g)
-        if invalid:
-            reasons.append(f"{K.NEVER_ADMITS} {invalid}")
+        blocked, invalid, held = blocked_by(g), refused(g), K.held(wl)
+        if invalid and K.for_resources(invalid):
+            reasons.append(invalid)
             reasons.append(
                 "  a container requests more than it limits once the namespace's LimitRange "
                 "filled in what it leaves out (`default` as its limit, `defaultRequest` as its "
-                "request): it never waits its turn, only a change of the job or the LimitRange helps"
+                "request), or a container or pod is outside the LimitRange's min or max: it "
+                "never waits its turn, only a change of the job or the LimitRange helps"
             )
+        elif invalid:
+            reasons.append(invalid)
+            reasons.append(
+                "  it never waits its turn: only a change of the job's queue, or of the "
+                "LocalQueue, ClusterQueue or its flavors, helps"
+            )
+        elif held:
+            reasons.append(held + ".")
         elif blocked:
             reasons.append("Kueue has not admitted it: not enough quota.")
             reasons += [f"  {b}" for b in blocked]
@@ -645,12 +656,14 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             )
         else:
             reasons.append("Kueue has not admitted it yet (waiting for its turn in the queue).")
-        if g.expected is not None and not invalid:
+        if g.expected is not None and not invalid and not held:
             reasons += [f"  {k}: {v}" for k, v in wait.lines(g.expected)]
         if g.limit_ranges_unread:
             reasons.append(f"  note: {g.limit_ranges_unread}")
         reasons.append(
             "See docs/troubleshooting.md#requests-over-limits-never-admitted"
+            if invalid and K.for_resources(invalid)
+            else "See docs/troubleshooting.md#never-admitted-its-queue-or-no-flavor"
             if invalid
             else "See docs/troubleshooting.md#waiting-in-the-queue-kueue"
         )

@@ -77,13 +77,14 @@ def find_job(api: Api, namespace: str, name: str, backend: str | None = None) ->
 def poll(api: Api, namespace: str, name: str, backend: str | None, workload: bool) -> Gathered:
     """What `trainforge wait` decides and prints from, and nothing else: the job (at its
     backend once known), a TrainJob's pods (its Running state is its pods':
-    explain.job_state) and, with `workload`, its Kueue Workload (`--for admitted`). Not the
-    queues, the position, the LimitRanges (wait computes no requests), the events or the
-    other backends' pods, which `gather` reads for `status` and `why`."""
+    explain.job_state) and, with `workload` (`--for admitted`) or while the job is suspended,
+    its Kueue Workload (whether Kueue admits it, or never will). Not the queues, the
+    position, the LimitRanges (wait computes no requests), the events or the other backends'
+    pods, which `gather` reads for `status` and `why`."""
     g = find_job(api, namespace, name, backend)
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
-    if workload:
+    if workload or suspended(g.job):
         g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""), WAIT_UNREAD)
     return g
 
@@ -98,6 +99,12 @@ WAIT_UNREAD = (
     "wait sees the admission only when Kueue starts the job (no longer suspended), which a "
     "job that MultiKueue runs on another cluster never does here"
 )
+
+
+def suspended(job: dict[str, Any]) -> bool:
+    """Whether the job object is suspended (a queued job Kueue has not started)."""
+    spec = job.get("spec") or {}
+    return bool(spec.get("suspend") or (spec.get("runPolicy") or {}).get("suspend"))
 
 
 def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
