@@ -16,7 +16,7 @@ from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
 from trainforge.live import wait
-from trainforge.live.gather import Gathered, condition
+from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, condition
 from trainforge.plan import kueue as K
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
 from trainforge.training import exits
@@ -275,8 +275,10 @@ def told_on_exit(g: Gathered, pod: dict | None = None) -> str | None:
     as the pod's training container carries it; where the pod does not say (it is gone, or
     older than the variable) the job's pod templates' (a TrainJob's built from its runtime);
     else the same model (core.failures) read from the job object's restart fields: a
-    PyTorchJob's replicas' restartPolicy, a Job's pod failure policy and backoff limits. None
-    where none of these says (a TrainJob whose runtime is not the platform's)."""
+    PyTorchJob's replicas' restartPolicy, a Job's pod failure policy and backoff limits, a
+    TrainJob's JobSet (its pod's replicated job's Job spec, then the JobSet's failurePolicy,
+    as `gather` read it). None where none of these says (`next_text` says why for a
+    TrainJob)."""
     specs = [(pod or {}).get("spec") or {}, *(t.spec for t in backends.pod_templates(g.job))]
     for spec in specs:
         value = _env(_container(spec, g.container), ON_EXIT)
@@ -294,7 +296,23 @@ def told_on_exit(g: Gathered, pod: dict | None = None) -> str | None:
         return failures.told(
             lambda code: failures.job_outcome(spec, failures.failed_pod(g.container, code))
         )
+    if g.backend == trainjob.BACKEND and g.jobset is not None and not _jobset_unknown(g):
+        rjob = ((pod or {}).get("metadata") or {}).get("labels", {}).get(REPLICATED_JOB_LABEL)
+        js = g.jobset.get("spec") or {}
+        name = rjob or trainjob.REPLICATED_JOB
+        return failures.told(lambda code: failures.jobset_outcome(js, name, g.container, code))
     return None
+
+
+def _jobset_unknown(g: Gathered) -> str:
+    """Why what a TrainJob's JobSet does after an exit is not known from it ("" when it is):
+    it is not there, or its failurePolicy has rules (by the Job's failure reason), which the
+    model does not read (core.failures.jobset_on_failed_job)."""
+    if g.jobset is None:
+        return g.jobset_unread or f"no JobSet {g.name}"
+    if ((g.jobset.get("spec") or {}).get("failurePolicy") or {}).get("rules"):
+        return f"JobSet {g.name}'s failurePolicy has rules, which trainforge does not model"
+    return ""
 
 
 def torchrun_max_restarts(container: dict) -> int:
@@ -317,8 +335,11 @@ def next_text(g: Gathered, pod: dict, code: object) -> str | None:
     (`told_on_exit`): "then: <what>", with torchrun's restarts in the pod first where its
     launcher has any. None where it is not known."""
     told = told_on_exit(g, pod)
-    if told is None or not isinstance(code, int) or code == 0:
+    if not isinstance(code, int) or code == 0:
         return None
+    if told is None:
+        unknown = _jobset_unknown(g) if g.backend == trainjob.BACKEND else ""
+        return f"then: not known ({unknown})" if unknown else None
     words = failures.on_exit_words(told, code)
     if words is None:
         return None

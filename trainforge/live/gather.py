@@ -26,6 +26,12 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # Kueue's visibility API (on-demand pending positions); v1beta1 in older releases.
 VISIBILITY = ("/apis/visibility.kueue.x-k8s.io/v1beta2", "/apis/visibility.kueue.x-k8s.io/v1beta1")
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# The JobSet a TrainJob runs as (Trainer names it after the TrainJob) and the label of its
+# pods' replicated job (kubernetes-sigs/jobset v0.12.0 api/jobset/v1alpha2: GroupVersion,
+# ReplicatedJobNameKey; read 2026-11-30): its failurePolicy and Jobs are what happens after an
+# exit where the pods do not say (explain.told_on_exit).
+JOBSET = "/apis/jobset.x-k8s.io/v1alpha2"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
 # backend -> (display kind, collection path under /apis, rank-0 container)
 BACKENDS = {
@@ -57,6 +63,8 @@ class Gathered:
     # the namespace's LimitRange documents, which Kueue reads to count a Workload's requests
     limit_ranges: list[dict[str, Any]] = field(default_factory=list)
     limit_ranges_unread: str = ""  # the note when they could not be read (else "")
+    jobset: dict[str, Any] | None = None  # a TrainJob's JobSet (`gather` reads it)
+    jobset_unread: str = ""  # why it is not there: not found, or the failed read
     notes: list[str] = field(default_factory=list)
     spend: str | None = None  # the status line of its spend so far (live/spend.py)
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
@@ -114,6 +122,8 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     if g.workload:
         _limit_ranges(api, g)
     g.pods = _pods(api, g)
+    if g.backend == "trainjob":
+        _jobset(api, g)
     names = {name, *(p["metadata"]["name"] for p in g.pods)}
     if g.workload:
         names.add(g.workload["metadata"]["name"])
@@ -181,6 +191,17 @@ def _optional(api: Api, g: Gathered, what: str, means: str, path: str, **query: 
     if note:
         g.notes.append(note)
     return found
+
+
+def _jobset(api: Api, g: Gathered) -> None:
+    """A TrainJob's JobSet, or why it is not there (no note: only `then:` reads it)."""
+    found, unread = optional(
+        api, f"JobSet {g.name}", "", f"{JOBSET}/namespaces/{g.namespace}/jobsets/{g.name}"
+    )
+    g.jobset = found
+    g.jobset_unread = unread.removesuffix(": ") or (
+        "" if found else f"no JobSet {g.name} (the Trainer has not created it, or it is gone)"
+    )
 
 
 def _limit_ranges(api: Api, g: Gathered) -> None:
