@@ -437,3 +437,42 @@ def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admi
     assert "Kueue never admits it (QuotaReserved False, reason Pending)" in line
     assert by_job["modest"]["state"] != "never"  # 1 CPU under the default limit of 2
     assert not [v for v in result.failing if v.rule == Q.RULE_NEVER]
+
+
+def test_a_trainjobs_refused_pod_is_named_by_its_replicated_jobs_pod_set(monkeypatch):
+    """Kueue's pod sets of a TrainJob are the replicatedJobs of the JobSet its runtime builds,
+    in order (Kueue release-0.19 jobset JobSet.PodSets): with an initializer before `node`, the
+    trainer's container over its limit is spec.podSets[1], not podSets[0] as the plan said."""
+    import copy
+
+    from trainforge.jobs import pod, trainjob
+
+    real_runtime, real_resources = trainjob.runtime_manifest, pod.resources
+
+    def with_initializer(*a, **kw):
+        doc = real_runtime(*a, **kw)
+        rjobs = doc["spec"]["template"]["spec"]["replicatedJobs"]
+        init = copy.deepcopy(rjobs[0])
+        init["name"] = "dataset-initializer"
+        rjobs.insert(0, init)
+        return doc
+
+    def cpu_without_limit(job, target):
+        got = real_resources(job, target)
+        return {**got, "limits": {k: v for k, v in got["limits"].items() if k != "cpu"}}
+
+    monkeypatch.setattr(trainjob, "runtime_manifest", with_initializer)
+    monkeypatch.setattr(pod, "resources", cpu_without_limit)
+    result = plan(
+        [
+            job("greedy", "vision", 2, cpu="3", backend="trainjob"),
+            job("alone", "nlp", 1, cpu="3", backend="trainjob"),  # numNodes 1: was missed
+        ]
+    )
+    found = {v.message.split(" ", 2)[1]: v for v in result.failing if v.rule == Q.RULE_OVER_LIMITS}
+    assert found.keys() == {"greedy", "alone"}
+    for finding in found.values():
+        assert (
+            "resources validation failed: spec.podSets[1].template.spec.containers[0]: Invalid "
+            'value: ["cpu"]: requests must not exceed its limits' in finding.message
+        ), finding.message

@@ -26,10 +26,11 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # Kueue's visibility API (on-demand pending positions); v1beta1 in older releases.
 VISIBILITY = ("/apis/visibility.kueue.x-k8s.io/v1beta2", "/apis/visibility.kueue.x-k8s.io/v1beta1")
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-# The JobSet a TrainJob runs as (Trainer names it after the TrainJob) and the label of its
-# pods' replicated job (kubernetes-sigs/jobset v0.12.0 api/jobset/v1alpha2: GroupVersion,
-# ReplicatedJobNameKey; read 2026-11-30): its failurePolicy and Jobs are what happens after an
-# exit where the pods do not say (explain.told_on_exit).
+# The JobSet a TrainJob runs as (its name and namespace are the TrainJob's: kubeflow/trainer
+# v2.2.1 pkg/runtime/framework/plugins/jobset/jobset.go `Build`, ObjectKeyFromObject) and the
+# label of its pods' replicated job (kubernetes-sigs/jobset v0.12.0 api/jobset/v1alpha2:
+# GroupVersion, ReplicatedJobNameKey; both read 2026-11-30): its failurePolicy and Jobs are
+# what happens after an exit where the pods do not say (explain.told_on_exit).
 JOBSET = "/apis/jobset.x-k8s.io/v1alpha2"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 

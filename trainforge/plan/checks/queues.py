@@ -19,7 +19,7 @@ from typing import Any
 from trainforge.core import taints as T
 from trainforge.core.contract import NodeShape, PoolFacts
 from trainforge.core.pods import Shape, get
-from trainforge.jobs import capacity, packing
+from trainforge.jobs import capacity, packing, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
@@ -661,12 +661,10 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             for t in templates
         ]
         checked = None
-        if sum(p.count for p in sets) != w.pods:
-            # Kueue validates the pods its controller builds (a TrainJob's, from its runtime):
-            # a pod set per replicatedJob of the JobSet, in its order (Kueue release-0.19
-            # pkg/controller/jobs/jobset JobSet.PodSets, which its trainjob integration reads)
-            built = pod_templates(obj.doc, runtimes=runtime_docs(ctx))
-            checked = [K.podset(t.template, {}, t.replicas, lrs) for t in built]
+        if obj.doc.get("kind") == trainjob.KIND:
+            # Kueue validates the pods its controller builds (a TrainJob's, from its runtime:
+            # a pod set per replicatedJob of the JobSet, in its order), whatever its numNodes
+            checked = K.trainjob_podsets(obj.doc, runtime_docs(ctx), lrs) or []
             sets = [ps]
         pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
         got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, sets, checked)

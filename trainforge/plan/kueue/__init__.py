@@ -36,6 +36,7 @@ from trainforge.plan.kueue.workload import (
     pod_requests,
     podset,
     refusal,
+    trainjob_podsets,
     workload_invalid,
     workload_need,
     workload_podsets,
@@ -46,5 +47,5 @@ __all__ = [
     "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
     "for_resources", "held", "outlook", "refused",
     "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",
-    "quantity", "read", "refusal", "workload_invalid", "workload_need", "workload_podsets",
+    "quantity", "read", "refusal", "trainjob_podsets", "workload_invalid", "workload_need", "workload_podsets",
 ]  # fmt: skip

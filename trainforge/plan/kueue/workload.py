@@ -34,6 +34,7 @@ from trainforge.core.pods import (
     pod_requests,
     requests_over_limits,
 )
+from trainforge.jobs import backends, trainjob
 from trainforge.jobs.tenancy import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
@@ -89,6 +90,41 @@ def workload_need(
         for res, amount in ps.total().items():
             total[res] = total.get(res, Fraction(0)) + amount
     return total
+
+
+def trainjob_podsets(
+    doc: dict[str, Any],
+    runtimes: Mapping[str, Mapping[str, Any]] | None,
+    limit_ranges: Iterable[Mapping[str, Any]] = (),
+) -> list[PodSet] | None:
+    """Kueue's pod sets of TrainJob `doc` as it validates them: one per replicatedJob of the
+    JobSet the Trainer builds from the runtime the job names, in order (Kueue release-0.19
+    pkg/controller/jobs/trainjob `podSets` -> pkg/controller/jobs/jobset `JobSet.PodSets`;
+    Trainer v2.2.1 pkg/runtime/framework/plugins/jobset/builder.go keeps every replicatedJob
+    of the runtime; read 2026-11-30), the trainer's pod as the Trainer builds it
+    (`trainjob.built_pod`), the others as the runtime writes them (a TrainJob's
+    runtimePatches of those are not applied here). None when the runtime is not known or the
+    job too malformed to build (validation reports it)."""
+    try:
+        node = trainjob.built_pod(doc, runtimes)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None
+    runtime = trainjob.runtime_of(doc, runtimes)
+    if node is None or runtime is None:
+        return None
+    limit_ranges = list(limit_ranges)
+    return [
+        replace(
+            podset(
+                node if t.name == trainjob.REPLICATED_JOB else t.template,
+                {},
+                t.replicas,
+                limit_ranges,
+            ),
+            name=t.name,
+        )  # fmt: skip
+        for t in backends.pod_templates(dict(runtime))
+    ]
 
 
 _TOPOLOGY = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)
