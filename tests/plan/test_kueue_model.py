@@ -402,3 +402,29 @@ def test_a_workload_outside_the_namespace_limit_range_is_refused():
         "cpu": "1"
     }
     assert K.workload_invalid(over, [lr]).startswith("resources validation failed: ")
+
+
+def test_kueues_message_of_a_pod_set_no_flavor_can_ever_hold():
+    """pkg/scheduler/flavorassigner at release-0.19: Assignment.Message joins each pod set's
+    sorted reasons; never only when every reason of every pod set is one no wait changes."""
+
+    def wl(message: str) -> dict:
+        c = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message}
+        return {"status": {"conditions": [c]}}
+
+    cap = (
+        "insufficient quota for cpu in flavor a, previously considered podsets requests (0) + "
+        "current podset request (9) > maximum capacity (8)"
+    )
+    wait = "insufficient unused quota for cpu in flavor b, 1 more needed"
+    head = "couldn't assign flavors to pod set "
+    assert K.outlook(wl(f"{head}main: {cap}")) == ("never", f"{head}main: {cap}")
+    both = f"{head}launcher: {cap}; {head}worker: flavor b doesn't match node affinity, {cap}"
+    assert K.outlook(wl(both))[0] == "never"
+    assert K.outlook(wl(f"{head}launcher: {cap}; {head}worker: {wait}")) == ("", "")
+    assert K.outlook(wl(f"{head}main: {cap}, {wait}")) == ("", "")
+    assert K.outlook(wl(f"{head}main: {cap}. Pending the preemption of 1 workload(s)")) == ("", "")
+    assert K.outlook(wl("ClusterQueue q is inactive")) == ("held", "ClusterQueue q is inactive")
+    admitted = wl("")
+    admitted["status"]["conditions"][0]["status"] = "True"
+    assert K.outlook(admitted) == ("", "")
