@@ -662,8 +662,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
         elif invalid:
             reasons.append(invalid)
             reasons.append(
-                "  it never waits its turn: only a change of the job's queue, or of the "
-                "LocalQueue, ClusterQueue or its flavors, helps"
+                "  it never waits its turn: only a change of the job (its queue, its size), "
+                "or of the LocalQueue, the ClusterQueue or its flavors, helps"
             )
         elif held:
             reasons.append(held + ".")
