@@ -122,3 +122,74 @@ def test_the_model_read_from_the_job_object_is_what_its_pods_are_told(backend, p
     left = [e for tpl in pod_templates(wl) for c in tpl.spec["containers"] for e in c["env"]]
     assert left and ON_EXIT not in {e["name"] for e in left}  # the templates say it no more
     assert explain.told_on_exit(g) == on_exit(job)  # from the restart fields, by the model
+
+
+def _foreign_trainjob(policy: str = "OnFailure"):
+    """A TrainJob the platform's emitter made, naming a runtime that is not the platform's (so
+    no pod template, hence no TRAINFORGE_ON_EXIT, is known), and the JobSet the Trainer made
+    of the platform's runtime for it (its JobSet template spec)."""
+    from trainforge.jobs import trainjob
+
+    raw = {"name": "vit-l", "team": "research", "pool": CPU_POOL.name, "backend": "trainjob",
+           "workers": 2, "restartPolicy": policy}  # fmt: skip
+    t = target(CPU_POOL, backends=BACKENDS)
+    job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    doc = copy.deepcopy(emit(job, t, CODE).workload)
+    runtime = trainjob.runtime_of(doc)
+    doc["spec"]["runtimeRef"]["name"] = "their-runtime"
+    jobset = {
+        "metadata": {"name": "vit-l"},
+        "spec": copy.deepcopy(runtime["spec"]["template"]["spec"]),
+    }
+    pod = failed_pod("vit-l-node-0-0-x", trainjob.CONTAINER, 1)
+    pod["metadata"]["labels"]["jobset.sigs.k8s.io/replicatedjob-name"] = trainjob.REPLICATED_JOB
+    g = gathered(doc, "trainjob", "TrainJob", trainjob.CONTAINER, [pod])
+    return job, g, jobset
+
+
+@pytest.mark.parametrize("policy", ["ExitCode", "OnFailure", "Never"])
+def test_a_trainjob_whose_pods_do_not_say_reads_its_jobset(policy):
+    """A TrainJob whose runtime is not the platform's and whose pods carry no
+    TRAINFORGE_ON_EXIT: no `then:` before; now the same model read from its JobSet (the
+    replicated job's Job spec, then the JobSet's failurePolicy), which for the platform's
+    runtime's JobSet is what the emitter tells its pods."""
+    job, g, jobset = _foreign_trainjob(policy)
+    assert explain.told_on_exit(g, g.pods[0]) is None  # nothing says it without the JobSet
+    g.jobset = jobset
+    assert explain.told_on_exit(g, g.pods[0]) == on_exit(job)
+    then = explain.next_text(g, g.pods[0], 1)
+    assert then is not None and then.startswith("then: ") and "not known" not in then
+
+
+def test_a_jobset_that_restarts_its_jobs_says_so():
+    """JobSet v0.12.0: a child Job that failed restarts every Job while restarts are left
+    (failurePolicy.maxRestarts), counted; without a failurePolicy the JobSet fails."""
+    _, g, jobset = _foreign_trainjob("Never")
+    g.jobset = jobset
+    jobset["spec"]["failurePolicy"] = {"maxRestarts": 3}
+    assert explain.next_text(g, g.pods[0], 1) == (
+        "then: the pod is re-created, counted against the JobSet's maxRestarts"
+    )
+    del jobset["spec"]["failurePolicy"]
+    assert explain.next_text(g, g.pods[0], 1) == "then: the job fails"
+
+
+def test_a_trainjobs_next_step_not_known_says_why():
+    """No JobSet, a JobSet read that failed, or failurePolicy rules (not modelled): `then:`
+    says it is not known and why, instead of nothing."""
+    _, g, jobset = _foreign_trainjob()
+    g.jobset_unread = "no JobSet vit-l (the Trainer has not created it, or it is gone)"
+    assert explain.next_text(g, g.pods[0], 1) == (
+        "then: not known (no JobSet vit-l (the Trainer has not created it, or it is gone))"
+    )
+    g.jobset_unread = "cannot read JobSet vit-l (403: your access does not include it)"
+    assert explain.next_text(g, g.pods[0], 1) == (
+        "then: not known (cannot read JobSet vit-l (403: your access does not include it))"
+    )
+    g.jobset, g.jobset_unread = jobset, ""
+    jobset["spec"]["failurePolicy"] = {"maxRestarts": 1, "rules": [{"action": "FailJobSet"}]}
+    assert explain.next_text(g, g.pods[0], 1) == (
+        "then: not known (JobSet vit-l's failurePolicy has rules, which trainforge does not model)"
+    )
+    status = explain.status(g, recorded.NOW)
+    assert "then: not known (JobSet vit-l's failurePolicy has rules" in status

@@ -636,7 +636,7 @@ def test_a_request_over_the_limit_range_default_limit_is_refused_not_waiting(cap
     api.routes[key] = answer
     _team_limit_range(api)
     kueue_says = (
-        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "Kueue never admits it (QuotaReserved False, reason Pending): resources "
         f"validation failed: spec.podSets[{worker}].template.spec.containers[0]: Invalid "
         'value: ["cpu"]: requests must not exceed its limits'
     )
@@ -907,3 +907,175 @@ def test_troubleshooting_quotes_the_local_config_errors_as_printed(capsys, api, 
             found = err.find(piece, pos)
             assert found >= 0, f"troubleshooting.md quotes {piece!r}; status prints {err!r}"
             pos = found + len(piece)
+
+
+# --- a Workload Kueue does not admit as things stand: wait stops, status and why say it ---------
+
+
+def _kueue_says(api, reason: str, message: str) -> None:
+    """gpt-13b's Workload with Kueue's QuotaReserved False condition `reason`, `message`."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    (c,) = answer["items"][0]["status"]["conditions"]
+    c["reason"], c["message"] = reason, message
+    api.routes[PENDING_WORKLOAD] = answer
+
+
+def _wait(capsys, api, *argv) -> tuple[int, str, str, int]:
+    """`wait gpt-13b` with no timeout, (exit code, out, err, polls): a wait that does not end
+    by itself is stopped by its fifth poll."""
+    polls = []
+
+    def sleep(_: float) -> None:
+        polls.append(1)
+        if len(polls) > 4:
+            raise SystemExit("still waiting")
+
+    try:
+        code, out, err = run(
+            capsys, cli.wait_main, recorded.PENDING, "-n", "llm", *argv, "--interval", "1",
+            "--kubeconfig", api.config, sleep=sleep,
+        )  # fmt: skip
+    except SystemExit:
+        return -1, *capsys.readouterr(), len(polls)
+    return code, out, err, len(polls) + 1
+
+
+# Kueue release-0.19 c90ed700c1's own words (trainforge/plan/kueue/pending.py names where each
+# is written), with the reason its default feature gates write
+NEVER = [
+    ("Inadmissible", "LocalQueue training doesn't exist"),
+    ("Inadmissible", "ClusterQueue llm doesn't exist"),
+    ("Pending", "ClusterQueue llm not found"),
+    ("Pending", "workload namespace doesn't match ClusterQueue selector"),
+    (
+        "Pending",
+        "resources validation failed: spec.podSets[1].template.spec.containers[0]: Invalid "
+        'value: ["cpu"]: requests must not exceed its limits',
+    ),
+    (
+        "Pending",
+        "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec: "
+        'Invalid value: ["memory"]: requests must not be below the limitRange min',
+    ),
+    (
+        "Pending",
+        "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu in "
+        "flavor efa-training, previously considered podsets requests (8) + current podset "
+        "request (24) > maximum capacity (16), flavor gpu-workloads doesn't match node "
+        "affinity",
+    ),
+    ("Misconfigured", "ClusterQueue llm not found"),  # UnadmittedWorkloadsObservability on
+]
+
+
+@pytest.mark.parametrize(("reason", "message"), NEVER)
+@pytest.mark.parametrize("until", ["admitted", "finished"])
+def test_wait_stops_at_once_on_a_workload_kueue_never_admits(capsys, api, reason, message, until):
+    """`wait --for admitted` (and --for finished, the job staying suspended) waited forever on
+    a Workload Kueue never admits as things stand; now its first poll ends it, exit 1, one
+    line in status's words (its `refused:` line)."""
+    _kueue_says(api, reason, message)
+    code, out, err, polls = _wait(capsys, api, "--for", until)
+    said = f"Kueue never admits it (QuotaReserved False, reason {reason}): {message}"
+    assert (code, polls) == (1, 1)
+    assert err == f"trainforge wait: {recorded.PENDING}: {said}\n"
+    assert out == f"{recorded.PENDING}: Suspended\n"
+    assert f"refused:    {said}\n" in status(capsys, api, "llm", recorded.PENDING)
+
+
+def test_wait_stops_on_a_request_over_its_limit_before_kueue_says_it(capsys, api):
+    """A container requesting more than it limits, written so: the model's refusal (what the
+    scheduler writes at its first try) ends the wait even while Kueue's condition is not set."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["status"]["conditions"] = []
+    c = wl["spec"]["podSets"][1]["template"]["spec"]["containers"][0]
+    c["resources"]["limits"] = {**c["resources"]["requests"], "cpu": "80"}
+    api.routes[PENDING_WORKLOAD] = answer
+    code, _, err, polls = _wait(capsys, api, "--for", "admitted")
+    assert (code, polls) == (1, 1)
+    assert err == (
+        f"trainforge wait: {recorded.PENDING}: Kueue never admits it (QuotaReserved False, "
+        "reason Pending): resources validation failed: spec.podSets[1].template.spec."
+        'containers[0]: Invalid value: ["cpu"]: requests must not exceed its limits\n'
+    )
+
+
+WAITS = [
+    "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
+    "in flavor efa-training, 16 more needed",
+    # one flavor never fits, another may once quota frees: Kueue may still admit it
+    "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu in "
+    "flavor a, previously considered podsets requests (0) + current podset request (24) > "
+    "maximum capacity (16), insufficient unused quota for nvidia.com/gpu in flavor b, 8 more "
+    "needed",
+    "The workload has failed admission checks",
+]
+
+
+@pytest.mark.parametrize("message", WAITS)
+def test_wait_keeps_waiting_while_kueue_may_admit_it(capsys, api, message):
+    _kueue_says(api, "Pending", message)
+    code, out, err, polls = _wait(capsys, api, "--for", "admitted")
+    assert (code, polls, err) == (-1, 5, "")
+    assert "refused:" not in status(capsys, api, "llm", recorded.PENDING)
+
+
+@pytest.mark.parametrize("queue", ["LocalQueue training", "ClusterQueue llm"])
+def test_a_workload_an_inactive_queue_holds_is_said_once_and_waited_for(capsys, api, queue):
+    """An inactive (stopped) queue holds the Workload; Kueue requeues it once the queue is
+    active again: wait says so once and keeps waiting; status says it in place of a quota
+    wait and an expected start."""
+    _kueue_says(api, "Inadmissible", f"{queue} is inactive")
+    code, out, err, polls = _wait(capsys, api, "--for", "admitted")
+    held = f"Kueue holds it: {queue} is inactive; it is requeued once that queue is active again"
+    assert (code, polls, err) == (-1, 5, "")
+    assert out == f"{recorded.PENDING}: Suspended\nnote: {held}\n"
+    text = status(capsys, api, "llm", recorded.PENDING)
+    assert f"held:       {held}\n" in text
+    assert "blocked:" not in text and "expected:" not in text
+
+
+def test_every_troubleshooting_anchor_why_prints_is_a_heading():
+    """`why` ends with `See docs/troubleshooting.md#ANCHOR`: each anchor is a heading there (as
+    GitHub makes an anchor of a heading: lower case, punctuation dropped, spaces to dashes)."""
+    import re
+
+    text = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    slugs = {
+        re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-")
+        for h in re.findall(r"^#+ (.+)$", text, re.M)
+    }
+    source = (ROOT / "trainforge" / "live" / "explain.py").read_text(encoding="utf-8")
+    anchors = set(re.findall(r"docs/troubleshooting\.md#([\w-]+)", source))
+    assert "never-admitted-its-queue-or-no-flavor" in anchors
+    assert anchors <= slugs, anchors - slugs
+
+
+def test_why_says_kueue_never_admits_it_or_holds_it_not_quota(capsys, api):
+    """why called any unadmitted Workload with a message "not enough quota" or "waiting for
+    its turn": a missing LocalQueue is neither, and an inactive queue holds it."""
+
+    def why() -> str:
+        code, out, err = run(
+            capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+        assert (code, err) == (0, "")
+        return out
+
+    _kueue_says(api, "Inadmissible", "LocalQueue training doesn't exist")
+    out = why()
+    assert out.startswith(
+        "Kueue never admits it (QuotaReserved False, reason Inadmissible): LocalQueue "
+        "training doesn't exist\n  it never waits its turn"
+    )
+    assert "not enough quota" not in out and "expected" not in out
+    assert out.endswith("See docs/troubleshooting.md#never-admitted-its-queue-or-no-flavor\n")
+    _kueue_says(api, "Inadmissible", "ClusterQueue llm is inactive")
+    out = why()
+    assert out.startswith(
+        "Kueue holds it: ClusterQueue llm is inactive; it is requeued once that queue is "
+        "active again.\n"
+    )
+    assert "expected" not in out

@@ -380,6 +380,34 @@ def test_the_owned_selector_check_reads_every_pod_template():
     assert Q._owned_fields(SimpleNamespace(doc=doc), None) == []
 
 
+def test_a_job_outside_the_namespace_limit_range_max_is_never_admitted(monkeypatch):
+    """A team LimitRange whose Container `max` is 2 CPUs: Kueue's ValidateLimitRange refuses
+    the Workload of a job whose pods ask 3 for good (release-0.19 pkg/workload/resources.go),
+    and the queue check says so in Kueue's words through the same path as a request over its
+    limit (TRAINFORGE_QUEUE_REQUESTS_OVER_LIMITS); it took the job as admissible before."""
+    from trainforge.platform import teams
+
+    real = teams.limit_range_spec
+
+    def with_max(team):
+        spec = real(team)
+        spec["limits"][0]["max"] = {"cpu": "2"}
+        return spec
+
+    monkeypatch.setattr(teams, "limit_range_spec", with_max)
+    result = plan([job("wide", "vision", 1, cpu="3"), job("narrow", "nlp", 1, cpu="1")])
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_OVER_LIMITS]
+    assert finding.message.startswith("job wide (team vision): Kueue never admits it")
+    assert (
+        "resources didn't satisfy LimitRange constraints: spec.podSets[0].template.spec."
+        'containers[0]: Invalid value: ["cpu"]: requests must not be above the limitRange max'
+        in finding.message
+    )
+    _, by_job = admission(result)
+    assert by_job["wide"]["state"] == "never"
+    assert by_job["narrow"]["state"] != "never"
+
+
 def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admitted(monkeypatch):
     """A container that requests 3 CPUs and names no CPU limit takes the team LimitRange's
     `default` (2: trainforge.stack.services.ContainerDefaults) as its limit; Kueue's
@@ -406,6 +434,45 @@ def test_a_job_whose_request_exceeds_the_limit_range_default_limit_is_never_admi
     assert by_job["greedy"]["state"] == "never"
     assert "requests must not exceed its limits" in by_job["greedy"]["reason"]
     (line,) = [x for x in lines if x.startswith("vision/greedy [normal]: ")]
-    assert "Kueue never admits it (QuotaReserved False, reason Misconfigured)" in line
+    assert "Kueue never admits it (QuotaReserved False, reason Pending)" in line
     assert by_job["modest"]["state"] != "never"  # 1 CPU under the default limit of 2
     assert not [v for v in result.failing if v.rule == Q.RULE_NEVER]
+
+
+def test_a_trainjobs_refused_pod_is_named_by_its_replicated_jobs_pod_set(monkeypatch):
+    """Kueue's pod sets of a TrainJob are the replicatedJobs of the JobSet its runtime builds,
+    in order (Kueue release-0.19 jobset JobSet.PodSets): with an initializer before `node`, the
+    trainer's container over its limit is spec.podSets[1], not podSets[0] as the plan said."""
+    import copy
+
+    from trainforge.jobs import pod, trainjob
+
+    real_runtime, real_resources = trainjob.runtime_manifest, pod.resources
+
+    def with_initializer(*a, **kw):
+        doc = real_runtime(*a, **kw)
+        rjobs = doc["spec"]["template"]["spec"]["replicatedJobs"]
+        init = copy.deepcopy(rjobs[0])
+        init["name"] = "dataset-initializer"
+        rjobs.insert(0, init)
+        return doc
+
+    def cpu_without_limit(job, target):
+        got = real_resources(job, target)
+        return {**got, "limits": {k: v for k, v in got["limits"].items() if k != "cpu"}}
+
+    monkeypatch.setattr(trainjob, "runtime_manifest", with_initializer)
+    monkeypatch.setattr(pod, "resources", cpu_without_limit)
+    result = plan(
+        [
+            job("greedy", "vision", 2, cpu="3", backend="trainjob"),
+            job("alone", "nlp", 1, cpu="3", backend="trainjob"),  # numNodes 1: was missed
+        ]
+    )
+    found = {v.message.split(" ", 2)[1]: v for v in result.failing if v.rule == Q.RULE_OVER_LIMITS}
+    assert found.keys() == {"greedy", "alone"}
+    for finding in found.values():
+        assert (
+            "resources validation failed: spec.podSets[1].template.spec.containers[0]: Invalid "
+            'value: ["cpu"]: requests must not exceed its limits' in finding.message
+        ), finding.message

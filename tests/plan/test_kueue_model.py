@@ -349,3 +349,82 @@ def test_a_workload_requesting_over_its_limit_is_kueues_invalid_and_never_admitt
     assert got.invalid == want and got.assignment is None
     assert got.reason == f"{K.NEVER_ADMITS} {want}"
     assert ps.requests == {"cpu": Fraction(2)}  # what it asks is still what Kueue counts
+
+
+def test_a_workload_outside_the_namespace_limit_range_is_refused():
+    """Kueue's ValidateLimitRange (after ValidateResources): a pod set whose container asks
+    more than the LimitRange's Container `max`, or whose pod asks less than its Pod `min`, is
+    refused for good with Kueue's message, before any flavor is tried; within them it is
+    valid (release-0.19 pkg/workload/resources.go, pkg/util/limitrange)."""
+    lr = {
+        "spec": {
+            "limits": [
+                {"type": "Container", "max": {"cpu": "4"}},
+                {"type": "Pod", "min": {"memory": "1Gi"}},
+            ]
+        }
+    }
+
+    def wl(cpu: str, memory: str) -> dict:
+        res = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu}}
+        c = {"name": "c", "resources": res}
+        return {
+            "spec": {
+                "podSets": [
+                    {"name": "launcher", "count": 1, "template": {"spec": {"containers": [c]}}},
+                    {"name": "worker", "count": 2, "template": {"spec": {"containers": [c]}}},
+                ]
+            }
+        }
+
+    assert K.workload_invalid(wl("8", "512Mi")) == ""  # no LimitRange: no bound
+    assert K.workload_invalid(wl("4", "1Gi"), [lr]) == ""
+    want = (
+        "resources didn't satisfy LimitRange constraints: ["
+        'spec.podSets[0].template.spec.containers[0]: Invalid value: ["cpu"]: requests must '
+        "not be above the limitRange max, "
+        'spec.podSets[0].template.spec: Invalid value: ["memory"]: requests must not be below '
+        "the limitRange min, "
+        'spec.podSets[1].template.spec.containers[0]: Invalid value: ["cpu"]: requests must '
+        "not be above the limitRange max, "
+        'spec.podSets[1].template.spec: Invalid value: ["memory"]: requests must not be below '
+        "the limitRange min]"
+    )
+    assert K.workload_invalid(wl("8", "512Mi"), [lr]) == want
+    m = _tas_pool_queue()
+    m.local[("t", "t")] = "t"
+    got = K.admit(m, "t", "t", "", K.workload_podsets(wl("8", "512Mi"), [lr]))
+    assert got.invalid == want and got.assignment is None
+    assert got.reason == f"{K.NEVER_ADMITS} {want}"
+    # ValidateResources first: a request over its own limit is the message, not the range
+    over = wl("8", "512Mi")
+    over["spec"]["podSets"][0]["template"]["spec"]["containers"][0]["resources"]["limits"] = {
+        "cpu": "1"
+    }
+    assert K.workload_invalid(over, [lr]).startswith("resources validation failed: ")
+
+
+def test_kueues_message_of_a_pod_set_no_flavor_can_ever_hold():
+    """pkg/scheduler/flavorassigner at release-0.19: Assignment.Message joins each pod set's
+    sorted reasons; never only when every reason of every pod set is one no wait changes."""
+
+    def wl(message: str) -> dict:
+        c = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message}
+        return {"status": {"conditions": [c]}}
+
+    cap = (
+        "insufficient quota for cpu in flavor a, previously considered podsets requests (0) + "
+        "current podset request (9) > maximum capacity (8)"
+    )
+    wait = "insufficient unused quota for cpu in flavor b, 1 more needed"
+    head = "couldn't assign flavors to pod set "
+    assert K.outlook(wl(f"{head}main: {cap}")) == ("never", f"{head}main: {cap}")
+    both = f"{head}launcher: {cap}; {head}worker: flavor b doesn't match node affinity, {cap}"
+    assert K.outlook(wl(both))[0] == "never"
+    assert K.outlook(wl(f"{head}launcher: {cap}; {head}worker: {wait}")) == ("", "")
+    assert K.outlook(wl(f"{head}main: {cap}, {wait}")) == ("", "")
+    assert K.outlook(wl(f"{head}main: {cap}. Pending the preemption of 1 workload(s)")) == ("", "")
+    assert K.outlook(wl("ClusterQueue q is inactive")) == ("held", "ClusterQueue q is inactive")
+    admitted = wl("")
+    admitted["status"]["conditions"][0]["status"] = "True"
+    assert K.outlook(admitted) == ("", "")

@@ -199,7 +199,7 @@ def test_a_submitted_pod_over_its_limit_range_default_is_refused_with_kueues_mes
     got = Q.admit_object([*_docs(), lr], "vision", {}, capped, need, pods=4).workload
     assert got.state == "never"
     assert got.reason == (
-        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "Kueue never admits it (QuotaReserved False, reason Pending): resources "
         "validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
         '["memory"]: requests must not exceed its limits'
     )
@@ -254,7 +254,7 @@ def test_a_sent_trainjob_kueue_refuses_for_its_limits_is_that_finding_not_never_
     (f,) = [f for f in judged(lr) if f.rule.startswith("TRAINFORGE_QUEUE_")]
     assert f.rule == Q.RULE_OVER_LIMITS
     assert f.message.endswith(
-        "Kueue never admits it (QuotaReserved False, reason Misconfigured): resources "
+        "Kueue never admits it (QuotaReserved False, reason Pending): resources "
         "validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
         '["memory"]: requests must not exceed its limits'
     )

@@ -237,6 +237,29 @@ def jobset_on_failed_job(
     return "restart", restarts_towards_max + 1
 
 
+def jobset_outcome(
+    jobset: Mapping[str, Any],
+    replicated_job: str,
+    container: str,
+    code: int,
+    *,
+    disrupted: bool = False,
+) -> Outcome:
+    """What a JobSet (`jobset`: its spec, or a Trainer runtime's JobSet template spec) and its
+    child Job do with a pod of `replicated_job` whose `container` exited `code`: the Job
+    controller's answer (`job_outcome` of that replicated job's Job spec), and where the
+    child Job fails, the JobSet's failure policy (`jobset_on_failed_job`: it fails, or
+    restarts every Job, counted against its maxRestarts)."""
+    rjobs = jobset.get("replicatedJobs") or []
+    rjob = next((r for r in rjobs if r.get("name") == replicated_job), {})
+    spec = (rjob.get("template") or {}).get("spec") or {}
+    then = job_outcome(spec, failed_pod(container, code, disrupted=disrupted))
+    verdict = jobset_on_failed_job(jobset.get("failurePolicy"))[0]
+    if then.fails is not None and verdict == "restart":
+        return Outcome(True, True, budget="the JobSet's maxRestarts")
+    return then
+
+
 # --- what the pod is told: the outcome of each class of exit code, in words --------------
 
 PERMANENT, RETRYABLE = "permanent", "retryable"  # the operator's two classes of exit code

@@ -447,22 +447,60 @@ def stored_limit_range_item(item: Mapping[str, Any]) -> dict[str, Any]:
     return {**out, "default": default, "defaultRequest": request}
 
 
-def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> dict[str, tuple[dict, dict]]:
-    """Per LimitRange type (Container, Pod): (default limits, default requests), the first
-    item of the type that names a resource winning, as Kueue's `limitrange.Summarize` keeps
-    the first, over the items as stored."""
-    out: dict[str, tuple[dict, dict]] = {}
+def summarize(limit_ranges: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, dict]]:
+    """Kueue's `limitrange.Summarize` of a namespace's LimitRanges, per type (Container, Pod),
+    over every item of every LimitRange in order, as stored (`stored_limit_range_item`): the
+    lowest `max` and `maxLimitRequestRatio`, the highest `min`, the first `default` and
+    `defaultRequest` of each resource (pkg/util/limitrange/limitrange.go at release-0.19 c90ed70, read 2026-11-30).
+    Kueue defaults (`adjusted_pod_spec`) and validates (`outside_limit_range`) from it."""
+    keep = {"max": min, "min": max, "default": None, "defaultRequest": None,
+            "maxLimitRequestRatio": min}  # fmt: skip
+    out: dict[str, dict[str, dict]] = {}
     for lr in limit_ranges:
         for item in (lr.get("spec") or {}).get("limits") or []:
             if not isinstance(item, Mapping) or item.get("type") not in ("Container", "Pod"):
                 continue
             item = stored_limit_range_item(item)
-            limits, requests = out.setdefault(str(item["type"]), ({}, {}))
-            for k, v in _resources(item.get("default")).items():
-                limits.setdefault(k, v)
-            for k, v in _resources(item.get("defaultRequest")).items():
-                requests.setdefault(k, v)
+            summary = out.setdefault(str(item["type"]), {k: {} for k in keep})
+            for key, pick in keep.items():
+                for k, v in _resources(item.get(key)).items():
+                    have = summary[key].get(k)
+                    if have is None:
+                        summary[key][k] = v
+                    elif pick is not None:
+                        summary[key][k] = pick(have, v, key=_quantity)
     return out
+
+
+def _limit_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> dict[str, tuple[dict, dict]]:
+    """Per LimitRange type: (default limits, default requests) as Kueue takes them (`summarize`:
+    the first item that names a resource wins)."""
+    return {t: (s["default"], s["defaultRequest"]) for t, s in summarize(limit_ranges).items()}
+
+
+def limit_ranger_defaults(limit_ranges: Iterable[Mapping[str, Any]]) -> tuple[dict, dict]:
+    """(default limits, default requests) of a container as the API server's LimitRanger
+    fills them, which is not Kueue's order: it runs each LimitRange of the namespace in turn,
+    the first to fill a field keeping it (`mergeContainerResources` fills only what is
+    missing), and within one LimitRange its Container items in order, a later item's value
+    replacing an earlier one's (`defaultContainerResourceRequirements`: plain map
+    assignment). Read in kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go
+    at commit 8f672ecf2088fe8504495748577c0ab537999ab7 (the read_file tool, 2026-11-30; the
+    same two functions, unchanged, in the newer copy its code search holds). The order of
+    several LimitRange objects is the informer's list order, which the API does not fix:
+    here, the order given."""
+    limits: dict[str, Any] = {}
+    requests: dict[str, Any] = {}
+    for lr in limit_ranges:
+        own: tuple[dict, dict] = ({}, {})
+        for item in (lr.get("spec") or {}).get("limits") or []:
+            if isinstance(item, Mapping) and item.get("type") == "Container":
+                item = stored_limit_range_item(item)
+                own[0].update(_resources(item.get("default")))
+                own[1].update(_resources(item.get("defaultRequest")))
+        limits = {**own[0], **limits}
+        requests = {**own[1], **requests}
+    return limits, requests
 
 
 def _adjust(res: Any, defaults: tuple[dict, dict]) -> dict[str, Any]:
@@ -565,7 +603,7 @@ def stored_pod_spec(
         if requests:
             res["requests"] = requests
         out["resources"] = res
-    container = _limit_defaults(limit_ranges).get("Container", ({}, {}))
+    container = limit_ranger_defaults(limit_ranges)
     for key in ("initContainers", "containers"):
         found = out.get(key)
         if isinstance(found, list):
@@ -703,14 +741,19 @@ def _kueue_value(resource: str, q: Any) -> int:
     return math.ceil(v * 1000) if resource == "cpu" else math.ceil(v)
 
 
-def _greater_keys(res: Any) -> list[str]:
-    """The resources a `resources` block requests more of than it limits, sorted (Kueue's
-    `GreaterKeysRL`: only resources that have both; none when it has no limits)."""
-    requests, limits = _resources(get(res, "requests")), _resources(get(res, "limits"))
+def _greater(amounts: Mapping[str, Any], other: Mapping[str, Any]) -> list[str]:
+    """Kueue's `GreaterKeys`: the resources `amounts` has more of than `other`, sorted; only
+    resources both name (pkg/resources/requests.go)."""
     return sorted(
-        k for k, v in requests.items()
-        if k in limits and _kueue_value(k, v) > _kueue_value(k, limits[k])
+        k for k, v in amounts.items()
+        if k in other and _kueue_value(k, v) > _kueue_value(k, other[k])
     )  # fmt: skip
+
+
+def _greater_keys(res: Any) -> list[str]:
+    """The resources a `resources` block requests more of than it limits (`GreaterKeysRL`:
+    none when it has no limits)."""
+    return _greater(_resources(get(res, "requests")), _resources(get(res, "limits")))
 
 
 def requests_over_limits(pod_spec: Mapping[str, Any]) -> list[tuple[str, list[str]]]:
@@ -736,14 +779,80 @@ def invalid_resources(pod_sets: Iterable[Iterable[tuple[str, Iterable[str]]]]) -
     have these `requests_over_limits` ("" when none requests more than it limits): each
     field error as apimachinery's `field.Error` prints an Invalid value (the resource names
     as a JSON list), several in brackets joined by ", " (`ToAggregate`, v0.36.2)."""
+    return _aggregate(
+        INVALID_RESOURCES,
+        ([(where, names, REQUESTS_OVER_LIMITS) for where, names in over] for over in pod_sets),
+    )
+
+
+def _aggregate(head: str, pod_sets: Iterable[Iterable[tuple[str, Iterable[str], str]]]) -> str:
+    """`head: <errors>` as Kueue's ValidateAdmissibility wraps a field.ErrorList (`%s: %w` of
+    its ToAggregate) of pod sets' (field under the template's spec, "" for the spec itself;
+    resource names; detail) errors; "" when there are none."""
     errs = [
-        f"spec.podSets[{i}].template.spec.{where}: Invalid value: "
-        + "[" + ",".join(f'"{n}"' for n in names) + "]: " + REQUESTS_OVER_LIMITS
-        for i, over in enumerate(pod_sets)
-        for where, names in over
+        f"spec.podSets[{i}].template.spec{'.' + where if where else ''}: Invalid value: "
+        + "[" + ",".join(f'"{n}"' for n in names) + "]: " + detail
+        for i, found in enumerate(pod_sets)
+        for where, names, detail in found
     ]  # fmt: skip
     if not errs:
         return ""
     unique = list(dict.fromkeys(errs))
     joined = unique[0] if len(unique) == 1 else "[" + ", ".join(unique) + "]"
-    return f"{INVALID_RESOURCES}: {joined}"
+    return f"{head}: {joined}"
+
+
+# Kueue's ValidateLimitRange, which ValidateAdmissibility runs after ValidateResources (the first
+# to fail is the Workload's message): the adjusted pod set against the `summarize` of every
+# LimitRange of the namespace. A container is outside it when the larger of its request and
+# limit of a resource is over the summary's Container `max`, or the smaller under its `min`
+# (a resource it does not name is neither); the pod, when its `aggregate_requests` (requests
+# only, with its overhead) is over the Pod `max` or under its `min`. maxLimitRequestRatio is not
+# checked by Kueue. pkg/workload/resources.go and pkg/util/limitrange/limitrange.go
+# (`ValidatePodSpec`) at release-0.19 c90ed70, read 2026-11-30; its own TestSummarize and
+# TestValidatePodSpec cases in tests/fixtures/upstream/limit_range.yaml.
+OUTSIDE_LIMIT_RANGE = "resources didn't satisfy LimitRange constraints"  # ErrLimitRange...
+ABOVE_MAX = "requests must not be above the limitRange max"
+BELOW_MIN = "requests must not be below the limitRange min"
+
+
+def _bounds(res: Any) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
+    """(the smaller, the larger) of a container's request and limit of each resource."""
+    requests = {k: _quantity(v) for k, v in _resources(get(res, "requests")).items()}
+    limits = {k: _quantity(v) for k, v in _resources(get(res, "limits")).items()}
+    both = {*requests, *limits}
+    pairs = {k: [v for v in (requests.get(k), limits.get(k)) if v is not None] for k in both}
+    return {k: min(v) for k, v in pairs.items()}, {k: max(v) for k, v in pairs.items()}
+
+
+def outside_limit_range(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]]
+) -> list[tuple[str, list[str], str]]:
+    """Kueue's ValidateLimitRange of one pod set's pod spec (pass it `adjusted_pod_spec`):
+    (field under the template's spec, "" for the pod; the resources; ABOVE_MAX or BELOW_MIN)
+    for each init container, each container, then the pod, in that order, where any."""
+    summary = summarize(limit_ranges)
+    out: list[tuple[str, list[str], str]] = []
+    box = summary.get("Container")
+    for key in ("initContainers", "containers") if box else ():
+        found = pod_spec.get(key)
+        for i, c in enumerate(found if isinstance(found, list) else []):
+            low, high = _bounds(get(c, "resources"))
+            for names, detail in ((_greater(high, box["max"]), ABOVE_MAX),
+                                  (_greater(box["min"], low), BELOW_MIN)):  # fmt: skip
+                if names:
+                    out.append((f"{key}[{i}]", names, detail))
+    pod = summary.get("Pod")
+    if pod:
+        total = aggregate_requests(pod_spec)
+        for names, detail in ((_greater(total, pod["max"]), ABOVE_MAX),
+                              (_greater(pod["min"], total), BELOW_MIN)):  # fmt: skip
+            if names:
+                out.append(("", names, detail))
+    return out
+
+
+def limit_range_refusal(pod_sets: Iterable[Iterable[tuple[str, Iterable[str], str]]]) -> str:
+    """The error Kueue's ValidateAdmissibility returns for a Workload whose pod sets, in
+    order, have these `outside_limit_range` errors ("" when none)."""
+    return _aggregate(OUTSIDE_LIMIT_RANGE, pod_sets)

@@ -95,15 +95,7 @@ def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Out
     (`restart_doc`): the Job controller's answer, and where the child Job fails, the JobSet's
     failure policy (maxRestarts 0: the JobSet fails, and the TrainJob with it)."""
     jobset = pods.get(runtime_of(restart_doc(job)), "spec", "template", "spec") or {}
-    rjobs = jobset.get("replicatedJobs") or []
-    rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), {})
-    spec = pods.get(rjob, "template", "spec") or {}
-    then = failures.job_outcome(spec, failures.failed_pod(CONTAINER, code, disrupted=disrupted))
-    # the child Job failed: the JobSet fails (maxRestarts reached) or restarts its Jobs
-    verdict = failures.jobset_on_failed_job(jobset.get("failurePolicy"))[0]
-    if then.fails is not None and verdict == "restart":
-        return failures.Outcome(True, True, budget="the JobSet's maxRestarts")
-    return then
+    return failures.jobset_outcome(jobset, REPLICATED_JOB, CONTAINER, code, disrupted=disrupted)
 
 
 # A job with its own code (an `entrypoint`) needs two pod fields that a v2.3 runtime patch

@@ -2,9 +2,9 @@
 
 Uses the user's kubeconfig (`--kubeconfig`, `$KUBECONFIG`, ~/.kube/config; `--context`) and
 the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 the job failed
-(wait) or the cluster refused a read, 2 bad usage, no such job, or this side cannot ask (a
-kubeconfig that is missing or does not load, an unknown --context, no Kubernetes client),
-124 wait timed out.
+or Kueue never admits it (wait) or the cluster refused a read, 2 bad usage, no such job, or
+this side cannot ask (a kubeconfig that is missing or does not load, an unknown --context, no
+Kubernetes client), 124 wait timed out.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
 from trainforge.live import explain, spend, wait
 from trainforge.live.gather import Gathered, NotFound, cannot_read, gather, poll, rank0_pod
 from trainforge.live.kube import Api, KubeError, LocalError
+from trainforge.plan import kueue as K
 
 EXIT_LINE = re.compile(r"trainforge exit: .*")
 
@@ -216,7 +217,8 @@ def wait_main(
         choices=WAIT_FOR,
         default="finished",
         help="admitted: Kueue admitted its workload (no queue: not suspended); running: its "
-        "pods run; finished: it succeeded (default). A failed job ends any wait with exit 1",
+        "pods run; finished: it succeeded (default). A failed job, or one Kueue never admits, "
+        "ends any wait with exit 1",
     )
     p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
     p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
@@ -246,6 +248,16 @@ def wait_main(
             if state == "Failed":
                 print(f"{args.job} failed: {(cond or {}).get('message', '')}".rstrip(": "))
                 return 1
+            # what Kueue says of a Workload it does not admit (status's words): never, as
+            # things stand, ends the wait; held by an inactive queue is said once. The
+            # LimitRanges are not read here: the model then misses only what they add
+            never, held = K.refused(g.workload), K.held(g.workload)
+            if never and state == "Suspended":
+                print(f"trainforge wait: {args.job}: {never}", file=sys.stderr)
+                return 1
+            if held and held not in noted:
+                print(f"note: {held}", flush=True)
+                noted.add(held)
             if state == "Succeeded" or (args.until == "running" and state == "Running"):
                 return 0
             if args.until == "admitted" and (

@@ -16,7 +16,7 @@ from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
 from trainforge.live import wait
-from trainforge.live.gather import Gathered, condition
+from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, condition
 from trainforge.plan import kueue as K
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
 from trainforge.training import exits
@@ -123,10 +123,10 @@ GPU = GPU_RESOURCE
 
 
 def refused(g: Gathered) -> str:
-    """Kueue's error for a Workload it never admits because a container requests more than
-    it limits once the namespace's LimitRange defaulted it (trainforge.plan.kueue
-    `workload_invalid`, its ValidateResources), "" when it does not."""
-    return K.workload_invalid(g.workload or {}, g.limit_ranges) if g.workload else ""
+    """What to say of a Workload Kueue never admits as things stand (trainforge.plan.kueue
+    `refused`: Kueue's own condition, else its refusal of the pods' resources with the
+    namespace's LimitRanges), "" when it may admit it."""
+    return K.refused(g.workload, g.limit_ranges)
 
 
 def borrowing(g: Gathered) -> str | None:
@@ -275,8 +275,10 @@ def told_on_exit(g: Gathered, pod: dict | None = None) -> str | None:
     as the pod's training container carries it; where the pod does not say (it is gone, or
     older than the variable) the job's pod templates' (a TrainJob's built from its runtime);
     else the same model (core.failures) read from the job object's restart fields: a
-    PyTorchJob's replicas' restartPolicy, a Job's pod failure policy and backoff limits. None
-    where none of these says (a TrainJob whose runtime is not the platform's)."""
+    PyTorchJob's replicas' restartPolicy, a Job's pod failure policy and backoff limits, a
+    TrainJob's JobSet (its pod's replicated job's Job spec, then the JobSet's failurePolicy,
+    as `gather` read it). None where none of these says (`next_text` says why for a
+    TrainJob)."""
     specs = [(pod or {}).get("spec") or {}, *(t.spec for t in backends.pod_templates(g.job))]
     for spec in specs:
         value = _env(_container(spec, g.container), ON_EXIT)
@@ -294,7 +296,23 @@ def told_on_exit(g: Gathered, pod: dict | None = None) -> str | None:
         return failures.told(
             lambda code: failures.job_outcome(spec, failures.failed_pod(g.container, code))
         )
+    if g.backend == trainjob.BACKEND and g.jobset is not None and not _jobset_unknown(g):
+        rjob = ((pod or {}).get("metadata") or {}).get("labels", {}).get(REPLICATED_JOB_LABEL)
+        js = g.jobset.get("spec") or {}
+        name = rjob or trainjob.REPLICATED_JOB
+        return failures.told(lambda code: failures.jobset_outcome(js, name, g.container, code))
     return None
+
+
+def _jobset_unknown(g: Gathered) -> str:
+    """Why what a TrainJob's JobSet does after an exit is not known from it ("" when it is):
+    it is not there, or its failurePolicy has rules (by the Job's failure reason), which the
+    model does not read (core.failures.jobset_on_failed_job)."""
+    if g.jobset is None:
+        return g.jobset_unread or f"no JobSet {g.name}"
+    if ((g.jobset.get("spec") or {}).get("failurePolicy") or {}).get("rules"):
+        return f"JobSet {g.name}'s failurePolicy has rules, which trainforge does not model"
+    return ""
 
 
 def torchrun_max_restarts(container: dict) -> int:
@@ -317,8 +335,11 @@ def next_text(g: Gathered, pod: dict, code: object) -> str | None:
     (`told_on_exit`): "then: <what>", with torchrun's restarts in the pod first where its
     launcher has any. None where it is not known."""
     told = told_on_exit(g, pod)
-    if told is None or not isinstance(code, int) or code == 0:
+    if not isinstance(code, int) or code == 0:
         return None
+    if told is None:
+        unknown = _jobset_unknown(g) if g.backend == trainjob.BACKEND else ""
+        return f"then: not known ({unknown})" if unknown else None
     words = failures.on_exit_words(told, code)
     if words is None:
         return None
@@ -593,12 +614,14 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
                 f"{g.position.get('positionInClusterQueue', 0) + 1} in ClusterQueue {cq}"
             )
         out += [f"asks:       {r}" for r in requests(g)]
-        invalid = refused(g)
+        invalid, held = refused(g), K.held(wl)
         if invalid:
-            out.append(f"refused:    {K.NEVER_ADMITS} {invalid}")
+            out.append(f"refused:    {invalid}")
+        elif held:
+            out.append(f"held:       {held}")
         else:
             out += [f"blocked:    {b}" for b in blocked_by(g)]
-        if g.expected is not None and not invalid:
+        if g.expected is not None and not invalid and not held:
             out += [f"{k + ':':<12}{v}" for k, v in wait.lines(g.expected)]
     evicted = condition(wl, "Evicted")
     if evicted and evicted.get("status") == "True" or (wl.get("status", {}).get("requeueState")):
@@ -627,14 +650,23 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
     if reasons:
         return "\n".join(reasons) + "\n"
     if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
-        blocked, invalid = blocked_by(g), refused(g)
-        if invalid:
-            reasons.append(f"{K.NEVER_ADMITS} {invalid}")
+        blocked, invalid, held = blocked_by(g), refused(g), K.held(wl)
+        if invalid and K.for_resources(invalid):
+            reasons.append(invalid)
             reasons.append(
                 "  a container requests more than it limits once the namespace's LimitRange "
                 "filled in what it leaves out (`default` as its limit, `defaultRequest` as its "
-                "request): it never waits its turn, only a change of the job or the LimitRange helps"
+                "request), or a container or pod is outside the LimitRange's min or max: it "
+                "never waits its turn, only a change of the job or the LimitRange helps"
             )
+        elif invalid:
+            reasons.append(invalid)
+            reasons.append(
+                "  it never waits its turn: only a change of the job (its queue, its size), "
+                "or of the LocalQueue, the ClusterQueue or its flavors, helps"
+            )
+        elif held:
+            reasons.append(held + ".")
         elif blocked:
             reasons.append("Kueue has not admitted it: not enough quota.")
             reasons += [f"  {b}" for b in blocked]
@@ -645,12 +677,14 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             )
         else:
             reasons.append("Kueue has not admitted it yet (waiting for its turn in the queue).")
-        if g.expected is not None and not invalid:
+        if g.expected is not None and not invalid and not held:
             reasons += [f"  {k}: {v}" for k, v in wait.lines(g.expected)]
         if g.limit_ranges_unread:
             reasons.append(f"  note: {g.limit_ranges_unread}")
         reasons.append(
             "See docs/troubleshooting.md#requests-over-limits-never-admitted"
+            if invalid and K.for_resources(invalid)
+            else "See docs/troubleshooting.md#never-admitted-its-queue-or-no-flavor"
             if invalid
             else "See docs/troubleshooting.md#waiting-in-the-queue-kueue"
         )

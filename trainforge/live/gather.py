@@ -26,6 +26,13 @@ KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # Kueue's visibility API (on-demand pending positions); v1beta1 in older releases.
 VISIBILITY = ("/apis/visibility.kueue.x-k8s.io/v1beta2", "/apis/visibility.kueue.x-k8s.io/v1beta1")
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+# The JobSet a TrainJob runs as (its name and namespace are the TrainJob's: kubeflow/trainer
+# v2.2.1 pkg/runtime/framework/plugins/jobset/jobset.go `Build`, ObjectKeyFromObject) and the
+# label of its pods' replicated job (kubernetes-sigs/jobset v0.12.0 api/jobset/v1alpha2:
+# GroupVersion, ReplicatedJobNameKey; both read 2026-11-30): its failurePolicy and Jobs are
+# what happens after an exit where the pods do not say (explain.told_on_exit).
+JOBSET = "/apis/jobset.x-k8s.io/v1alpha2"
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 
 # backend -> (display kind, collection path under /apis, rank-0 container)
 BACKENDS = {
@@ -57,6 +64,8 @@ class Gathered:
     # the namespace's LimitRange documents, which Kueue reads to count a Workload's requests
     limit_ranges: list[dict[str, Any]] = field(default_factory=list)
     limit_ranges_unread: str = ""  # the note when they could not be read (else "")
+    jobset: dict[str, Any] | None = None  # a TrainJob's JobSet (`gather` reads it)
+    jobset_unread: str = ""  # why it is not there: not found, or the failed read
     notes: list[str] = field(default_factory=list)
     spend: str | None = None  # the status line of its spend so far (live/spend.py)
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
@@ -77,13 +86,14 @@ def find_job(api: Api, namespace: str, name: str, backend: str | None = None) ->
 def poll(api: Api, namespace: str, name: str, backend: str | None, workload: bool) -> Gathered:
     """What `trainforge wait` decides and prints from, and nothing else: the job (at its
     backend once known), a TrainJob's pods (its Running state is its pods':
-    explain.job_state) and, with `workload`, its Kueue Workload (`--for admitted`). Not the
-    queues, the position, the LimitRanges (wait computes no requests), the events or the
-    other backends' pods, which `gather` reads for `status` and `why`."""
+    explain.job_state) and, with `workload` (`--for admitted`) or while the job is suspended,
+    its Kueue Workload (whether Kueue admits it, or never will). Not the queues, the
+    position, the LimitRanges (wait computes no requests), the events or the other backends'
+    pods, which `gather` reads for `status` and `why`."""
     g = find_job(api, namespace, name, backend)
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
-    if workload:
+    if workload or suspended(g.job):
         g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""), WAIT_UNREAD)
     return g
 
@@ -100,6 +110,12 @@ WAIT_UNREAD = (
 )
 
 
+def suspended(job: dict[str, Any]) -> bool:
+    """Whether the job object is suspended (a queued job Kueue has not started)."""
+    spec = job.get("spec") or {}
+    return bool(spec.get("suspend") or (spec.get("runPolicy") or {}).get("suspend"))
+
+
 def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathered:
     g = find_job(api, namespace, name)
     uid = g.job.get("metadata", {}).get("uid", "")
@@ -107,6 +123,8 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     if g.workload:
         _limit_ranges(api, g)
     g.pods = _pods(api, g)
+    if g.backend == "trainjob":
+        _jobset(api, g)
     names = {name, *(p["metadata"]["name"] for p in g.pods)}
     if g.workload:
         names.add(g.workload["metadata"]["name"])
@@ -174,6 +192,17 @@ def _optional(api: Api, g: Gathered, what: str, means: str, path: str, **query: 
     if note:
         g.notes.append(note)
     return found
+
+
+def _jobset(api: Api, g: Gathered) -> None:
+    """A TrainJob's JobSet, or why it is not there (no note: only `then:` reads it)."""
+    found, unread = optional(
+        api, f"JobSet {g.name}", "", f"{JOBSET}/namespaces/{g.namespace}/jobsets/{g.name}"
+    )
+    g.jobset = found
+    g.jobset_unread = unread.removesuffix(": ") or (
+        "" if found else f"no JobSet {g.name} (the Trainer has not created it, or it is gone)"
+    )
 
 
 def _limit_ranges(api: Api, g: Gathered) -> None:

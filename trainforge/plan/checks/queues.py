@@ -19,7 +19,7 @@ from typing import Any
 from trainforge.core import taints as T
 from trainforge.core.contract import NodeShape, PoolFacts
 from trainforge.core.pods import Shape, get
-from trainforge.jobs import capacity, packing
+from trainforge.jobs import capacity, packing, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
@@ -52,7 +52,8 @@ RULES = {
     RULE_NO_OBJECT: "let the job's backend emit its object labelled "
     f"{JOB_LABEL}=<job>, of a kind whose pod templates it reads (trainforge.jobs.backends)",
     RULE_OVER_LIMITS: "give the container a limit at least its request, or a request at most "
-    "its limit, where the namespace's LimitRange `default` / `defaultRequest` fills the other "
+    "its limit, where the namespace's LimitRange `default` / `defaultRequest` fills the other, "
+    "and keep each container and pod within the LimitRange's min and max "
     "(docs/troubleshooting.md, 'Requests over limits: never admitted')",
     RULE_OWNED: "leave suspend, schedulingGates and the flavor's node labels to Kueue "
     "(docs/teams.md, 'Who owns which field')",
@@ -659,14 +660,14 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             replace(K.podset(t.template, per_pod, t.replicas, lrs), name=t.name or ps.name)
             for t in templates
         ]
-        if sum(p.count for p in sets) != w.pods:
-            # the pods its controller builds (a TrainJob's, from its runtime) are what Kueue
-            # validates: their containers' requests over limits, one pod set
-            built = pod_templates(obj.doc, runtimes=runtime_docs(ctx))
-            over = [o for t in built for o in K.podset(t.template, {}, 1, lrs).over_limits]
-            sets = [replace(ps, over_limits=tuple(over))]
+        checked = None
+        if obj.doc.get("kind") == trainjob.KIND:
+            # Kueue validates the pods its controller builds (a TrainJob's, from its runtime:
+            # a pod set per replicatedJob of the JobSet, in its order), whatever its numNodes
+            checked = K.trainjob_podsets(obj.doc, runtime_docs(ctx), lrs) or []
+            sets = [ps]
         pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
-        got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, sets)
+        got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, sets, checked)
         if got.local_queue is None:
             never(w, RULE_LABEL, got.reason, obj)
             continue

@@ -56,6 +56,8 @@ class PodSet:
     # Kueue's ValidateResources of its adjusted pod template (trainforge.core.pods
     # `requests_over_limits`): (field, resources requested over their limit), where any
     over_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # its ValidateLimitRange (`outside_limit_range`): (field, resources, detail), where any
+    outside_limit_range: tuple[tuple[str, tuple[str, ...], str], ...] = ()
 
     def total(self) -> dict[str, Fraction]:
         return {r: counted(r, v) * self.count for r, v in self.requests.items() if v}

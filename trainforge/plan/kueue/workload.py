@@ -29,9 +29,12 @@ from trainforge.core.pods import (
     QUEUE_LABEL,
     adjusted_pod_spec,
     invalid_resources,
+    limit_range_refusal,
+    outside_limit_range,
     pod_requests,
     requests_over_limits,
 )
+from trainforge.jobs import backends, trainjob
 from trainforge.jobs.tenancy import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
 from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
@@ -61,10 +64,20 @@ def workload_podsets(
 
 
 def workload_invalid(wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
-    """Kueue's error for a Workload object one of whose containers requests more than it
-    limits once its namespace's `limit_ranges` defaulted it (`ValidateResources`:
-    trainforge.core.pods.invalid_resources), "" when none does."""
-    return invalid_resources(p.over_limits for p in workload_podsets(wl, limit_ranges))
+    """Kueue's error for a Workload object it refuses for its pods' resources once its
+    namespace's `limit_ranges` defaulted them (`refusal`), "" when it does not."""
+    return refusal(workload_podsets(wl, limit_ranges))
+
+
+def refusal(ps: Iterable[PodSet]) -> str:
+    """The error of Kueue's ValidateAdmissibility for these pod sets, in order: a container
+    requesting more than it limits (`ValidateResources`), else a container or pod outside the
+    namespace's LimitRange min/max (`ValidateLimitRange`); "" when neither (pkg/workload/
+    resources.go at release-0.19 c90ed70)."""
+    ps = list(ps)
+    return invalid_resources(p.over_limits for p in ps) or limit_range_refusal(
+        p.outside_limit_range for p in ps
+    )
 
 
 def workload_need(
@@ -77,6 +90,41 @@ def workload_need(
         for res, amount in ps.total().items():
             total[res] = total.get(res, Fraction(0)) + amount
     return total
+
+
+def trainjob_podsets(
+    doc: dict[str, Any],
+    runtimes: Mapping[str, Mapping[str, Any]] | None,
+    limit_ranges: Iterable[Mapping[str, Any]] = (),
+) -> list[PodSet] | None:
+    """Kueue's pod sets of TrainJob `doc` as it validates them: one per replicatedJob of the
+    JobSet the Trainer builds from the runtime the job names, in order (Kueue release-0.19
+    pkg/controller/jobs/trainjob `podSets` -> pkg/controller/jobs/jobset `JobSet.PodSets`;
+    Trainer v2.2.1 pkg/runtime/framework/plugins/jobset/builder.go keeps every replicatedJob
+    of the runtime; read 2026-11-30), the trainer's pod as the Trainer builds it
+    (`trainjob.built_pod`), the others as the runtime writes them (a TrainJob's
+    runtimePatches of those are not applied here). None when the runtime is not known or the
+    job too malformed to build (validation reports it)."""
+    try:
+        node = trainjob.built_pod(doc, runtimes)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None
+    runtime = trainjob.runtime_of(doc, runtimes)
+    if node is None or runtime is None:
+        return None
+    limit_ranges = list(limit_ranges)
+    return [
+        replace(
+            podset(
+                node if t.name == trainjob.REPLICATED_JOB else t.template,
+                {},
+                t.replicas,
+                limit_ranges,
+            ),
+            name=t.name,
+        )  # fmt: skip
+        for t in backends.pod_templates(dict(runtime))
+    ]
 
 
 _TOPOLOGY = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)
@@ -100,12 +148,14 @@ def podset(
 ) -> PodSet:
     """What Kueue reads of `count` pods of one pod template ({metadata, spec}) each asking
     `per_pod`: its nodeSelector, required node affinity and tolerations, whether it asks
-    for topology-aware scheduling (a podset topology annotation), and what its containers
-    request over their limits once the namespace's `limit_ranges` defaulted them (Kueue's
-    ValidateResources of the adjusted template: `admit` refuses such a pod set)."""
-    pod = tmpl.get("spec") or {}
+    for topology-aware scheduling (a podset topology annotation), what its containers
+    request over their limits once the namespace's `limit_ranges` defaulted them, and where
+    they or the pod fall outside those LimitRanges' min and max (Kueue's ValidateResources and
+    ValidateLimitRange of the adjusted template: `admit` refuses such a pod set)."""
+    pod, limit_ranges = tmpl.get("spec") or {}, list(limit_ranges)
     adjusted = adjusted_pod_spec(pod, limit_ranges)
     over = tuple((where, tuple(names)) for where, names in requests_over_limits(adjusted))
+    outside = tuple((w, tuple(n), d) for w, n, d in outside_limit_range(adjusted, limit_ranges))
     notes = (tmpl.get("metadata") or {}).get("annotations") or {}
     affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}).get(
         "requiredDuringSchedulingIgnoredDuringExecution"
@@ -121,6 +171,7 @@ def podset(
         tolerations=tuple(pod.get("tolerations") or ()),
         topology=any(k in notes for k in _TOPOLOGY),
         over_limits=over,
+        outside_limit_range=outside,
     )
 
 
@@ -136,23 +187,34 @@ class Admission:
     priority: int = 0
     assignment: Assignment | None = None
     reason: str = ""
-    invalid: str = ""  # Kueue's ValidateResources error, where that is the reason
+    invalid: str = ""  # Kueue's ValidateAdmissibility error (`refusal`), where that is the reason
 
 
-# how the plan introduces Kueue's own message for a pod set it refuses (`Admission.invalid`)
-NEVER_ADMITS = "Kueue never admits it (QuotaReserved False, reason Misconfigured):"
+# how the plan introduces Kueue's own message for a pod set it refuses (`Admission.invalid`):
+# the scheduler writes it as the Workload's QuotaReserved False condition, with reason
+# "Pending" at Kueue 0.19's default feature gates, which the platform keeps (Misconfigured only
+# with UnadmittedWorkloadsObservability, beta and off by default: pkg/features/kube_features.go,
+# pkg/scheduler/scheduler.go `requeueAndUpdate` -> UnadmittedWorkloadReasonWithFallback at
+# release-0.19 c90ed70, read 2026-11-30)
+NEVER_ADMITS = "Kueue never admits it (QuotaReserved False, reason Pending):"
 
 
 def admit(
-    m: Kueue, namespace: str, queue_label: str | None, priority_class: str, ps: list[PodSet]
+    m: Kueue,
+    namespace: str,
+    queue_label: str | None,
+    priority_class: str,
+    ps: list[PodSet],
+    validated: list[PodSet] | None = None,
 ) -> Admission:
     """The one admission entry: the LocalQueue the label names (without one, the namespace's
     LocalQueue `default`: manageJobsWithoutQueueName and LocalQueue defaulting), its
     ClusterQueue (whose namespaceSelector must select the namespace), the priority class,
     and Kueue's flavor assignment of its pod sets `ps` (one per pod template) on the queues as
-    they are now. A pod set whose containers request more than they limit
-    (`PodSet.over_limits`) is Kueue's `invalid` (pkg/workload/resources.go
-    `ValidateAdmissibility` at release-0.19)."""
+    they are now. Pod sets Kueue refuses for their resources (`refusal`) are its `invalid`
+    (pkg/workload/resources.go `ValidateAdmissibility` at release-0.19); `validated`: the pod
+    sets of Kueue's Workload where they are not `ps`, in its order (a TrainJob's, one per
+    replicatedJob of the JobSet its runtime builds)."""
     lq = queue_label
     if lq is None and (namespace, DEFAULT_LOCAL_QUEUE) in m.local:
         lq = DEFAULT_LOCAL_QUEUE
@@ -173,7 +235,7 @@ def admit(
         return Admission(lq, q, reason=f"no WorkloadPriorityClass {priority_class!r}")
     # ValidateAdmissibility, after the namespace selector: the scheduler marks the Workload
     # QuotaReserved False (Misconfigured) with this error and never assigns it flavors
-    invalid = invalid_resources(p.over_limits for p in ps)
+    invalid = refusal(ps if validated is None else validated)
     if invalid:
         return Admission(lq, q, reason=f"{NEVER_ADMITS} {invalid}", invalid=invalid)
     got = Assigner(Quotas(m.queues, m.shared), m.flavors).assign(q, list(ps))

@@ -1,0 +1,127 @@
+"""What a Workload Kueue has not admitted says of its future: never, as things stand (its
+queue or namespace, its resources, or no flavor of its ClusterQueue can ever hold it), held
+(its queue is inactive), or nothing (it waits its turn or for quota).
+
+Kueue writes why it does not admit a Workload as its QuotaReserved False condition, and at
+0.19's default feature gates (UnadmittedWorkloadsObservability and
+UnadmittedWorkloadsExplicitStatus beta and off, which the platform keeps) the reason says
+little: the scheduler writes "Pending" (`requeueAndUpdate`: UnadmittedWorkloadReasonWithFallback),
+the workload controller "Inadmissible" for a queue that is missing or inactive
+(`resolveLegacyUnadmittedQuotaReservedCondition`). So the message decides, as Kueue words it
+(kubernetes-sigs/kueue release-0.19 c90ed700c1, read 2026-11-30):
+- pkg/controller/core/workload_controller.go `getQueueBlocker`: "LocalQueue %s doesn't
+  exist", "ClusterQueue %s doesn't exist" (never), "LocalQueue %s is inactive" (its
+  stopPolicy), "ClusterQueue %s is inactive" (held: Kueue requeues it once the queue is
+  active again);
+- pkg/scheduler/scheduler.go `nominate`: "ClusterQueue %s not found" (never), "ClusterQueue
+  %s is inactive" (held), and ValidateAdmissibility's errors (pkg/workload/resources.go):
+  ErrNamespaceMismatch, ErrInvalidWLResources, ErrLimitRangeConstraintsUnsatisfiedResources
+  (never: `refusal` computes the last two from the Workload itself);
+- pkg/scheduler/flavorassigner/flavorassigner.go `Assignment.Message`: "couldn't assign
+  flavors to pod set %s: " and each flavor's reasons, sorted and joined by ", "; a pod set
+  none of whose reasons can change without a change of the ClusterQueue, its flavors or the
+  job (`_FOR_GOOD`: over the maximum capacity, nominal plus what the cohort may lend; an
+  untolerated taint; a node affinity the flavor does not match; a flavor or resource the
+  queue does not have; a topology the flavor does not offer) is never admitted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trainforge.core.pods import INVALID_RESOURCES, OUTSIDE_LIMIT_RANGE
+from trainforge.plan.kueue.workload import NEVER_ADMITS, workload_invalid
+
+NEVER, HELD = "never", "held"
+
+_NEVER_MESSAGES = (
+    re.compile(r"LocalQueue \S+ doesn't exist$"),
+    re.compile(r"ClusterQueue \S+ (doesn't exist|not found)$"),
+    re.compile(r"workload namespace doesn't match ClusterQueue selector$"),
+    re.compile(r"resources validation failed: "),
+    re.compile(r"resources didn't satisfy LimitRange constraints: "),
+)
+_HELD = re.compile(r"(LocalQueue|ClusterQueue) \S+ is inactive$")
+
+_NAME = r"[\w.-]+"
+_FOR_GOOD = re.compile(
+    "|".join(
+        (
+            rf"insufficient quota for [\w./-]+ in flavor {_NAME}, previously considered podsets "
+            r"requests \([^)]*\) \+ current podset request \([^)]*\) > maximum capacity \([^)]*\)",
+            rf"untolerated taint .*? in flavor {_NAME}",
+            rf"flavor {_NAME} doesn't match node affinity",
+            rf"flavor {_NAME} not found",
+            r"resource [\w./-]+ unavailable in ClusterQueue",
+            r'Flavor "[^"]*" (?:does not support TopologyAwareScheduling|supports only '
+            r"TopologyAwareScheduling|does not contain the requested level)",
+        )
+    )
+)
+_POD_SET = "couldn't assign flavors to pod set "
+
+
+def _fits_never(message: str) -> bool:
+    """Whether Kueue's flavor assignment message says no flavor can ever hold a pod set."""
+    parts = re.split(f"; (?={_POD_SET})", message)
+    if not message.startswith(_POD_SET):
+        return False
+    for part in parts:
+        _, sep, reasons = part.partition(": ")
+        if not sep or _FOR_GOOD.sub("", reasons).replace(", ", "") != "":
+            return False
+    return True
+
+
+def outlook(wl: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(NEVER, HELD or "", Kueue's message) from the Workload's QuotaReserved False condition;
+    ("", "") when it is admitted, has none, or waits its turn or for quota."""
+    conds = ((wl or {}).get("status") or {}).get("conditions") or []
+    c = next((c for c in conds if c.get("type") == "QuotaReserved"), None)
+    if c is None or c.get("status") != "False":
+        return "", ""
+    message = str(c.get("message") or "")
+    if any(p.match(message) for p in _NEVER_MESSAGES) or _fits_never(message):
+        return NEVER, message
+    if _HELD.match(message):
+        return HELD, message
+    return "", ""
+
+
+def reason(wl: Mapping[str, Any] | None) -> str:
+    """The reason of the Workload's QuotaReserved condition ("" without one)."""
+    conds = ((wl or {}).get("status") or {}).get("conditions") or []
+    c = next((c for c in conds if c.get("type") == "QuotaReserved"), None)
+    return str((c or {}).get("reason") or "")
+
+
+def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
+    """What `status`, `why` and `wait` say of a Workload Kueue never admits as things stand,
+    "" when it may: Kueue's own condition where `outlook` says never (with its reason), else
+    the model's refusal of its resources with the namespace's `limit_ranges` (`refusal`:
+    what the scheduler writes at its next try). Without the LimitRanges the model misses
+    only what their defaults and bounds add; it refuses nothing Kueue admits."""
+    if wl is None:
+        return ""
+    kind, message = outlook(wl)
+    if kind == NEVER:
+        return f"Kueue never admits it (QuotaReserved False, reason {reason(wl)}): {message}"
+    invalid = workload_invalid(wl, limit_ranges)
+    return f"{NEVER_ADMITS} {invalid}" if invalid else ""
+
+
+def held(wl: Mapping[str, Any] | None) -> str:
+    """Kueue's message for a Workload its inactive LocalQueue or ClusterQueue holds, with what
+    happens next; "" when none does."""
+    kind, message = outlook(wl)
+    if kind != HELD:
+        return ""
+    return f"Kueue holds it: {message}; it is requeued once that queue is active again"
+
+
+def for_resources(text: str) -> bool:
+    """Whether a `refused` text is Kueue's refusal of the pods' resources (ValidateResources,
+    ValidateLimitRange), which only a change of the job or the LimitRange helps."""
+    return text.partition("): ")[2].startswith((INVALID_RESOURCES, OUTSIDE_LIMIT_RANGE))
