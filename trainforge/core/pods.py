@@ -726,7 +726,7 @@ def pod_requests(
 # adjusted pod sets before it assigns flavors (pkg/workload/resources.go `ValidateAdmissibility`
 # -> `ValidateResources`, at release-0.19 c90ed70, read 2026-11-30; the scheduler runs it on
 # the queue's copy, which `AdjustResources` adjusted, pkg/scheduler/scheduler.go): a request
-# above its limit makes the Workload inadmissible (QuotaReserved False, reason Misconfigured)
+# above its limit makes the Workload inadmissible (QuotaReserved False, reason Pending at Kueue 0.19's default feature gates)
 # with that error as its message, for good.
 
 # pkg/workload/resources.go

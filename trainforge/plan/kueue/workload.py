@@ -234,7 +234,7 @@ def admit(
     if priority_class and priority_class not in m.priorities:
         return Admission(lq, q, reason=f"no WorkloadPriorityClass {priority_class!r}")
     # ValidateAdmissibility, after the namespace selector: the scheduler marks the Workload
-    # QuotaReserved False (Misconfigured) with this error and never assigns it flavors
+    # QuotaReserved False (reason Pending at the default gates) with this error, no flavors
     invalid = refusal(ps if validated is None else validated)
     if invalid:
         return Admission(lq, q, reason=f"{NEVER_ADMITS} {invalid}", invalid=invalid)
