@@ -413,3 +413,23 @@ def test_pod_inputs_are_the_existence_checks_references_and_pull_secrets():
         ("ServiceAccount", "runner"),
     }
     assert FC.pod_inputs({"containers": [{"name": "main"}]}) == set()  # runs as `default`
+
+
+def test_s3_grants_match_actions_as_iam_does():
+    """What a stack's policies let a role write is read with IAM's action matching
+    (iam_eval.action_matches: wildcards anywhere, any case): `s3:*Object` and `S3:PUTOBJECT`
+    write; `s3:Get*` does not. A fixed list of three spellings missed the first two."""
+    import json
+
+    from trainforge.plan.runner import Inventory, Recorded
+
+    def grants(action: str) -> set[str]:
+        policy = {"Statement": {"Effect": "Allow", "Action": action,
+                                "Resource": "arn:aws:s3:::other/research/*"}}  # fmt: skip
+        pol = Recorded("urn:p", "aws:iam/rolePolicy:RolePolicy", "p", None, True,
+                       {"policy": json.dumps(policy)})  # fmt: skip
+        return FC.s3_grants(Inventory("p", "s", [pol]))[1]
+
+    for action in ("s3:*Object", "S3:PUTOBJECT", "s3:Put*", "*"):
+        assert grants(action) == {"other"}, action
+    assert grants("s3:Get*") == set()

@@ -130,8 +130,10 @@ def test_worker_plans_are_on_the_plan_context(fleet_project, monkeypatch):
 
 
 def test_each_worker_stack_is_planned_once(fleet_project, monkeypatch):
+    """Two workers naming one stack of this project, spelt two ways (the stack model refuses
+    the same spelling twice): it is planned once, and each reference reads it by its own."""
     root = fleet_project(
-        [{"name": "a", "stack": "fleet-use1"}, {"name": "b", "stack": "fleet-use1"}]
+        [{"name": "a", "stack": "fleet-use1"}, {"name": "b", "stack": "acme/trainforge/fleet-use1"}]
     )
     runs = []
     real = F.run_project
@@ -139,6 +141,17 @@ def test_each_worker_stack_is_planned_once(fleet_project, monkeypatch):
     workers = F.plan_workers(root, "fleet")
     assert runs == ["fleet-use1"]
     assert workers["a"].inventory is workers["b"].inventory
+    assert set(F.reference_answers(workers)) == {"fleet-use1", "acme/trainforge/fleet-use1"}
+
+
+def test_a_fleet_value_the_stack_model_refuses_plans_no_workers(fleet_project, monkeypatch):
+    """The plan reads `trainforge:fleet` by the stack model (trainforge.stack.fleet): a value
+    it refuses (one stack listed twice) plans no worker; the stack's own run says why."""
+    root = fleet_project(
+        [{"name": "a", "stack": "fleet-use1"}, {"name": "b", "stack": "fleet-use1"}]
+    )
+    monkeypatch.setattr(F, "run_project", lambda *a, **k: pytest.fail("planned a worker"))
+    assert F.plan_workers(root, "fleet") == {}
 
 
 def test_a_worker_of_another_project_is_a_note_not_a_crash(fleet_project):

@@ -937,3 +937,29 @@ def test_a_master_unlike_its_workers_is_launched_as_the_cost_table_packs_it():
     assert (
         "; 1 pod(s) get no node: their nodes have nvidia.com/gpu 24 of capacity" in c.choice.reason
     )
+
+
+def test_the_launch_check_reads_the_pools_types_as_the_cost_does():
+    """A pool whose contract has a node shape for g5.12xlarge only and lists g5.48xlarge as a
+    type (a hand-built contract): the cost packs on both (`capacity.launch`, which sizes a
+    type without a shape by `packing_pool`), so a pod of 4 GPUs and 100 CPU launches a
+    g5.48xlarge. The launch check packed on the shapes alone and called the gang
+    unlaunchable while the cost table priced its node."""
+    from trainforge.core.contract import NodeType
+    from trainforge.jobs import capacity
+    from trainforge.jobs.node_facts import node_shape
+
+    pool = PoolFacts(
+        F, instance_types=("g5.12xlarge", "g5.48xlarge"), gpus_per_node=4,
+        nodes=(node_shape("g5.12xlarge", 48, 196608, eni_pods=737, gpus=4),),
+        node_types=(NodeType("g5.12xlarge", 48, 196608, 4), NodeType("g5.48xlarge", 192, 786432, 8)),
+        limits=PoolLimits(gpus=16),
+    )  # fmt: skip
+    w = _work("wide", "a", 4, 0)
+    w.need = {**w.need, "cpu": K.quantity("100"), "memory": K.quantity("32Gi")}
+    w.gang = _gang(1, 4, "100", "32Gi")
+    pk = capacity.launch(pool, w.gang)
+    assert not pk.unplaced and pk.claims[0].candidates == ("g5.48xlarge",)
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([w])
+    assert sim.unlaunchable == []

@@ -28,9 +28,10 @@ from trainforge.plan.runner import (
     run_project,
     standin_mocks,
 )
+from trainforge.stack.base import validate
 from trainforge.stack.file import decode_value, stack_path
-
-FLEET_KEY = "trainforge:fleet"
+from trainforge.stack.fleet import KEY as FLEET_KEY
+from trainforge.stack.fleet import FleetConfig
 
 
 @dataclass(frozen=True)
@@ -77,20 +78,18 @@ class WorkerPlan:
         return self.inventory.declared if self.inventory is not None else None
 
 
-def manager_workers(config: dict[str, Any]) -> list[WorkerRef] | None:
-    """The workers a stack's display config names when it is a fleet manager, else None.
+def fleet_config(config: dict[str, Any]) -> FleetConfig | None:
+    """A stack's `trainforge:fleet` in its display config, read by the stack model (None:
+    unset, or a value it refuses, which the stack's own program run reports)."""
+    return validate(FleetConfig, decode_value(config.get(FLEET_KEY)), FLEET_KEY, [])
 
-    The stack model (trainforge.stack) judges the key's values and says what is wrong; this
-    reads only what the plan needs, and skips entries that are not worker mappings."""
-    fleet = decode_value(config.get(FLEET_KEY))
-    if not isinstance(fleet, dict) or fleet.get("role") != "manager":
+
+def manager_workers(config: dict[str, Any]) -> list[WorkerRef] | None:
+    """The workers a stack's display config names when it is a fleet manager, else None."""
+    fleet = fleet_config(config)
+    if fleet is None or not fleet.manager_role:
         return None
-    out = []
-    for w in fleet.get("workers") or []:
-        if isinstance(w, dict) and isinstance(w.get("name"), str):
-            stack = w.get("stack")
-            out.append(WorkerRef(w["name"], stack if isinstance(stack, str) else w["name"]))
-    return out
+    return [WorkerRef(w.name, w.stack) for w in fleet.workers]
 
 
 def region(config: dict[str, Any]) -> str | None:
@@ -102,11 +101,9 @@ def region(config: dict[str, Any]) -> str | None:
 def _manager_of(shown: dict[str, Any], project: str) -> str | None:
     """The name a worker's config gives its manager (`trainforge:fleet.manager`) when it is a
     stack of `project`, else None."""
-    fleet = decode_value(shown.get(FLEET_KEY))
-    name = fleet.get("manager") if isinstance(fleet, dict) else None
-    if not isinstance(name, str) or WorkerRef(name, name).local(project) is None:
-        return None
-    return name
+    fleet = fleet_config(shown)
+    name = fleet.manager if fleet is not None else None
+    return name if name and WorkerRef(name, name).local(project) is not None else None
 
 
 def plan_worker(
@@ -174,7 +171,7 @@ def plan_workers(
     also: dict[str, Any] | None = None,
 ) -> dict[str, WorkerPlan]:
     """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each
-    stack planned once, even when two workers name it); {} for any other stack.
+    stack planned once, however its workers spell it); {} for any other stack.
     `manager`, `also`: what each worker's reference to the manager reads (plan_worker)."""
     project = project_name(root)
     _, _, config = read_stack_config(root, stack, project)
@@ -189,9 +186,10 @@ def plan_workers(
                 f"{FLEET_KEY}.workers: worker {ref.name!r} names the manager's own stack "
                 f"{stack!r}; a worker is another stack"
             )
-        if ref.stack not in planned:
-            planned[ref.stack] = plan_worker(root, ref, project, manager, also)
-        out[ref.name] = replace(planned[ref.stack], name=ref.name)
+        key = ref.local(project) or ref.stack
+        if key not in planned:
+            planned[key] = plan_worker(root, ref, project, manager, also)
+        out[ref.name] = replace(planned[key], name=ref.name, stack=ref.stack)
     return out
 
 

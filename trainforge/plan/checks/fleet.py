@@ -19,9 +19,9 @@ from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import iam_eval as iam
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
-from trainforge.plan.checks.iam_eval import Policy, Request, evaluate, policy_doc
 from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER as MULTIKUEUE
@@ -185,7 +185,7 @@ def tried_first(may: list[str], how: str, every: list[str]) -> str:
 # --- where each job may run --------------------------------------------------------------------
 
 
-_WRITES = ("s3:*", "s3:Put*", "s3:PutObject")
+_WRITE = "s3:PutObject"  # what a checkpoint mirror's upload asks
 
 
 def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
@@ -200,17 +200,14 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
                 own.add(name)
         if r.type not in (T.IAM_ROLE_POLICY, T.IAM_POLICY):
             continue
-        doc = policy_doc(r.inputs.get("policy"))
+        doc = iam.policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None  # not known at preview: the worker was not planned with stand-ins
-        statements = doc.get("Statement") or []
-        for st in statements if isinstance(statements, list) else [statements]:
-            actions = st.get("Action") or []
-            actions = [actions] if isinstance(actions, str) else actions
-            if st.get("Effect") != "Allow" or not any(a in _WRITES or a == "*" for a in actions):
+        for st in iam.as_list(doc.get("Statement")):
+            # IAM's own action matching (wildcards, any case): s3:*Object writes too
+            if st.get("Effect") != "Allow" or not iam.action_matches(st.get("Action"), _WRITE):
                 continue
-            resources = st.get("Resource") or []
-            for res in [resources] if isinstance(resources, str) else resources:
+            for res in iam.as_list(st.get("Resource")):
                 if res == "*":
                     granted.add("*")
                 elif str(res).startswith("arn:aws:s3:::"):
@@ -232,13 +229,13 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     for r in resources:
         if r.type != T.IAM_ROLE_POLICY or r.inputs.get("role") not in roles:
             continue
-        doc = policy_doc(r.inputs.get("policy"))
+        doc = iam.policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None
-        policies.append(Policy(r.name, doc))
+        policies.append(iam.Policy(r.name, doc))
     key = f"arn:aws:s3:::{bucket}/{team}/checkpoint"
     return all(
-        evaluate(Request(f"role/{team}", action, key), policies).allowed
+        iam.evaluate(iam.Request(f"role/{team}", action, key), policies).allowed
         for action in ("s3:PutObject", "s3:GetObject")
     )
 

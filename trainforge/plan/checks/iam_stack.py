@@ -12,6 +12,7 @@ from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
+from trainforge.plan.cost import plan_region
 from trainforge.plan.resource_types import (
     EKS_ADDON,
     IAM_POLICY,
@@ -135,7 +136,7 @@ def stack_iam(ctx: PlanContext) -> tuple[Inventory, StackIam]:
 
 def read_stack(inv: Inventory) -> StackIam:
     """Every role, association, bucket and key policy the program declared."""
-    from trainforge.plan.mocks import DEFAULT_ACCOUNT, DEFAULT_REGION
+    from trainforge.plan.mocks import DEFAULT_ACCOUNT
 
     by_type: dict[str, list[Any]] = {}
     for r in inv.resources:
@@ -146,7 +147,7 @@ def read_stack(inv: Inventory) -> StackIam:
         (_dep(a, "roleArn"), str(a.inputs.get("roleArn", ""))) for a in by_type.get(ASSOCIATION, [])
     ]
     accounts = [a.split(":")[4] for _, a in arns if a.startswith("arn:") and a.count(":") > 3]
-    region = str(inv.config.get("aws:region") or DEFAULT_REGION)
+    region = plan_region(inv)  # the one reader of the stack's region (the cost's too)
     stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, [], {}, {}, {})
     role_arns = {urn: arn for urn, arn in arns if urn and arn.startswith("arn:")}
     for r in by_type.get(IAM_ROLE, []):

@@ -247,7 +247,7 @@ class Simulation:
         leave after the nodes of the gangs already running there (each at the type it
         launched). Pods that fit in those nodes' spare GPUs (Karpenter tries existing nodes
         first) are not reported."""
-        rooms = capacity.rooms(pool)
+        rooms = capacity.rooms(capacity.packing_pool(pool))  # the node shapes the cost reads
         held: list[tuple[NodeShape, int]] = []  # the running gangs' nodes, GPUs their pods use
         for x in self.running:
             if x is not w and x.flavor == w.flavor and x.need.get(GPU):
@@ -274,13 +274,11 @@ class Simulation:
         self, x: Workload, pool: PoolFacts, rooms: list[capacity.NodeRoom]
     ) -> list[tuple[NodeShape, int]]:
         """The nodes a gang's NodeClaims launched, as the cost table has them
-        (`capacity.launch`: the gang alone on the pool, within its limits, each NodeClaim at
-        the type `packing.launch` says), with the GPUs its pods use on each."""
+        (`capacity.launch`), with the GPUs its pods use on each."""
         shapes = {r.node.instance_type: r.node for r in rooms}
-        pods = x.gang.pods
-        pk = packing.pack_rooms(rooms, pods, packing.limits_of(pool), x.gang.most)
+        pk = capacity.launch(pool, x.gang)
         return [
-            (shapes[t], sum(pods[i].gpus for i in c.pods))
+            (shapes[t], sum(x.gang.pods[i].gpus for i in c.pods))
             for c, t in zip(pk.claims, pk.launched(self.price), strict=True)
         ]
 
