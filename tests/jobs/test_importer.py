@@ -4,6 +4,7 @@ with every change named; bad input is one line naming the file and the field (is
 from __future__ import annotations
 
 import dataclasses
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -451,6 +452,98 @@ def test_an_indexed_job(tmp_path):
     assert "env" not in r.entry
     text = "\n".join(r.changes)
     assert "env RANK: dropped (valueFrom" in text and "env MASTER_ADDR: dropped" in text
+
+
+INDEXED_RETRIES = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ij}
+spec:
+  completionMode: Indexed
+  completions: 2
+  parallelism: 2
+  RETRIES
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: ghcr.io/acme/trainer:1.0
+          command: [python, -m, acme.train]
+          resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("retries", "planned", "said"),
+    [
+        (
+            "{backoffLimitPerIndex: 1, maxFailedIndexes: 1}",
+            (1, 0),
+            [
+                "spec.backoffLimitPerIndex 1 -> runPolicy.backoffLimit 1: kept; the "
+                "indexed-job backend writes it as backoffLimitPerIndex 1",
+                "spec.maxFailedIndexes 1: becomes 0; the Job fails, and frees every GPU, as "
+                "soon as one index has used up its retries (the other ranks cannot finish "
+                "without it)",
+            ],
+        ),
+        (
+            "{backoffLimitPerIndex: 2, backoffLimit: 9, maxFailedIndexes: 0}",
+            (2, 0),
+            [
+                "spec.backoffLimitPerIndex 2 -> runPolicy.backoffLimit 2: kept",
+                "spec.backoffLimit 9: dropped; the planned Job has no Job-wide limit",
+                "spec.maxFailedIndexes 0: kept;",
+            ],
+        ),
+        (
+            "{backoffLimit: 3}",
+            (3, 0),
+            ["spec.backoffLimit 3 -> runPolicy.backoffLimit 3, which the indexed-job backend "
+             "writes as backoffLimitPerIndex 3: 3 re-creation(s) of each index"],
+        ),
+        (
+            "{}",
+            (6, 0),
+            ["spec.backoffLimit unset (Kubernetes' default: 6 failed pods in all) -> "
+             "runPolicy.backoffLimit's default 6"],
+        ),
+        (
+            "{podFailurePolicy: {rules: []}, podReplacementPolicy: TerminatingOrFailed}",
+            (6, 0),
+            ["spec.podFailurePolicy: dropped; the backend writes its own",
+             "spec.podReplacementPolicy: dropped; the backend writes Failed"],
+        ),
+    ],
+)  # fmt: skip
+def test_an_indexed_jobs_retry_fields_are_mapped_or_named_with_what_the_job_gets(
+    tmp_path, retries, planned, said
+):
+    """`backoffLimitPerIndex: 1, maxFailedIndexes: 1` imported with no line, and the planned
+    Job had backoffLimitPerIndex 6, maxFailedIndexes 0. Each retry field now becomes the
+    entry's runPolicy.backoffLimit or is named with the value the planned Job has, which the
+    emitted Job is held to here."""
+    fields = yaml.safe_load(retries)
+    text = INDEXED_RETRIES.replace("RETRIES", "\n  ".join(f"{k}: {json.dumps(v)}"
+                                                          for k, v in fields.items()))  # fmt: skip
+    r = imp(write(tmp_path, text))
+    for line in said:
+        assert any(c.startswith(line) for c in r.changes), (line, r.changes)
+    t = target(GPU_POOL, backends=("indexed-job",))
+    entry = {**r.entry, "pool": GPU_POOL.name}
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    spec = emit(job, t, CODE).workload["spec"]
+    assert (spec["backoffLimitPerIndex"], spec["maxFailedIndexes"]) == planned
+    assert "backoffLimit" not in spec  # no Job-wide limit, as the lines say
+
+
+@pytest.mark.parametrize("key", ["backoffLimitPerIndex", "maxFailedIndexes", "backoffLimit"])
+def test_a_bad_retry_field_of_an_indexed_job_is_one_line(tmp_path, key):
+    path = write(tmp_path, INDEXED_RETRIES.replace("RETRIES", f"{key}: -1"))
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == f"{path}: spec.{key}: got -1; expected a whole number"
 
 
 @pytest.mark.parametrize(
