@@ -14,8 +14,9 @@ import yaml
 
 from tests.jobs.helpers import CODE, CPU_POOL, EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import node_facts
-from trainforge.jobs.backends import emit
+from trainforge.jobs.backends import emit, pod_templates
 from trainforge.jobs.importer import ImportProblem, import_workload
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -452,6 +453,80 @@ def test_an_indexed_job(tmp_path):
     assert "env" not in r.entry
     text = "\n".join(r.changes)
     assert "env RANK: dropped (valueFrom" in text and "env MASTER_ADDR: dropped" in text
+
+
+WORKDIR_JOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: wd}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: ghcr.io/acme/trainer:1.0
+              workingDir: /app
+              command: COMMAND
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "entrypoint"),
+    [
+        ("[python, train.py, --steps, '5']",
+         {"command": ["python", "train.py", "--steps", "5"], "workingDir": "/app"}),
+        ("[python, -m, mypkg.train, --steps, '5']",
+         {"module": "mypkg.train", "args": ["--steps", "5"], "workingDir": "/app"}),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job"])
+def test_a_working_directory_of_code_in_the_image_is_kept_on_every_pod(
+    tmp_path, command, entrypoint, backend
+):
+    """`workingDir: /app` with `command: [python, train.py]` imported as a command without
+    it ("dropped; your code runs from its own mount"): the pod ran from the image's WORKDIR,
+    where train.py is not. It is now entrypoint.workingDir, and the emitted pods have it."""
+    r = imp(write(tmp_path, WORKDIR_JOB.replace("COMMAND", command)))
+    assert r.entry["entrypoint"] == entrypoint
+    at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"
+    assert (
+        f"{at}.workingDir /app -> entrypoint.workingDir /app: kept; your code runs from it, as in your file"
+        in r.changes
+    )
+    t = target(GPU_POOL, backends=("pytorchjob",))
+    entry = {**r.entry, "pool": GPU_POOL.name, "backend": backend}
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    for template in pod_templates(emit(job, t, CODE).workload):
+        assert template.spec["containers"][0]["workingDir"] == "/app", template.name
+
+
+def test_a_working_directory_a_trainjob_cannot_carry_is_refused_at_preview(tmp_path):
+    r = imp(write(tmp_path, WORKDIR_JOB.replace("COMMAND", "[python, train.py]")))
+    t = target(GPU_POOL, backends=("trainjob",))
+    entry = {**r.entry, "pool": GPU_POOL.name, "backend": "trainjob"}
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    assert str(e.value).startswith(
+        "trainforge:jobs[0].entrypoint.workingDir: got '/app'; a TrainJob's container takes "
+        "its working directory from the ClusterTrainingRuntime"
+    )
+
+
+def test_a_working_directory_of_shipped_code_is_dropped_and_said(tmp_path):
+    text = WORKDIR_JOB.replace("COMMAND", "[python, -c, 'print(1)']")
+    r = imp(write(tmp_path, text))
+    assert "workingDir" not in r.entry["entrypoint"]
+    at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"
+    assert (
+        f"{at}.workingDir /app: dropped; the shipped code runs from its own mount, /workspace, which holds its files"
+        in r.changes
+    )
+    with pytest.raises(ImportProblem, match=r"workingDir: got 'app'; expected an absolute path"):
+        imp(write(tmp_path, text.replace("workingDir: /app", "workingDir: app")))
 
 
 INDEXED_RETRIES = """
