@@ -505,6 +505,25 @@ def test_a_working_directory_of_code_in_the_image_is_kept_on_every_pod(
 
 
 def test_a_working_directory_a_trainjob_cannot_carry_is_refused_at_preview(tmp_path):
+    """The pinned TrainJob CRD (v2.2.1) has no per-job working directory: neither in
+    spec.trainer nor in a runtime patch's containers; so the plan refuses it, not drops it."""
+    crd = yaml.safe_load_all(
+        (ROOT / "trainforge/plan/data/crds/trainer.kubeflow.org_trainjobs.yaml").read_text()
+    )
+    (version,) = [v for d in crd if d for v in d["spec"]["versions"] if v.get("served")]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    patch = spec["runtimePatches"]["items"]["properties"]["trainingRuntimeSpec"]
+    for key in ("template", "spec", "replicatedJobs", "template", "spec", "template", "spec"):
+        patch = (
+            patch["properties"][key] if "properties" in patch else patch["items"]["properties"][key]
+        )
+    assert "workingDir" not in spec["trainer"]["properties"]
+    assert set(patch["properties"]["containers"]["items"]["properties"]) == {
+        "env",
+        "name",
+        "securityContext",
+        "volumeMounts",
+    }
     r = imp(write(tmp_path, WORKDIR_JOB.replace("COMMAND", "[python, train.py]")))
     t = target(GPU_POOL, backends=("trainjob",))
     entry = {**r.entry, "pool": GPU_POOL.name, "backend": "trainjob"}

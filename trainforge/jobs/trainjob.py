@@ -155,7 +155,8 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
             "backend: pytorchjob / indexed-job",
         )
     if job.entrypoint is not None and job.entrypoint.working_dir is not None:
-        # the CRD's trainer and runtime-patch container fields (plan/data/crds) have none
+        # neither spec.trainer nor a runtime patch's container has the field (the v2.2.1
+        # CRD, plan/data/crds/trainer.kubeflow.org_trainjobs.yaml, tag v2.2.1 c505fc7c)
         raise JobConfigError(
             f"{where}.entrypoint.workingDir",
             job.entrypoint.working_dir,
