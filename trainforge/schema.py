@@ -341,16 +341,29 @@ def main(argv: list[str] | None = None) -> int:
                 f"trainforge schema: {path} is stale; regenerate it (see --help)", file=sys.stderr
             )
         return 1 if stale else 0
-    if args.out is not None and args.out.is_dir():
-        return _refuse(f"--out {args.out}: a folder; expected a file to write the schema to")
+    if args.out is not None and (why := _unwritable(args.out)):
+        return _refuse(f"--out {args.out}: {why}; expected a file to write the schema to")
     if args.docs:
         try:
             original = args.docs.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as e:
             why = "not UTF-8 text" if isinstance(e, UnicodeDecodeError) else e.strerror
             return _refuse(f"--docs {args.docs}: {why}; expected a markdown file to rewrite")
-        text, pending = render_docs(original)
-        args.docs.write_text(text)
+        if not any(BEGIN.match(line) for line in original.splitlines()):
+            # nothing to rewrite: said, not a silent success that wrote nothing
+            return _refuse(
+                f"--docs {args.docs}: no generated table in it (no line "
+                "'<!-- generated from the model: KEY -->'); expected a markdown file with "
+                f"them, such as {DOCS_PATH}"
+            )
+        try:
+            text, pending = render_docs(original)
+        except ValueError as e:
+            return _refuse(f"--docs {args.docs}: {e}; expected each table closed by that line")
+        try:
+            args.docs.write_text(text, encoding="utf-8")
+        except OSError as e:
+            return _refuse(f"--docs {args.docs}: {e.strerror}; expected a file it can rewrite")
         for spec in pending:
             print(
                 f"{args.docs}: {spec}: not in the model yet; table left as written", file=sys.stderr
@@ -358,11 +371,27 @@ def main(argv: list[str] | None = None) -> int:
         if not args.out:
             return 0
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(schema_text())
+        try:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(schema_text(), encoding="utf-8")
+        except OSError as e:
+            return _refuse(
+                f"--out {args.out}: {e.strerror}; expected a file to write the schema to"
+            )
     else:
         sys.stdout.write(schema_text())
     return 0
+
+
+def _unwritable(out: pathlib.Path) -> str | None:
+    """Why `out` cannot be the schema's file, checked before anything is written: a folder,
+    or a folder of its path that is a file (mkdir would fail half-way)."""
+    if out.is_dir():
+        return "a folder"
+    for parent in out.parents:
+        if parent.exists():
+            return None if parent.is_dir() else f"{parent} is a file, not a folder"
+    return None
 
 
 def _refuse(message: str) -> int:

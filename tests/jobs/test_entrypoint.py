@@ -183,6 +183,26 @@ def test_the_issues_stack_example_parses():
             {"image": DLC_IMAGE},
             r"entrypoint\.args: .*in command itself",
         ),
+        (
+            {"command": ["python", "train.py"], "workingDir": "app"},
+            {"image": DLC_IMAGE},
+            r"entrypoint\.workingDir: got 'app'; expected an absolute path of your image",
+        ),
+        (  # shipped code runs from its mount: a workingDir would be a second, ignored answer
+            {"script": "t.py", "workingDir": "/app"},
+            {},
+            r"entrypoint\.workingDir: got '/app'; expected no workingDir with shipped code",
+        ),
+        (
+            {"module": "pkg.train", "codeDir": "src", "workingDir": "/app"},
+            {},
+            r"entrypoint\.workingDir: got '/app'; expected no workingDir with shipped code",
+        ),
+        (
+            {"module": "pkg.train"},
+            {"image": DLC_IMAGE, "workingDir": "/app"},
+            r"jobs\[0\]\.workingDir: .*entrypoint\.workingDir",
+        ),
     ],
 )
 def test_bad_entrypoints_name_the_key(entry, extra, match):

@@ -4,6 +4,7 @@ with every change named; bad input is one line naming the file and the field (is
 from __future__ import annotations
 
 import dataclasses
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -13,8 +14,9 @@ import yaml
 
 from tests.jobs.helpers import CODE, CPU_POOL, EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import PoolFacts
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs import node_facts
-from trainforge.jobs.backends import emit
+from trainforge.jobs.backends import emit, pod_templates
 from trainforge.jobs.importer import ImportProblem, import_workload
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -451,6 +453,191 @@ def test_an_indexed_job(tmp_path):
     assert "env" not in r.entry
     text = "\n".join(r.changes)
     assert "env RANK: dropped (valueFrom" in text and "env MASTER_ADDR: dropped" in text
+
+
+WORKDIR_JOB = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: wd}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: ghcr.io/acme/trainer:1.0
+              workingDir: /app
+              command: COMMAND
+              resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "entrypoint"),
+    [
+        ("[python, train.py, --steps, '5']",
+         {"command": ["python", "train.py", "--steps", "5"], "workingDir": "/app"}),
+        ("[python, -m, mypkg.train, --steps, '5']",
+         {"module": "mypkg.train", "args": ["--steps", "5"], "workingDir": "/app"}),
+    ],
+)  # fmt: skip
+@pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job"])
+def test_a_working_directory_of_code_in_the_image_is_kept_on_every_pod(
+    tmp_path, command, entrypoint, backend
+):
+    """`workingDir: /app` with `command: [python, train.py]` imported as a command without
+    it ("dropped; your code runs from its own mount"): the pod ran from the image's WORKDIR,
+    where train.py is not. It is now entrypoint.workingDir, and the emitted pods have it."""
+    r = imp(write(tmp_path, WORKDIR_JOB.replace("COMMAND", command)))
+    assert r.entry["entrypoint"] == entrypoint
+    at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"
+    assert (
+        f"{at}.workingDir /app -> entrypoint.workingDir /app: kept; your code runs from it, as in your file"
+        in r.changes
+    )
+    t = target(GPU_POOL, backends=("pytorchjob",))
+    entry = {**r.entry, "pool": GPU_POOL.name, "backend": backend}
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    for template in pod_templates(emit(job, t, CODE).workload):
+        assert template.spec["containers"][0]["workingDir"] == "/app", template.name
+
+
+def test_a_working_directory_a_trainjob_cannot_carry_is_refused_at_preview(tmp_path):
+    """The pinned TrainJob CRD (v2.2.1) has no per-job working directory: neither in
+    spec.trainer nor in a runtime patch's containers; so the plan refuses it, not drops it."""
+    crd = yaml.safe_load_all(
+        (ROOT / "trainforge/plan/data/crds/trainer.kubeflow.org_trainjobs.yaml").read_text()
+    )
+    (version,) = [v for d in crd if d for v in d["spec"]["versions"] if v.get("served")]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    patch = spec["runtimePatches"]["items"]["properties"]["trainingRuntimeSpec"]
+    for key in ("template", "spec", "replicatedJobs", "template", "spec", "template", "spec"):
+        patch = (
+            patch["properties"][key] if "properties" in patch else patch["items"]["properties"][key]
+        )
+    assert "workingDir" not in spec["trainer"]["properties"]
+    assert set(patch["properties"]["containers"]["items"]["properties"]) == {
+        "env",
+        "name",
+        "securityContext",
+        "volumeMounts",
+    }
+    r = imp(write(tmp_path, WORKDIR_JOB.replace("COMMAND", "[python, train.py]")))
+    t = target(GPU_POOL, backends=("trainjob",))
+    entry = {**r.entry, "pool": GPU_POOL.name, "backend": "trainjob"}
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    assert str(e.value).startswith(
+        "trainforge:jobs[0].entrypoint.workingDir: got '/app'; a TrainJob's container takes "
+        "its working directory from the ClusterTrainingRuntime"
+    )
+
+
+def test_a_working_directory_of_shipped_code_is_dropped_and_said(tmp_path):
+    text = WORKDIR_JOB.replace("COMMAND", "[python, -c, 'print(1)']")
+    r = imp(write(tmp_path, text))
+    assert "workingDir" not in r.entry["entrypoint"]
+    at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"
+    assert (
+        f"{at}.workingDir /app: dropped; the shipped code runs from its own mount, /workspace, which holds its files"
+        in r.changes
+    )
+    with pytest.raises(ImportProblem, match=r"workingDir: got 'app'; expected an absolute path"):
+        imp(write(tmp_path, text.replace("workingDir: /app", "workingDir: app")))
+
+
+INDEXED_RETRIES = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ij}
+spec:
+  completionMode: Indexed
+  completions: 2
+  parallelism: 2
+  RETRIES
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: ghcr.io/acme/trainer:1.0
+          command: [python, -m, acme.train]
+          resources: {limits: {nvidia.com/gpu: 1}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("retries", "planned", "said"),
+    [
+        (
+            "{backoffLimitPerIndex: 1, maxFailedIndexes: 1}",
+            (1, 0),
+            [
+                "spec.backoffLimitPerIndex 1 -> runPolicy.backoffLimit 1: kept; the "
+                "indexed-job backend writes it as backoffLimitPerIndex 1",
+                "spec.maxFailedIndexes 1: becomes 0; the Job fails, and frees every GPU, as "
+                "soon as one index has used up its retries (the other ranks cannot finish "
+                "without it)",
+            ],
+        ),
+        (
+            "{backoffLimitPerIndex: 2, backoffLimit: 9, maxFailedIndexes: 0}",
+            (2, 0),
+            [
+                "spec.backoffLimitPerIndex 2 -> runPolicy.backoffLimit 2: kept",
+                "spec.backoffLimit 9: dropped; the planned Job has no Job-wide limit",
+                "spec.maxFailedIndexes 0: kept;",
+            ],
+        ),
+        (
+            "{backoffLimit: 3}",
+            (3, 0),
+            ["spec.backoffLimit 3 -> runPolicy.backoffLimit 3, which the indexed-job backend "
+             "writes as backoffLimitPerIndex 3: 3 re-creation(s) of each index"],
+        ),
+        (
+            "{}",
+            (6, 0),
+            ["spec.backoffLimit unset (Kubernetes' default: 6 failed pods in all) -> "
+             "runPolicy.backoffLimit's default 6"],
+        ),
+        (
+            "{podFailurePolicy: {rules: []}, podReplacementPolicy: TerminatingOrFailed}",
+            (6, 0),
+            ["spec.podFailurePolicy: dropped; the backend writes its own",
+             "spec.podReplacementPolicy: dropped; the backend writes Failed"],
+        ),
+    ],
+)  # fmt: skip
+def test_an_indexed_jobs_retry_fields_are_mapped_or_named_with_what_the_job_gets(
+    tmp_path, retries, planned, said
+):
+    """`backoffLimitPerIndex: 1, maxFailedIndexes: 1` imported with no line, and the planned
+    Job had backoffLimitPerIndex 6, maxFailedIndexes 0. Each retry field now becomes the
+    entry's runPolicy.backoffLimit or is named with the value the planned Job has, which the
+    emitted Job is held to here."""
+    fields = yaml.safe_load(retries)
+    text = INDEXED_RETRIES.replace("RETRIES", "\n  ".join(f"{k}: {json.dumps(v)}"
+                                                          for k, v in fields.items()))  # fmt: skip
+    r = imp(write(tmp_path, text))
+    for line in said:
+        assert any(c.startswith(line) for c in r.changes), (line, r.changes)
+    t = target(GPU_POOL, backends=("indexed-job",))
+    entry = {**r.entry, "pool": GPU_POOL.name}
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    spec = emit(job, t, CODE).workload["spec"]
+    assert (spec["backoffLimitPerIndex"], spec["maxFailedIndexes"]) == planned
+    assert "backoffLimit" not in spec  # no Job-wide limit, as the lines say
+
+
+@pytest.mark.parametrize("key", ["backoffLimitPerIndex", "maxFailedIndexes", "backoffLimit"])
+def test_a_bad_retry_field_of_an_indexed_job_is_one_line(tmp_path, key):
+    path = write(tmp_path, INDEXED_RETRIES.replace("RETRIES", f"{key}: -1"))
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == f"{path}: spec.{key}: got -1; expected a whole number"
 
 
 @pytest.mark.parametrize(

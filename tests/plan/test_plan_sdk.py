@@ -8,6 +8,7 @@ against the plan's API stand-in (trainforge/plan/sdk.py); what it sends is judge
 from __future__ import annotations
 
 import pathlib
+import types
 
 import pytest
 from test_plan_stacks import project_copy
@@ -137,6 +138,11 @@ def test_a_missing_runtime_names_job_backends(tmp_path, capsys):
     assert "[TRAINFORGE_SDK_RUNTIME_MISSING] ClusterTrainingRuntime/torch-distributed" in out
     assert "Failed to get Runtime: torch-distributed" in out
     assert "fix: set `trainforge:jobBackends: [trainjob]`" in out
+    flat = " ".join(out.split())
+    assert (  # the keys dev sets (none), not "jobBackends is ['pytorchjob']"
+        "it installs the job backend(s) pytorchjob only, as trainforge:jobBackend is unset "
+        "(its default: pytorchjob), trainforge:jobBackends is unset and no job sets `backend:`"
+    ) in flat, flat[flat.find("TRAINFORGE_SDK_RUNTIME_MISSING") :][:800]
     assert "sent 0 TrainJob(s)" in out
 
 
@@ -314,6 +320,45 @@ def test_a_failing_program_is_a_finding_with_its_last_line():
     Inv.submitted.missing = ["torch-distributed"]
     (f,) = SB.check(Ctx).findings
     assert f.rule == SB.RULE_RUNTIME and "trainforge:jobBackends" in f.fix
+
+
+@pytest.mark.parametrize(
+    ("config", "backends", "said"),
+    [
+        (  # dev as shipped: neither key, no job's backend
+            {"trainforge:jobs": '[{"name": "a"}]'},
+            ("pytorchjob",),
+            "pytorchjob only, as trainforge:jobBackend is unset (its default: pytorchjob), "
+            "trainforge:jobBackends is unset and no job sets `backend:`",
+        ),
+        (
+            {"trainforge:jobBackend": "indexed-job", "trainforge:jobBackends": '["pytorchjob"]',
+             "trainforge:jobs": '[{"name": "a", "backend": "indexed-job"}]'},
+            ("pytorchjob", "indexed-job"),
+            "pytorchjob, indexed-job only, as trainforge:jobBackend is indexed-job, "
+            "trainforge:jobBackends is ['pytorchjob'] and jobs set `backend:` indexed-job",
+        ),
+    ],
+)  # fmt: skip
+def test_a_missing_runtime_quotes_the_keys_the_stack_sets(config, backends, said):
+    """On dev the finding said "trainforge:jobBackends is ['pytorchjob']", a key dev does not
+    set (pytorchjob is jobBackend's default): it quotes each key as the stack file has it."""
+
+    class Inv:
+        submitted = sdk.Submission("train.py", "research", returncode=1, missing=["x"])
+
+    Inv.config = config
+
+    contract = types.SimpleNamespace(backend=backends[-1], backends=backends)
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = types.SimpleNamespace(contracts=[contract])
+
+    (f,) = SB.check(Ctx).findings
+    assert f.rule == SB.RULE_RUNTIME
+    assert f"(it installs the job backend(s) {said}: the Kubeflow Trainer" in f.message
 
 
 def test_what_a_plan_cannot_answer_after_sending_is_no_finding():

@@ -188,6 +188,47 @@ def test_a_path_the_command_cannot_use_is_one_line_naming_the_flag(
         assert path.read_bytes() == make  # nothing rewritten
 
 
+def test_an_out_path_under_a_file_is_one_line_and_nothing_is_written(tmp_path, capsys):
+    """`schema --out afile/x.json` (afile a file) showed mkdir's FileExistsError traceback;
+    with --docs beside it, the docs were rewritten before the failure."""
+    (tmp_path / "afile").write_text("x")
+    docs = tmp_path / "doc.md"
+    text = f"# t\n<!-- generated from the model: trainforge:network -->\nold\n{schema.END}\n"
+    docs.write_text(text)
+    out = tmp_path / "afile" / "sub" / "x.json"
+    assert schema.main(["--docs", str(docs), "--out", str(out)]) == 2
+    assert capsys.readouterr().err == (
+        f"trainforge schema: --out {out}: {tmp_path / 'afile'} is a file, not a folder; "
+        "expected a file to write the schema to\n"
+    )
+    assert docs.read_text() == text  # nothing rewritten
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("# notes\nno tables here\n", "no generated table in it"),
+        (
+            "<!-- generated from the model: trainforge:network -->\n| a |\n",
+            "<!-- generated from the model: trainforge:network -->: no "
+            "<!-- end of generated table --> after it; expected each table closed by that line",
+        ),
+    ],
+)
+def test_docs_without_a_table_to_rewrite_is_refused_not_a_silent_success(
+    tmp_path, capsys, text, why
+):
+    """`schema --docs doc.md` on a file with no generated-table markers exited 0 and wrote
+    nothing; a marker without its end line was a ValueError traceback."""
+    docs = tmp_path / "doc.md"
+    docs.write_text(text)
+    assert schema.main(["--docs", str(docs)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert err.startswith(f"trainforge schema: --docs {docs}: {why}")
+    assert docs.read_text() == text
+
+
 @pytest.mark.parametrize("flags", [["--out"], ["--docs"], ["--out", "--docs"]])
 def test_check_with_out_or_docs_is_refused_not_ignored(tmp_path, capsys, flags):
     """`schema --check --out X` checked the committed files and exited 0 with X neither

@@ -385,7 +385,11 @@ def pod_parts(
     return PodParts(
         command=command_for(job, target),
         env=contract_env(job, target, ships_runtime=code is not None),
-        working_dir=USER_CODE_MOUNT if user_code is not None else None,
+        # shipped code runs from its mount; code of the image from the entry's workingDir
+        # (None: the image's WORKDIR)
+        working_dir=USER_CODE_MOUNT
+        if user_code is not None
+        else (job.entrypoint.working_dir if job.entrypoint is not None else None),
         mounts=mounts,
         volumes=volumes,
         # See the module docstring: without it a handler-less script is PID 1 and ignores

@@ -19,7 +19,7 @@ import yaml
 from trainforge.core import versions
 from trainforge.jobs import pytorchjob, trainjob
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
-from trainforge.stack.jobs import whole_command_line
+from trainforge.stack.jobs import RunPolicySpec, whole_command_line
 
 SUPPORTED = (
     f"a {pytorchjob.API_VERSION} PyTorchJob, a {trainjob.API_VERSION} TrainJob or a batch/v1 "
@@ -284,11 +284,10 @@ def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload
     if not isinstance(pod, dict):
         raise ImportProblem(file, "spec.template.spec", "missing; expected the pod template's spec")
     container, at = _container(pod, file, "spec.template.spec", changes)
-    policy = {
-        k: spec[k]
-        for k in ("backoffLimit", "activeDeadlineSeconds", "ttlSecondsAfterFinished")
-        if k in spec
-    }
+    policy = {k: spec[k] for k in ("activeDeadlineSeconds", "ttlSecondsAfterFinished") if k in spec}
+    policy.update(_indexed_retries(spec, file, changes))
+    for k in sorted(set(spec) - _JOB_READ):
+        changes.append(f"spec.{k}: dropped; {_JOB_DROPPED.get(k, 'not supported')}")
     extra = {"runPolicy": policy} if policy else {}
     extra["backend"] = "indexed-job"
     changes.append(
@@ -297,6 +296,68 @@ def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload
     return Workload(
         "Job", _name(doc, file), completions, container, at, pod, "spec.template.spec", extra
     )
+
+
+# An Indexed Job's spec fields read above or by `_indexed_retries`; the others are named as
+# dropped, with what the indexed-job backend writes instead (jobs/indexed_job.py).
+_JOB_READ = {
+    "completionMode", "completions", "parallelism", "template", "activeDeadlineSeconds",
+    "ttlSecondsAfterFinished", "backoffLimit", "backoffLimitPerIndex", "maxFailedIndexes",
+}  # fmt: skip
+_JOB_DROPPED = {
+    "podFailurePolicy": "the backend writes its own: a disruption (preemption, eviction, node "
+    "loss) is not counted, and with restartPolicy ExitCode exit codes 1-127 fail the Job",
+    "podReplacementPolicy": "the backend writes Failed (a pod is replaced only once the old "
+    "one has stopped, after its SIGTERM checkpoint)",
+    "suspend": "Kueue admits and queues jobs",
+}
+
+
+def _indexed_retries(spec: dict[str, Any], file: str, changes: list[str]) -> dict[str, Any]:
+    """The Job's retry fields as the entry's runPolicy.backoffLimit, which the indexed-job
+    backend writes as backoffLimitPerIndex with maxFailedIndexes 0 and no Job-wide
+    backoffLimit (jobs/indexed_job.py `_restart_fields`); each change of meaning is named.
+    What the Job controller does with them: core/failures.py `job_outcome`."""
+    per_index = spec.get("backoffLimitPerIndex")
+    total = spec.get("backoffLimit")
+    out: dict[str, Any] = {}
+    if per_index is not None:
+        out["backoffLimit"] = _int(per_index, file, "spec.backoffLimitPerIndex")
+        changes.append(
+            f"spec.backoffLimitPerIndex {per_index} -> runPolicy.backoffLimit {per_index}: kept; "
+            f"the indexed-job backend writes it as backoffLimitPerIndex {per_index}"
+        )
+        if total is not None:
+            _int(total, file, "spec.backoffLimit")
+            changes.append(
+                f"spec.backoffLimit {total}: dropped; the planned Job has no Job-wide limit "
+                "(with backoffLimitPerIndex set, Kubernetes takes it as 2147483647): the "
+                "per-index limit and maxFailedIndexes end it"
+            )
+    elif total is not None:
+        out["backoffLimit"] = _int(total, file, "spec.backoffLimit")
+        changes.append(
+            f"spec.backoffLimit {total} -> runPolicy.backoffLimit {total}, which the "
+            f"indexed-job backend writes as backoffLimitPerIndex {total}: {total} re-creation(s) "
+            f"of each index (every rank fails with its peer), not {total} failed pod(s) in all"
+        )
+    else:
+        default = RunPolicySpec().backoff_limit
+        changes.append(
+            f"spec.backoffLimit unset (Kubernetes' default: 6 failed pods in all) -> "
+            f"runPolicy.backoffLimit's default {default}, which the indexed-job backend writes "
+            f"as backoffLimitPerIndex {default}: {default} re-creation(s) of each index"
+        )
+    maximum = spec.get("maxFailedIndexes")
+    if maximum is not None:
+        _int(maximum, file, "spec.maxFailedIndexes")
+        changes.append(
+            f"spec.maxFailedIndexes {maximum}"
+            + (": kept" if maximum == 0 else ": becomes 0")
+            + "; the Job fails, and frees every GPU, as soon as one index has used up its "
+            "retries (the other ranks cannot finish without it)"
+        )
+    return out
 
 
 def _name(doc: dict[str, Any], file: str) -> str:

@@ -27,6 +27,7 @@ from trainforge.core import image_routes, labels, versions
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import torchrun_args
+from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.import_read import (
     ImportProblem,
     Workload,
@@ -42,11 +43,10 @@ GPU = GPU_RESOURCE
 _PYTHON = re.compile(r"^(?:/[\w./-]*/)?python(?:3(?:\.\d+)?)?$")
 # pod and container fields that are translated (or knowingly dropped with their own reason)
 _CONTAINER_KNOWN = {
-    "name", "image", "command", "args", "env", "resources", "volumeMounts",
+    "name", "image", "command", "args", "env", "resources", "volumeMounts", "workingDir",
 }  # fmt: skip
 _DROPPED_WHY = {
     "ports": "the platform opens the rendezvous port (pytorchjob-port) and the metrics port",
-    "workingDir": "your code runs from its own mount, as on every trainforge pod",
     "securityContext": "the platform runs every pod non-root as the team's UID/GID",
     "serviceAccountName": "pods run as the team's ServiceAccount",
     "serviceAccount": "pods run as the team's ServiceAccount",
@@ -475,6 +475,7 @@ def import_workload(
         )
     if program.args and program.kind != "command":
         entry["entrypoint"]["args"] = program.args
+    _working_dir(c.get("workingDir"), entry, keep_image, at, file, changes)
     if program.nproc is not None:
         w.extra.setdefault("procsPerWorker", program.nproc)
     if "procsPerWorker" in w.extra and gpus and w.extra["procsPerWorker"] != gpus:
@@ -564,6 +565,31 @@ def import_workload(
         {posixpath.join(code_dir, p): t for p, t in files.items()},
         changes,
     )
+
+
+def _working_dir(
+    value: Any, entry: dict[str, Any], keep: bool, at: str, file: str, changes: list[str]
+) -> None:
+    """The container's workingDir: kept as entrypoint.workingDir for code of the image (its
+    relative paths, `python train.py` or `-m pkg`, resolve there; without it the pod runs from
+    the image's WORKDIR), dropped and said for shipped code, which runs from its mount."""
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise ImportProblem(
+            file, f"{at}.workingDir", f"got {value!r}; expected an absolute path, such as /app"
+        )
+    if keep:
+        entry["entrypoint"]["workingDir"] = value
+        changes.append(
+            f"{at}.workingDir {value} -> entrypoint.workingDir {value}: kept; your code runs "
+            "from it, as in your file"
+        )
+    else:
+        changes.append(
+            f"{at}.workingDir {value}: dropped; the shipped code runs from its own mount, "
+            f"{USER_CODE_MOUNT}, which holds its files"
+        )
 
 
 def _image(

@@ -146,6 +146,17 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
             f"which declares {RUNTIME_METRICS_PORT}; use {RUNTIME_METRICS_PORT} or 0, or "
             "backend: pytorchjob / indexed-job",
         )
+    if job.entrypoint is not None and job.entrypoint.working_dir is not None:
+        # neither spec.trainer nor a runtime patch's container has the field (the v2.2.1
+        # CRD, plan/data/crds/trainer.kubeflow.org_trainjobs.yaml, tag v2.2.1 c505fc7c)
+        raise JobConfigError(
+            f"{where}.entrypoint.workingDir",
+            job.entrypoint.working_dir,
+            "a TrainJob's container takes its working directory from the "
+            "ClusterTrainingRuntime (Kubeflow Trainer v2.2 has no per-job field for it); "
+            "give your command absolute paths and leave it unset, or use backend: "
+            "pytorchjob / indexed-job",
+        )
     rp, fixed = job.run_policy, RUNTIME_RUN_POLICY
     for key, value, runtime_value in (
         ("backoffLimit", rp.backoff_limit, fixed.backoff_limit),

@@ -541,6 +541,11 @@ class EntrypointSpec(Section):
         description="the directory shipped in an immutable ConfigMap (default: the script's)",
     )
     exclude: tuple[Text, ...] = Field((), description="glob patterns not to ship")
+    working_dir: Text | None = Field(
+        None,
+        description="the container's working directory for code of your image (command, or "
+        "module without codeDir): an absolute path; shipped code runs from its own mount",
+    )
     retry_on: tuple[Text, ...] = Field(
         (),
         description="your exceptions a restart may fix, e.g. [ConnectionError, "
@@ -556,6 +561,14 @@ class EntrypointSpec(Section):
         if value is not None and not MODULE_RE.match(value):
             raise ValueError("a dotted module name such as pkg.train")
         return value
+
+    @field_validator("working_dir")
+    @classmethod
+    def _absolute_dir(cls, value: str | None) -> str | None:
+        # an OCI process's cwd "MUST be an absolute path" (runtime-spec config.md, process)
+        if value is not None and not value.startswith("/"):
+            raise ValueError("an absolute path of your image, such as /app")
+        return value if value is None else posixpath.normpath(value)
 
     @field_validator("retry_on")
     @classmethod
@@ -644,6 +657,17 @@ class EntrypointSpec(Section):
                 data,
                 "no codeDir, exclude or args: a function entrypoint ships the function's own "
                 "source (pass values with function_args)",
+            )
+        if (
+            ep.working_dir is not None
+            and given
+            and (given[0] in ("script", "function") or ep.code_dir is not None)
+        ):
+            out.add(
+                ("workingDir",),
+                ep.working_dir,
+                "no workingDir with shipped code: a script, function or codeDir runs from the "
+                "shipped directory's mount; workingDir is for a command or module of your image",
             )
         out.raise_if_any("entrypoint")
         return ep
@@ -785,6 +809,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         "script": ("entrypoint.script", ""),
         "module": ("entrypoint.module", ""),
         "codeDir": ("entrypoint.codeDir", ""),
+        "workingDir": ("entrypoint.workingDir", ""),
         "replicas": ("workers", "it counts pods"),
         "numWorkers": ("workers", "it counts pods"),
         "nodes": ("workers", "it counts pods, and a GPU pod takes a whole node's GPUs by default"),

@@ -243,8 +243,28 @@ def check(ctx: PlanContext) -> CheckResult:
     backends = [b for c in first for b in c.backends or (c.backend,)]  # the stack's platform
     for name in dict.fromkeys(sub.missing):
         ident = f"ClusterTrainingRuntime/{name}"
+        # the keys the installed backends come from (stack/services.py ServiceKeys), as set
+        from trainforge.core.contract import DEFAULT_BACKEND  # noqa: PLC0415
+        from trainforge.stack.file import decode_value  # noqa: PLC0415
+
+        cfg = {k: decode_value(v) for k, v in (ctx.inventory.config or {}).items()}
+        jobs = cfg.get("trainforge:jobs") if isinstance(cfg.get("trainforge:jobs"), list) else []
+        named = sorted(
+            {str(j["backend"]) for j in jobs if isinstance(j, dict) and j.get("backend")}
+        )
+        said = [
+            f"trainforge:jobBackend is {cfg['trainforge:jobBackend']}"
+            if cfg.get("trainforge:jobBackend") is not None
+            else f"trainforge:jobBackend is unset (its default: {DEFAULT_BACKEND})",
+            f"{BACKENDS_KEY} is {cfg[BACKENDS_KEY]}"
+            if cfg.get(BACKENDS_KEY) is not None
+            else f"{BACKENDS_KEY} is unset",
+            f"jobs set `backend:` {', '.join(named)}" if named else "no job sets `backend:`",
+        ]
         why = (
-            f"{BACKENDS_KEY} is {backends}: the Kubeflow Trainer and its runtimes are not installed"
+            f"it installs the job backend(s) {', '.join(backends) or 'none'} only, as "
+            f"{', '.join(said[:2])} and {said[2]}: the Kubeflow Trainer and its runtimes are "
+            "not installed"
             if "trainjob" not in backends
             else "the platform's Trainer has no runtime of that name"
         )
