@@ -62,6 +62,12 @@ def test_download_false_or_data_staged_on_fsx_is_no_fetch():
          "urllib.request.urlretrieve('https://x.org/a.tgz')"),
         ("import requests\nrequests.get(f'https://api.example.com/{1}')",
          "requests.get('https://api.example.com/')"),
+        ("import torch\ntorch.hub.load_state_dict_from_url('https://x.org/w.pth')",
+         "torch.hub.load_state_dict_from_url"),
+        ("from huggingface_hub import hf_hub_download as get\nget('org/m', 'config.json')",
+         "huggingface_hub.hf_hub_download"),
+        ("import datasets\ndatasets.load_dataset('parquet', data_files='hf://datasets/o/d/x.parquet')",
+         "datasets.load_dataset('parquet')"),
         ("import subprocess\nsubprocess.run(['pip', 'install', 'peft'])", "pip install"),
         ("import os\nos.system('wget https://x.org/data.tar')", "wget https://x.org/data.tar"),
     ],
@@ -81,6 +87,8 @@ def test_each_python_fetcher_once(code: str, fetcher: str):
         "import torchvision\ntorchvision.models.resnet50(weights=None)",
         "import requests\nrequests.get(url)",
         "import subprocess\nsubprocess.run(['pip', 'install', '--no-index', 'peft'])",
+        "import requests\nrequests.post('http://mlflow.mlflow.svc:5000/api')",  # in the cluster
+        "import requests\nrequests.get('http://10.0.3.7/data')",  # in the VPC
         "def broken(:\n",
     ],
 )
@@ -97,6 +105,8 @@ def test_what_reads_no_internet_is_no_fetch(code: str):
         ("cd /tmp; wget \\\n  https://x.org/w.bin", "c:1", "wget https://x.org/w.bin"),
         ("git clone https://github.com/o/r.git", "c:1", "git clone https://github.com/o/r.git"),
         ("huggingface-cli download gpt2", "c:1", "huggingface-cli download"),
+        ("uv pip install torch", "c:1", "pip install"),
+        ("git clone git@github.com:o/r.git", "c:1", "git clone git@github.com:o/r.git"),
         ("python -c 'import requests\nrequests.get(\"http://a.io\")'", "c:1 python -c:2",
          "requests.get('http://a.io')"),
     ],

@@ -189,3 +189,32 @@ def test_data_staged_on_the_pods_fsx_volume_is_read_there():
     assert FC.fix(["/fsx"]).startswith(
         "stage it on the team's FSx volume, mounted at /fsx in these pods"
     )
+
+
+def test_aws_hosts_of_the_stacks_region_are_reached():
+    """S3 and the VPC's endpoints of the stack's region are what the team policies open; the
+    same bucket in another region is the internet."""
+    from trainforge.platform.teams import network_policies
+
+    closed = [
+        _Obj({"kind": "NetworkPolicy", "metadata": {"name": p["name"], "namespace": "research"},
+              "spec": p["spec"]})
+        for p in network_policies("research", None, None, "10.0.0.0/16", ["3.5.0.0/16"])
+    ]  # fmt: skip
+
+    def job(url: str) -> _Obj:
+        code = f"import requests\nrequests.get('{url}')"
+        container = {"name": "c", "image": "i", "command": ["python", "-c", code]}
+        return _Obj({"kind": "Job", "metadata": {"name": "dl", "namespace": "research"},
+                     "spec": {"template": {"spec": {"containers": [container]}}}})  # fmt: skip
+
+    ctx = _ctx(job("https://b.s3.us-west-2.amazonaws.com/d.tar"), *closed)
+
+    class Inventory:
+        config = {"aws:region": "us-west-2"}
+
+    ctx.inventory = Inventory
+    assert FC.check(ctx).findings == []
+    ctx.objects[0] = job("https://b.s3.eu-central-1.amazonaws.com/d.tar")
+    (f,) = FC.check(ctx).findings
+    assert "reaches b.s3.eu-central-1.amazonaws.com" in f.message

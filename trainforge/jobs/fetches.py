@@ -14,6 +14,7 @@ or a model id held in a variable is not guessed at, so a finding is never a gues
 from __future__ import annotations
 
 import ast
+import ipaddress
 import posixpath
 import re
 import shlex
@@ -57,11 +58,22 @@ def local_path(text: str) -> bool:
 
 
 def url_host(text: str) -> str | None:
-    """The host of an http(s)/git URL, else None."""
+    """The internet host a URL names, else None: not a URL, or a host inside the cluster or
+    the VPC (no dot, `.svc`, `.local`, `.internal`, a private or loopback address)."""
     if text.startswith("git@"):
-        return text[4:].split(":", 1)[0]
-    parts = urlsplit(text)
-    return parts.hostname if parts.scheme in ("http", "https", "git", "hf") else None
+        host: str | None = text[4:].split(":", 1)[0]
+    else:
+        parts = urlsplit(text)
+        if parts.scheme == "hf":  # hf://datasets/..., hf://org/model: the Hub
+            return "huggingface.co"
+        host = parts.hostname if parts.scheme in ("http", "https", "git") else None
+    if not host or "." not in host or host.endswith((".svc", ".local", ".internal")):
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return None if (address.is_private or address.is_loopback) else host
 
 
 # --- Python ------------------------------------------------------------------------------------

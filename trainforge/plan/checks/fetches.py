@@ -13,6 +13,7 @@ from typing import Any
 from trainforge.core import pods
 from trainforge.jobs import backends
 from trainforge.jobs import fetches as F
+from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.submitted import open_egress, packages
@@ -98,12 +99,19 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
 def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
+    # AWS hosts of the stack's region: S3 and the VPC's endpoints, which the team policies open
+    aws = f".{C.plan_region(ctx.inventory)}.amazonaws.com" if hasattr(ctx, "inventory") else "-"
     for o in ctx.objects:
         if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
             continue
         templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
         found = list(
-            dict.fromkeys(f for t in templates for f in code_fetches(ctx, o.namespace, t.spec))
+            dict.fromkeys(
+                f
+                for t in templates
+                for f in code_fetches(ctx, o.namespace, t.spec)
+                if not f.reaches.endswith(aws)
+            )
         )
         if not found:
             continue
