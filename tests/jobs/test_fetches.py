@@ -106,6 +106,8 @@ def test_what_reads_no_internet_is_no_fetch(code: str):
         ("git clone https://github.com/o/r.git", "c:1", "git clone https://github.com/o/r.git"),
         ("huggingface-cli download gpt2", "c:1", "huggingface-cli download"),
         ("uv pip install torch", "c:1", "pip install"),
+        ("true\nbash -lc 'cat <<EOF > a.txt\nx\nEOF\ncurl -O https://x.org/f'", "c:2",
+         "curl https://x.org/f"),
         ("git clone git@github.com:o/r.git", "c:1", "git clone git@github.com:o/r.git"),
         ("python -c 'import requests\nrequests.get(\"http://a.io\")'", "c:1 python -c:2",
          "requests.get('http://a.io')"),

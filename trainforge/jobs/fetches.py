@@ -20,7 +20,7 @@ import re
 import shlex
 import textwrap
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 # huggingface/datasets src/datasets/packaged_modules/__init__.py `_PACKAGED_DATASETS_MODULES`
@@ -232,8 +232,13 @@ def command_fetches(words: list[str], where: str, staged: tuple[str, ...] = ()) 
         return []
     prog = posixpath.basename(words[0])
     urls = [w for w in words[1:] if url_host(w)]
-    if prog in ("bash", "sh", "dash", "zsh") and "-c" in words[1:-1]:
-        return list(shell_fetches(words[words.index("-c") + 1], where, staged))
+    # `sh -c SCRIPT`, `bash -lc SCRIPT`: the script is the word after the flags holding c
+    flags = [i for i, w in enumerate(words[1:-1], 1) if re.match(r"^-[a-z]*c[a-z]*$", w)]
+    if prog in ("bash", "sh", "dash", "zsh") and flags:
+        script = words[flags[0] + 1]
+        if re.search(r":\d+$", where):  # a script in a script's line: named by that line
+            return [replace(f, where=where) for f in shell_fetches(script, where, staged)]
+        return list(shell_fetches(script, where, staged))
     if re.match(r"^python(3(\.\d+)?)?$", prog) and "-c" in words[1:-1]:
         return python_fetches(words[words.index("-c") + 1], f"{where} python -c", 1, staged)
     if re.match(r"^python(3(\.\d+)?)?$", prog) and words[1:3] == ["-m", "pip"]:
@@ -272,7 +277,7 @@ def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iter
     lines = script.split("\n")
     i, pending, start = 0, "", 0
     while i < len(lines):
-        line = lines[i]
+        line, lineno = lines[i], i + 1
         m = _HEREDOC.search(line)
         if m:
             end = next(
@@ -286,7 +291,7 @@ def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iter
             name = saved.get(var[1] if var else "", f"{where} heredoc <<{m[2]}")
             yield from python_fetches(body, name, 1, staged)
             line, i = line[: m.start()], end
-        pending, start = (pending + "\n" + line, start) if pending else (line, i + 1)
+        pending, start = (pending + "\n" + line, start) if pending else (line, lineno)
         i += 1
         if pending.endswith("\\"):
             pending = pending[:-1]
