@@ -61,7 +61,8 @@ def test_the_trainer_mnist_notebook_is_refused(tmp_path, capsys):
     ) in text
     assert (
         "the connection is blocked, so the call fails when the job reaches it "
-        "(RuntimeError: Error downloading train-images-idx3-ubyte.gz)"
+        "(RuntimeError: Error downloading train-images-idx3-ubyte.gz: Tried <mirror>, got: "
+        "<URLError>)"
     ) in text
     # the SDK's runtime mounts no FSx: the fix says what these pods can do
     assert "fix: these pods mount no volume that outlives them (the Kubeflow SDK's runtime " \

@@ -30,11 +30,14 @@ HF_PACKAGED = frozenset(
      "videofolder", "pdffolder", "niftifolder", "webdataset", "xml", "hdf5", "eval", "lance"}
 )  # fmt: skip
 HUB = "the Hugging Face Hub (huggingface.co)"
-# pytorch/vision torchvision/datasets/mnist.py (commit 01977a1, read 2026-11-30): MNIST's
-# `download` (FashionMNIST and KMNIST inherit it) prints each mirror's URLError and raises
-# this for its first file when every mirror failed
+# torchvision 0.22.1 (the Trainer notebook's pin) and 0.29.1, datasets/mnist.py `download`,
+# which FashionMNIST and KMNIST inherit: run here with no network (`unshare --net`,
+# 2026-11-30), FashionMNIST(download=True) raised this, then "Tried <mirror>, got:" and the
+# mirror's URLError, for its first file
 MNIST_FAMILY = frozenset({"MNIST", "FashionMNIST", "KMNIST"})
-MNIST_ERROR = "RuntimeError: Error downloading train-images-idx3-ubyte.gz"
+MNIST_ERROR = (
+    "RuntimeError: Error downloading train-images-idx3-ubyte.gz: Tried <mirror>, got: <URLError>"
+)
 _HTTP = ("get", "post", "put", "patch", "delete", "head", "request", "options")
 _SHELL_KEYWORDS = {"if", "then", "elif", "else", "do", "while", "until", "!", "exec", "time",
                    "sudo", "env", "nohup", "{"}  # fmt: skip
