@@ -219,3 +219,13 @@ def test_aws_hosts_of_the_stacks_region_are_reached():
     ctx.objects[0] = job("https://b.s3.eu-central-1.amazonaws.com/d.tar")
     (f,) = FC.check(ctx).findings
     assert "reaches b.s3.eu-central-1.amazonaws.com" in f.message
+
+
+def test_a_malformed_object_is_left_to_the_schema_checks():
+    """A TrainJob a program sent with a command that is no list, or numNodes no number: the
+    plan's schema and runtime checks say why; this check does not stop the plan."""
+    for trainer in ({"command": 5, "numNodes": 2}, {"command": ["sh"], "numNodes": "a"}):
+        doc = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+               "metadata": {"name": "x", "namespace": "research"},
+               "spec": {"runtimeRef": {"name": "torch-distributed"}, "trainer": trainer}}  # fmt: skip
+        assert FC.check(_ctx(_Obj(doc))).findings == []

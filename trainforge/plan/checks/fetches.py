@@ -54,7 +54,9 @@ def _mounts(spec: dict[str, Any], c: Any) -> list[tuple[dict[str, Any], dict[str
 
 def kept(spec: dict[str, Any], c: Any) -> tuple[str, ...]:
     """Mount paths of the container's volumes that outlive the pod (claims: FSx)."""
-    return tuple(m["mountPath"] for v, m in _mounts(spec, c) if "persistentVolumeClaim" in v)
+    return tuple(
+        str(m.get("mountPath")) for v, m in _mounts(spec, c) if "persistentVolumeClaim" in v
+    )
 
 
 # huggingface_hub src/huggingface_hub/constants.py (main, read 2026-11-30): HF_HUB_OFFLINE =
@@ -83,7 +85,7 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
             items = (v.get("configMap") or {}).get("items") or [{"key": k, "path": k} for k in data]
             for item in items:
                 if str(item.get("path")).endswith(".py") and item.get("key") in data:
-                    path = posixpath.join(m["mountPath"], item["path"])
+                    path = posixpath.join(str(m.get("mountPath")), item["path"])
                     found += F.python_fetches(data[item["key"]], path, staged=staged)
         env = pods.literal_env(c)
         offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE)
@@ -104,15 +106,18 @@ def check(ctx: PlanContext) -> CheckResult:
     for o in ctx.objects:
         if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
             continue
-        templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
-        found = list(
-            dict.fromkeys(
-                f
-                for t in templates
-                for f in code_fetches(ctx, o.namespace, t.spec)
-                if not f.reaches.endswith(aws)
+        try:
+            templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
+            found = list(
+                dict.fromkeys(
+                    f
+                    for t in templates
+                    for f in code_fetches(ctx, o.namespace, t.spec)
+                    if not f.reaches.endswith(aws)
+                )
             )
-        )
+        except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
+            continue  # a malformed object: the schema and runtime checks say why
         if not found:
             continue
         opened = open_egress(ctx, o.namespace)
