@@ -45,6 +45,12 @@ def test_download_false_or_data_staged_on_fsx_is_no_fetch():
     assert F.python_fetches(on_fsx, "m.py", staged=("/fsx",)) == []
     # /fsx is only staged where the pod mounts it there: the same code elsewhere downloads
     assert len(F.python_fetches(on_fsx, "m.py", staged=())) == 1
+    # the same for a Hugging Face cache there
+    hub = (
+        "from transformers import AutoModel\nAutoModel.from_pretrained('gpt2', cache_dir='/fsx/hf')"
+    )
+    assert F.python_fetches(hub, "m.py", staged=("/fsx",)) == []
+    assert len(F.python_fetches(hub, "m.py", staged=("/data",))) == 1
 
 
 @pytest.mark.parametrize(

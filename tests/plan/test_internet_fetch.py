@@ -152,6 +152,14 @@ def test_only_where_egress_is_closed():
     assert result.sections[0].lines[0].endswith("egress open over HTTPS (allow-https): not refused")
     # HF_HUB_OFFLINE=1: the Hub is not asked (a cache on /fsx answers)
     assert FC.check(_ctx(_job({"HF_HUB_OFFLINE": "1"}), *closed)).findings == []
+    # HF_HOME on a claim the pod mounts: the cache there may hold it; not on one, it is asked
+    job = _job({"HF_HOME": "/fsx/research/hf"})
+    spec = job.doc["spec"]["template"]["spec"]
+    spec["containers"][0]["volumeMounts"] = [{"name": "fsx", "mountPath": "/fsx"}]
+    spec["volumes"] = [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-research"}}]
+    assert FC.check(_ctx(job, *closed)).findings == []
+    spec["volumes"] = [{"name": "fsx", "emptyDir": {}}]
+    assert len(FC.check(_ctx(job, *closed)).findings) == 1
 
 
 def test_the_sdks_own_pip_install_is_left_to_its_rule():

@@ -126,7 +126,8 @@ def _arg(call: ast.Call, name: str) -> ast.AST | None:
     return call.args[0] if call.args else _kw(call, name)
 
 
-def _staged(root: str | None, staged: tuple[str, ...]) -> bool:
+def staged_path(root: str | None, staged: tuple[str, ...]) -> bool:
+    """Whether `root` is on one of the `staged` mount paths."""
     return root is not None and any(
         root == s or root.startswith(s.rstrip("/") + "/") for s in staged
     )
@@ -135,14 +136,17 @@ def _staged(root: str | None, staged: tuple[str, ...]) -> bool:
 def _call(call: ast.Call, name: str, staged: tuple[str, ...]) -> tuple[str, ...] | None:
     """(fetcher, what it reaches) when `call` (dotted `name`) downloads, else None."""
     short = name.rsplit(".", 1)[-1]
-    offline = _is(_kw(call, "local_files_only"), True)
+    # a Hub cache on a volume that outlives the pod may hold it (as torchvision's root may):
+    # not counted, as local_files_only=True is not
+    cache = _text(_kw(call, "cache_dir"))
+    offline = _is(_kw(call, "local_files_only"), True) or staged_path(cache, staged)
     # download=True fetches only what `root` lacks (torchvision/datasets/mnist.py `download`
     # returns at `_check_exists()`): data staged on a volume that outlives the pod is read
     root = _text(_arg(call, "root"))
     if (
         name.startswith("torchvision.datasets.")
         and _is(_kw(call, "download"), True)
-        and not _staged(root, staged)
+        and not staged_path(root, staged)
     ):
         error = MNIST_ERROR if short in MNIST_FAMILY else ""
         return f"{name}(download=True)", "the data set's mirrors on the internet", error

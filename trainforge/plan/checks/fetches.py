@@ -63,6 +63,9 @@ def kept(spec: dict[str, Any], c: Any) -> tuple[str, ...]:
 # _is_true(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), true for 1/ON/YES/TRUE: no Hub request
 HF_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 TRUE = {"1", "ON", "YES", "TRUE"}
+# the Hub cache's directory (huggingface_hub constants: HF_HUB_CACHE, else HF_HOME/hub): on a
+# volume that outlives the pod, it may hold what the code asks for, so it is not counted
+HF_CACHES = ("HF_HOME", "HF_HUB_CACHE")
 
 
 def _configmap(ctx: PlanContext, namespace: str, name: str) -> dict[str, Any]:
@@ -88,7 +91,9 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
                     path = posixpath.join(str(m.get("mountPath")), item["path"])
                     found += F.python_fetches(data[item["key"]], path, staged=staged)
         env = pods.literal_env(c)
-        offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE)
+        offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
+            F.staged_path(env.get(k), staged) for k in HF_CACHES
+        )
         out += [
             f
             for f in found
