@@ -1,8 +1,8 @@
 """Plan check: a job's code that downloads from the internet (`jobs/fetches.py` reads it: the
 container's command, the Python files it mounts from ConfigMaps, the function the Kubeflow
 SDK sent) in a namespace whose egress reaches no internet address (`submitted.open_egress`,
-the one reading of the NetworkPolicies). The job fails at that call; why and what to do
-instead: docs/teams.md, "Network".
+the one reading of the NetworkPolicies): the call fails when the job reaches it. Why and
+what to do instead: docs/teams.md, "Network".
 """
 
 from __future__ import annotations
