@@ -1,0 +1,312 @@
+"""What a job's code fetches from the internet: a static reader of well-known fetchers.
+
+Why: a team namespace's NetworkPolicies let pods reach no address outside the VPC's AWS
+endpoints and S3 (docs/teams.md, "Network"), so code that downloads a data set, a model or a
+package at start fails at its first step. The plan reads the code it sees (the function the
+Kubeflow SDK sends, a job's shipped script, a container's command line) with this one reader
+and says so before the job runs (`plan/checks/fetches.py`).
+
+Python is read with `ast` (names resolved through the file's imports, function-local ones
+too); shell with `shlex`, a command at a time. Only what the code says literally counts: a URL
+or a model id held in a variable is not guessed at, so a finding is never a guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import ipaddress
+import posixpath
+import re
+import shlex
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
+
+# huggingface/datasets src/datasets/packaged_modules/__init__.py `_PACKAGED_DATASETS_MODULES`
+# (main, read 2026-11-30): builders that read the `data_files` they are given, not the Hub.
+HF_PACKAGED = frozenset(
+    {"csv", "json", "pandas", "parquet", "arrow", "text", "imagefolder", "audiofolder",
+     "videofolder", "pdffolder", "niftifolder", "webdataset", "xml", "hdf5", "eval", "lance"}
+)  # fmt: skip
+HUB = "the Hugging Face Hub (huggingface.co)"
+# torchvision 0.22.1 (the Trainer notebook's pin) and 0.29.1, datasets/mnist.py `download`,
+# which FashionMNIST and KMNIST inherit: run here with no network (`unshare --net`,
+# 2026-11-30), FashionMNIST(download=True) raised this, then "Tried <mirror>, got:" and the
+# mirror's URLError, for its first file
+MNIST_FAMILY = frozenset({"MNIST", "FashionMNIST", "KMNIST"})
+MNIST_ERROR = (
+    "RuntimeError: Error downloading train-images-idx3-ubyte.gz: Tried <mirror>, got: <URLError>"
+)
+_HTTP = ("get", "post", "put", "patch", "delete", "head", "request", "options")
+_SHELL_KEYWORDS = {"if", "then", "elif", "else", "do", "while", "until", "!", "exec", "time",
+                   "sudo", "env", "nohup", "{"}  # fmt: skip
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+_SAVED_TO = re.compile(r"""printf\s+["']%s["']\s+["']?\$(\w+)["']?\s*>\s*["']?([^\s"']+)""")
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """One recognised download: where (file:line), the fetcher, and what it reaches."""
+
+    where: str
+    fetcher: str  # e.g. "torchvision.datasets.FashionMNIST(download=True)"
+    reaches: str  # e.g. "the data set's mirrors on the internet", a URL's host
+    error: str = ""  # the library's own error when the download fails, where it has one
+
+
+def local_path(text: str) -> bool:
+    """A file system path (FSx, an emptyDir, the image), not a Hub id or a URL."""
+    return text.startswith(("/", "./", "../", "~", "file:")) or text in (".", "..")
+
+
+def url_host(text: str) -> str | None:
+    """The internet host a URL names, else None: not a URL, or a host inside the cluster or
+    the VPC (no dot, `.svc`, `.local`, `.internal`, a private or loopback address)."""
+    if text.startswith("git@"):
+        host: str | None = text[4:].split(":", 1)[0]
+    else:
+        parts = urlsplit(text)
+        if parts.scheme == "hf":  # hf://datasets/..., hf://org/model: the Hub
+            return "huggingface.co"
+        host = parts.hostname if parts.scheme in ("http", "https", "git") else None
+    if not host or "." not in host or host.endswith((".svc", ".local", ".internal")):
+        return None
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    return None if (address.is_private or address.is_loopback) else host
+
+
+# --- Python ------------------------------------------------------------------------------------
+
+
+def _aliases(tree: ast.AST) -> dict[str, str]:
+    """Local name -> dotted module path, from every import in the file (function-local too)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str:
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id, node.id)
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value, aliases)}.{node.attr}"
+    if isinstance(node, ast.Call):
+        return _dotted(node.func, aliases) + "()"
+    return "?"
+
+
+def _text(node: ast.AST | None) -> str | None:
+    """A literal string, or an f-string's leading literal part (enough for a URL's host)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr) and node.values:
+        return _text(node.values[0])
+    return None
+
+
+def _kw(call: ast.Call, name: str) -> ast.AST | None:
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _is(node: ast.AST | None, value: object) -> bool:
+    return isinstance(node, ast.Constant) and node.value is value
+
+
+def _arg(call: ast.Call, name: str) -> ast.AST | None:
+    return call.args[0] if call.args else _kw(call, name)
+
+
+def staged_path(root: str | None, staged: tuple[str, ...]) -> bool:
+    """Whether `root` is on one of the `staged` mount paths."""
+    return root is not None and any(
+        root == s or root.startswith(s.rstrip("/") + "/") for s in staged
+    )
+
+
+def _call(call: ast.Call, name: str, staged: tuple[str, ...]) -> tuple[str, ...] | None:
+    """(fetcher, what it reaches) when `call` (dotted `name`) downloads, else None."""
+    short = name.rsplit(".", 1)[-1]
+    # a Hub cache on a volume that outlives the pod may hold it (as torchvision's root may):
+    # not counted, as local_files_only=True is not
+    cache = _text(_kw(call, "cache_dir"))
+    offline = _is(_kw(call, "local_files_only"), True) or staged_path(cache, staged)
+    # download=True fetches only what `root` lacks (torchvision/datasets/mnist.py `download`
+    # returns at `_check_exists()`): data staged on a volume that outlives the pod is read
+    root = _text(_arg(call, "root"))
+    if (
+        name.startswith("torchvision.datasets.")
+        and _is(_kw(call, "download"), True)
+        and not staged_path(root, staged)
+    ):
+        error = MNIST_ERROR if short in MNIST_FAMILY else ""
+        return f"{name}(download=True)", "the data set's mirrors on the internet", error
+    if name.startswith("torchvision.models.") and (
+        _is(_kw(call, "pretrained"), True)
+        or (_kw(call, "weights") is not None and not _is(_kw(call, "weights"), None))
+    ):
+        return f"{name}(weights=...)", "download.pytorch.org"
+    if name in ("torch.hub.load_state_dict_from_url", "torch.hub.download_url_to_file"):
+        return name, "the URL it is given"
+    if name == "torch.hub.load" and _text(_kw(call, "source")) != "local":
+        return name, "github.com (the repository it names)"
+    if short == "from_pretrained" and not offline:
+        model = _text(_arg(call, "pretrained_model_name_or_path"))
+        if model is not None and not local_path(model):
+            return f"{name}({model!r})", HUB
+    if name == "datasets.load_dataset" and not offline:
+        path = _text(_arg(call, "path"))
+        files = [_text(n) for n in ast.walk(_kw(call, "data_files") or ast.Pass())]
+        remote = [f for f in files if f and url_host(f)]
+        if path is not None and not local_path(path) and (path not in HF_PACKAGED or remote):
+            return f"{name}({path!r})", HUB if not remote else str(url_host(remote[0]))
+    if name in ("huggingface_hub.snapshot_download", "huggingface_hub.hf_hub_download"):
+        return (name, HUB) if not offline else None
+    if name in ("urllib.request.urlopen", "urllib.request.urlretrieve") or (
+        name.startswith("requests.") and short in _HTTP
+    ):
+        url = _text(_arg(call, "url"))
+        host = url_host(url) if url else None
+        return (f"{name}({url!r})", host) if host else None
+    if name in ("os.system",) or (
+        name.startswith("subprocess.")
+        and short in ("run", "call", "check_call", "check_output", "Popen")
+    ):
+        return _subprocess(call)
+    return None
+
+
+def _subprocess(call: ast.Call) -> tuple[str, ...] | None:
+    """A literal command (a string or a list of strings) that runs a fetching command."""
+    node = _arg(call, "args")
+    if isinstance(node, ast.List | ast.Tuple):
+        words = [_text(e) for e in node.elts]
+        if any(w is None for w in words):
+            return None
+        script = shlex.join(w for w in words if w is not None)
+    else:
+        script = _text(node) or ""
+    found = next(shell_fetches(script, "-"), None)
+    return (found.fetcher, found.reaches) if found else None
+
+
+def python_fetches(
+    source: str, where: str, first_line: int = 1, staged: tuple[str, ...] = ()
+) -> list[Fetch]:
+    """Every recognised download in Python `source`, each at `where:line` (line numbers from
+    `first_line`); `staged`: mount paths of volumes that outlive a pod (FSx), where data may
+    already be. A file that does not parse is not read (Python itself refuses it)."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except (SyntaxError, ValueError):
+        return []
+    aliases = _aliases(tree)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            found = _call(node, _dotted(node.func, aliases), staged)
+            if found:
+                out.append(Fetch(f"{where}:{first_line + node.lineno - 1}", *found))
+    return sorted(out, key=lambda f: int(f.where.rsplit(":", 1)[1]))
+
+
+# --- shell -------------------------------------------------------------------------------------
+
+
+def _pip_installs(words: list[str]) -> bool:
+    """`pip install ...` that asks a package index (no --no-index, not only local paths)."""
+    if "install" not in words or "--no-index" in words:
+        return False
+    rest = words[words.index("install") + 1 :]
+    named = [w for w in rest if not w.startswith("-")]
+    return not named or not all(local_path(w) or w.endswith((".whl", ".tar.gz")) for w in named)
+
+
+def command_fetches(words: list[str], where: str, staged: tuple[str, ...] = ()) -> list[Fetch]:
+    """A command's words (a container's command and args, or one shell command)."""
+    while words and (words[0] in _SHELL_KEYWORDS or re.match(r"^\w+=", words[0])):
+        words = words[1:]
+    if not words:
+        return []
+    prog = posixpath.basename(words[0])
+    urls = [w for w in words[1:] if url_host(w)]
+    # `sh -c SCRIPT`, `bash -lc SCRIPT`: the script is the word after the flags holding c
+    flags = [i for i, w in enumerate(words[1:-1], 1) if re.match(r"^-[a-z]*c[a-z]*$", w)]
+    if prog in ("bash", "sh", "dash", "zsh") and flags:
+        script = words[flags[0] + 1]
+        if re.search(r":\d+$", where):  # a script in a script's line: named by that line
+            return [replace(f, where=where) for f in shell_fetches(script, where, staged)]
+        return list(shell_fetches(script, where, staged))
+    if re.match(r"^python(3(\.\d+)?)?$", prog) and "-c" in words[1:-1]:
+        return python_fetches(words[words.index("-c") + 1], f"{where} python -c", 1, staged)
+    if re.match(r"^python(3(\.\d+)?)?$", prog) and words[1:3] == ["-m", "pip"]:
+        words, prog = words[2:], "pip"
+    if prog in ("uv",) and words[1:2] == ["pip"]:
+        words, prog = words[1:], "pip"
+    if re.match(r"^pip3?(\.\d+)?$", prog) and _pip_installs(words):
+        return [Fetch(where, "pip install", "a package index (pypi.org unless --index-url)")]
+    if prog in ("wget", "curl") and urls:
+        return [Fetch(where, f"{prog} {urls[0]}", str(url_host(urls[0])))]
+    if prog == "git" and "clone" in words and urls:
+        return [Fetch(where, f"git clone {urls[0]}", str(url_host(urls[0])))]
+    if prog in ("huggingface-cli", "hf") and "download" in words:
+        return [Fetch(where, f"{prog} download", HUB)]
+    return []
+
+
+def _commands(line: str) -> Iterator[list[str]]:
+    """A logical shell line's commands (split at ;, &&, ||, |, parentheses)."""
+    lex = shlex.shlex(line, posix=True, punctuation_chars=";&|()")
+    lex.whitespace_split = True
+    words: list[str] = []
+    for tok in lex:
+        if tok and set(tok) <= set(";&|()"):
+            yield words
+            words = []
+        else:
+            words.append(tok)
+    yield words
+
+
+def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iterator[Fetch]:
+    """Every recognised download in a shell script. A heredoc whose text is Python (the
+    Kubeflow SDK's way of shipping a function) is read as Python, named by the file the
+    script then writes it to (`printf "%s" "$SCRIPT" > "file.py"`)."""
+    lines = script.split("\n")
+    i, pending, start = 0, "", 0
+    while i < len(lines):
+        line, lineno = lines[i], i + 1
+        m = _HEREDOC.search(line)
+        if m:
+            end = next(
+                (j for j in range(i + 1, len(lines)) if lines[j].strip() == m[2]), len(lines)
+            )
+            # `read -d ''` drops the leading newlines: the file's line 1 is the first text
+            body = "\n".join(lines[i + 1 : end])
+            body = body.lstrip("\n") if re.search(r"\bread\b", line) else body
+            var = re.search(r"(\w+)\s*<<", line)
+            saved = dict(_SAVED_TO.findall(script))
+            name = saved.get(var[1] if var else "", f"{where} heredoc <<{m[2]}")
+            yield from python_fetches(body, name, 1, staged)
+            line, i = line[: m.start()], end
+        pending, start = (pending + "\n" + line, start) if pending else (line, lineno)
+        i += 1
+        if pending.endswith("\\"):
+            pending = pending[:-1]
+            continue
+        try:
+            commands = list(_commands(pending))
+        except ValueError:  # an open quote: the command goes on on the next line
+            continue
+        for words in commands:
+            yield from command_fetches(words, f"{where}:{start}", staged)
+        pending = ""

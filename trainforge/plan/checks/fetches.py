@@ -1,0 +1,148 @@
+"""Plan check: a job's code that downloads from the internet (`jobs/fetches.py` reads it: the
+container's command, the Python files it mounts from ConfigMaps, the function the Kubeflow
+SDK sent) in a namespace whose egress reaches no internet address (`submitted.open_egress`,
+the one reading of the NetworkPolicies): the call fails when the job reaches it. Why and
+what to do instead: docs/teams.md, "Network".
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from trainforge.core import pods
+from trainforge.jobs import backends
+from trainforge.jobs import fetches as F
+from trainforge.plan import cost as C
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.plan.checks.submitted import open_egress, packages
+
+RULE = "TRAINFORGE_INTERNET_FETCH"
+NO_KEY = "No stack key opens a team namespace's internet egress (docs/teams.md, Network)"
+RULES = {
+    RULE: (
+        "read it from where the pods can: the team's FSx volume (an S3 data repository "
+        "appears there) or an image built FROM the runtime image (docs/images.md). " + NO_KEY
+    )
+}
+
+
+def fix(volumes: list[str]) -> str:
+    """What this job can do: its pods' volumes that outlive them (`volumes`), else an image."""
+    if volumes:
+        return (
+            f"stage it on the team's FSx volume, mounted at {volumes[0]} in these pods (an S3 "
+            "data repository appears there, docs/teams.md), and read it from there: "
+            "torchvision's download=True finds files already under its root; for the Hugging "
+            f"Face Hub, HF_HOME under {volumes[0]} with HF_HUB_OFFLINE=1. Or bake it into an "
+            "image built FROM the runtime image (docs/images.md). " + NO_KEY
+        )
+    return (
+        "these pods mount no volume that outlives them (the Kubeflow SDK's runtime has none): "
+        "bake it into an image built FROM the runtime image (docs/images.md; from the SDK, "
+        "CustomTrainer(image=...)), or declare the job with trainforge (TrainingJob.function "
+        "is CustomTrainer(func=...)'s equivalent), whose pods mount the team's FSx volume. "
+        + NO_KEY
+    )
+
+
+def _mounts(spec: dict[str, Any], c: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    return [(volumes.get(m.get("name")) or {}, m) for m in c.get("volumeMounts") or []]
+
+
+def kept(spec: dict[str, Any], c: Any) -> tuple[str, ...]:
+    """Mount paths of the container's volumes that outlive the pod (claims: FSx)."""
+    return tuple(
+        str(m.get("mountPath")) for v, m in _mounts(spec, c) if "persistentVolumeClaim" in v
+    )
+
+
+# huggingface_hub src/huggingface_hub/constants.py (main, read 2026-11-30): HF_HUB_OFFLINE =
+# _is_true(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), true for 1/ON/YES/TRUE: no Hub request
+HF_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+TRUE = {"1", "ON", "YES", "TRUE"}
+# the Hub cache's directory (huggingface_hub constants: HF_HUB_CACHE, else HF_HOME/hub): on a
+# volume that outlives the pod, it may hold what the code asks for, so it is not counted
+HF_CACHES = ("HF_HOME", "HF_HUB_CACHE")
+
+
+def _configmap(ctx: PlanContext, namespace: str, name: str) -> dict[str, Any]:
+    for o in ctx.objects:
+        if o.kind == "ConfigMap" and o.namespace == namespace and o.obj_name == name:
+            return o.doc.get("data") or {}
+    return {}
+
+
+def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list[F.Fetch]:
+    """What every container of pod `spec` fetches: its command line, and the Python files
+    it mounts from ConfigMaps (named by their path in the pod)."""
+    sdk_install = packages({"spec": spec}) is not None  # judged as RULE_PACKAGES
+    out: list[F.Fetch] = []
+    for c in pods.containers(spec):
+        mounts, staged = _mounts(spec, c), kept(spec, c)
+        found = F.command_fetches(pods.argv(c), f"container {c.get('name')} command", staged)
+        for v, m in mounts:
+            data = _configmap(ctx, namespace, (v.get("configMap") or {}).get("name", ""))
+            items = (v.get("configMap") or {}).get("items") or [{"key": k, "path": k} for k in data]
+            for item in items:
+                if str(item.get("path")).endswith(".py") and item.get("key") in data:
+                    path = posixpath.join(str(m.get("mountPath")), item["path"])
+                    found += F.python_fetches(data[item["key"]], path, staged=staged)
+        env = pods.literal_env(c)
+        offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
+            F.staged_path(env.get(k), staged) for k in HF_CACHES
+        )
+        out += [
+            f
+            for f in found
+            if not (offline and f.reaches == F.HUB)
+            and not (sdk_install and f.fetcher == "pip install" and " command:" in f.where)
+        ]
+    return out
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    findings: list[Finding] = []
+    lines: list[str] = []
+    # AWS hosts of the stack's region: S3 and the VPC's endpoints, which the team policies open
+    aws = f".{C.plan_region(ctx.inventory)}.amazonaws.com" if hasattr(ctx, "inventory") else "-"
+    for o in ctx.objects:
+        if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
+            continue
+        try:
+            templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
+            found = list(
+                dict.fromkeys(
+                    f
+                    for t in templates
+                    for f in code_fetches(ctx, o.namespace, t.spec)
+                    if not f.reaches.endswith(aws)
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
+            continue  # a malformed object: the schema and runtime checks say why
+        if not found:
+            continue
+        opened = open_egress(ctx, o.namespace)
+        ident = o.ident
+        volumes = sorted(
+            {p for t in templates for c in pods.containers(t.spec) for p in kept(t.spec, c)}
+        )
+        for f in found:
+            what = f"{f.where}: {f.fetcher} reaches {f.reaches}"
+            if opened is not None:
+                lines.append(f"{ident}: {what}; egress open over HTTPS ({opened}): not refused")
+                continue
+            error = f" ({f.error})" if f.error else ""
+            message = (
+                f"{ident} downloads from the internet when it runs ({what}), but namespace "
+                f"{o.namespace}'s NetworkPolicies let its pods reach only DNS, the VPC's AWS "
+                "endpoints, S3 of the stack's region over HTTPS and the Pod Identity agent: the "
+                f"connection is blocked, so the call fails when the job reaches it{error}"
+            )
+            lines.append(f"REFUSED: {ident}: {what}")
+            findings.append(Finding(ident, RULE, message, fix(volumes), o.urn, frozenset({ident})))
+    title = "Code that downloads from the internet"
+    return CheckResult(findings=findings, sections=[Section(title, lines, {})] if lines else [])
