@@ -1,4 +1,4 @@
-"""The plan's torch-free state layout (state_shapes) equals the layout the runtime's own
+"""The torch-free state layout the plan reads (training/state_shapes) equals the layout the runtime's own
 model, optimizer and scheduler build with torch: every key in order, shape, dtype and every
 restored setting. A change to a bundled model, loop.build_optimizer or torch's AdamW state
 fails here instead of making a plan judge resumes against the wrong layout."""
@@ -12,8 +12,8 @@ import sys
 import pytest
 
 from trainforge.plan import ckpt_compat as CC
-from trainforge.plan import state_shapes
 from trainforge.training import state_layout as runtime
+from trainforge.training import state_shapes
 from trainforge.training.config import TrainConfig
 
 CONFIGS = [

@@ -1,7 +1,7 @@
 """Will a replaced job resume from its checkpoints? Decided at preview, from the state layout
 (the DCP keys, shapes and dtypes the runtime saves and loads) and the flags a restore does not
 bring back. The verdicts and the runtime behaviour behind each: docs/pr-review.md ("Will a
-replaced job resume?"); the torch-free layout: state_shapes.py.
+replaced job resume?"); the torch-free layout: training/state_shapes.py.
 """
 
 from __future__ import annotations
@@ -127,8 +127,8 @@ def state_layout(cfg: Any) -> Layout:
     """The state the runtime checkpoints for this TrainConfig: derived without torch for the
     bundled models (state_shapes, held equal to the torch build by its tests), built with
     torch by the runtime's own builders (training/state_layout.py `built`) for any other."""
-    from trainforge.plan import state_shapes
     from trainforge.training import state_layout as runtime
+    from trainforge.training import state_shapes
 
     try:
         return Layout(*state_shapes.layout(cfg))

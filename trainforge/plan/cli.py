@@ -112,9 +112,11 @@ def _tree(inventory: Any) -> list[str]:
     return [head, f"+ pulumi:pulumi:Stack  {name}", *lines, ""]
 
 
-def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
-    """The full report: the resource tree (unless --summary), counts, every check's section,
-    validation, waivers and findings."""
+def write_report(
+    result: Any, args: argparse.Namespace, root: pathlib.Path, md: str | None
+) -> pathlib.Path:
+    """The full report into its file (returned): the resource tree (unless --summary), counts,
+    every check's section, validation, waivers, findings, and the diff markdown if any."""
     from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
 
     inv, checked = result.inventory, result.validation
@@ -162,23 +164,11 @@ def print_report(result: Any, args: argparse.Namespace, out=None) -> None:
         ]
     else:
         lines.append("\nPolicy and validation: clean")
-    print("\n".join(lines), file=out or sys.stdout)
-
-
-def write_report(
-    result: Any, args: argparse.Namespace, root: pathlib.Path, md: str | None
-) -> pathlib.Path:
-    """The full report (tree, counts, every check's section, findings; the diff markdown
-    when there is one) into its file; returns the path."""
-    import io
-
-    path = args.report or root / "build" / "plan" / f"{args.stack}-report.txt"
-    buf = io.StringIO()
-    print_report(result, args, buf)
     if md is not None:
-        print("\n" + md, file=buf)
+        lines.append("\n" + md)
+    path = args.report or root / "build" / "plan" / f"{args.stack}-report.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(buf.getvalue())
+    path.write_text("\n".join(lines) + "\n")
     return path
 
 

@@ -1,55 +1,20 @@
 """The vendored CRDs' own CEL rules (`x-kubernetes-validations`), evaluated as the API server
-evaluates them on create, by a real CEL implementation: one model of a CRD's CEL rules, read
-wherever `crds.crd_errors` validates a custom resource (the plan's Kueue, Karpenter, Trainer,
-training-operator and Prometheus checks, the policy pack and the tests' validator);
-`crds.cel_tree` builds each kind's tree once.
+evaluates them on create by a real CEL implementation: the one model of a CRD's CEL rules, read
+through `crds.crd_errors` (docs/rehearsals.md, "The upstream CRDs"); `crds.cel_tree` builds
+each kind's tree once, and each rule compiles once per process.
 
-The implementation is cel-expr-python 0.1.3 (pinned in pyproject.toml, requirements.lock and
-policy/requirements.txt), the CEL project's Python binding of cel-cpp, Google's C++
-implementation of the CEL spec (beside cel-go, the one Kubernetes embeds). Chosen over
-cel-python 0.5 (pure-Python `celpy`) because it ships the strings extension Kubernetes enables
-(cel-go's `ext.Strings`: `split` and the rest, `cel_expr_python.ext.ext_strings`), so only
-Kubernetes' own `find` is written here, while celpy's standard environment has neither and
-both would be hand-written copies; and because its parser, checker and runtime (heterogeneous
-equality, error values, the macros) are the CEL project's own code rather than a
-re-implementation. Both evaluate `matches` with RE2, as Go does. What Kubernetes adds beyond
-CEL's standard library and the strings extension is supplied here as upstream defines it; the
-vendored rules use only `find` (k8s.io/apiserver
-pkg/cel/library/regex.go at v0.35.7: `find` is Go's `regexp.FindString`, the leftmost first
-match or "", and an uncompilable pattern is the error "Illegal regex: ..."). Go's RE2 and
-Python's `re` agree on the rules' `find` patterns (`^[^@]+`, `^([^/]+)`: tests/plan/
-test_crd_cel.py); a rule needing another Kubernetes library (quantity, url, ip, ...) does not
-compile here and fails `test_every_rule_of_every_vendored_crd_compiles`, it never passes.
+Why cel-expr-python 0.1.3 (the CEL project's binding of cel-cpp; pinned in pyproject.toml,
+requirements.lock and policy/requirements.txt) rather than cel-python 0.5 (`celpy`): it ships
+the strings extension Kubernetes enables (cel-go's `ext.Strings`), so only Kubernetes' `find`
+is written here, and its parser, checker and runtime are the CEL project's own code. A rule
+needing another Kubernetes library (quantity, url, ip, ...) does not compile here and fails
+`test_every_rule_of_every_vendored_crd_compiles`; it never passes.
 
-Kubernetes' semantics, read from k8s.io/apiextensions-apiserver v0.35.7 (the Kubernetes 1.35 the
-cluster runs, `versions.KUBERNETES_VERSION`), read 2026-11-30:
-- pkg/apiserver/schema/cel/validation.go: each rule runs at its schema node where the value is
-  present and not null, `self` bound to it; under `items` per element (`path[i]`), under
-  `additionalProperties` per value (`path[key]`), `allOf` at the same node; at the resource root
-  `self.metadata` holds only `name` and `generateName` (model.WithTypeAndObjectMeta). A rule
-  that refers to `oldSelf` is a transition rule and does not run on create (the plan only
-  creates; `optionalOldSelf` rules are not supported here and are said as findings). The
-  message is `messageExpression`'s result, else `message` (trimmed), else "failed rule:
-  <rule>"; the error is `field.Invalid(path, value, message)` with the value omitted for an
-  object or array (`<path>: Invalid value: <message>`) and printed for a scalar (`<path>:
-  Invalid value: "x": <message>`), or the rule's `reason` (Forbidden, Required, Duplicate).
-  An evaluation error is `<path>: Invalid value: "<type>": <error> evaluating rule: <message or
-  rule>` (cel-cpp's missing-key error is written as cel-go's `no such key: <key>`; a runtime
-  overload error as validation.go's "call arguments did not match ..." line).
-- the path is k8s.io/apimachinery pkg/util/validation/field Path.String() with the validator's
-  root path nil: `spec.x[0].y`, map keys as `[key]`, and `<nil>` for a rule on the root.
-- pkg/registry/customresource/strategy.go: the rules run only when the schema found no
-  blocking error (Unsupported value, Required, Too long, Too many, wrong type); otherwise
-  `<nil>: Invalid value: null: some validation rules were not checked because the object was
-  invalid; correct the existing errors to complete validation` is added (crds.crd_errors).
-- pkg/apiserver/schema/defaulting/algorithm.go: the structural schema's defaults are applied
-  before validation (on decoding the request), deep-copied, for absent or non-nullable null
-  properties; rules read them (Kueue's preemption rule reads `reclaimWithinCohort`, which
-  defaults to Never).
-Not modelled: the cost budget (no vendored rule comes near it), string formats `date-time`
-and `duration` as CEL timestamps and durations (no vendored rule reads one), and
-`x-kubernetes-list-type: map` correlation (transition rules only). Each rule is compiled once
-per process.
+Kubernetes' semantics: k8s.io/apiextensions-apiserver v0.35.7 (the cluster's 1.35,
+`versions.KUBERNETES_VERSION`), read 2026-11-30, each cited at the function that follows it.
+Not modelled: the cost budget (no vendored rule comes near it), `date-time`/`duration` strings
+as CEL timestamps and durations and `x-kubernetes-list-type: map` correlation (no vendored
+rule reads one on create).
 """
 
 from __future__ import annotations
@@ -60,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# pkg/registry/customresource/strategy.go: added when a blocking schema error stopped the rules
 NOT_CHECKED = (
     "<nil>: Invalid value: null: some validation rules were not checked because the object was "
     "invalid; correct the existing errors to complete validation"
@@ -151,7 +117,8 @@ def build(schema: Any) -> Node | None:
 
 
 def default(value: Any, node: Node | None) -> Any:
-    """defaulting/algorithm.go Default: the schema's defaults set in place."""
+    """defaulting/algorithm.go Default: the schema's defaults set in place (deep-copied) for
+    absent properties and non-nullable null ones."""
     if node is None:
         return value
     if isinstance(value, dict):
@@ -174,7 +141,9 @@ def default(value: Any, node: Node | None) -> Any:
 
 def _find(text: str, pattern: str) -> Any:
     """k8s.io/apiserver pkg/cel/library/regex.go (v0.35.7) `<string>.find(<string>)`: Go's
-    regexp.Compile(pattern).FindString(text): the leftmost first match, "" when none."""
+    regexp.Compile(pattern).FindString(text): the leftmost first match, "" when none; an
+    uncompilable pattern is "Illegal regex: ...". Go's RE2 and Python's `re` agree on the
+    vendored rules' patterns (tests/plan/test_crd_cel.py)."""
     try:
         m = re.search(pattern, text)
     except re.error as e:
@@ -328,6 +297,10 @@ def _path(parts: list[str | int]) -> str:
 
 
 def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> list[str]:
+    """validation.go: the node's rules with `self` bound to the value (at the root, `metadata`
+    holds only name and generateName: model.WithTypeAndObjectMeta); a transition rule
+    (`oldSelf`) does not run on create. An evaluation error is `<path>: Invalid value:
+    "<type>": <error> evaluating rule: <message or rule>`."""
     if not node.rules:
         return []
     errs = []
@@ -390,7 +363,8 @@ def _field_error(at: str, reason: str, type_: str, value: Any, detail: str) -> s
 
 
 def _validate(node: Node, value: Any, parts: list[str | int], root: bool = False) -> list[str]:
-    """validation.go validate: the node's rules, its allOf's, then its elements'."""
+    """validation.go validate: where the value is present and not null, the node's rules, its
+    allOf's, then its elements' (`path[i]`) and values' (`path[key]`)."""
     if value is None:
         return []
     errs = _eval_rules(node, value, parts, root)

@@ -493,7 +493,7 @@ def to_argv(values: Any) -> list[str]:
 
 
 # The runtime's AdamW settings that are not flags: loop.build_optimizer builds the optimizer
-# with them, and the plan's torch-free checkpoint layout (plan/state_shapes) predicts the
+# with them, and the torch-free checkpoint layout the plan reads (training/state_shapes) predicts the
 # param-group settings a restore brings back from them.
 ADAMW_BETAS = (0.9, 0.95)
 ADAMW_EPS = 1e-08  # torch's AdamW default, passed explicitly so that both read the value in use

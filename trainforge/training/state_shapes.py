@@ -1,6 +1,8 @@
-"""The checkpoint state layout of the bundled models, derived without torch.
+"""The checkpoint state layout of the bundled models, derived without torch: the runtime's own
+facts (its models' parameter names, its AdamW groups), so it lives beside the torch build
+(state_layout.py); the plan reads it (plan/ckpt_compat.py) to judge a replaced job's resume.
 
-Why: building it with torch on the meta device cost a plan ~2.5 s of imports (docs/performance.md)
+Why without torch: building it on the meta device cost a plan ~2.5 s of imports (docs/performance.md)
 for a few hundred shapes that follow from the flags: the parameter shapes of
 `trainforge.training.flops`, in `named_parameters()` order, the runtime's AdamW param groups and
 state, keyed as DCP flattens `get_state_dict`. tests/plan/test_state_shapes.py holds it equal to
