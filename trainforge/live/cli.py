@@ -3,7 +3,8 @@
 Uses the user's kubeconfig (`--kubeconfig`, `$KUBECONFIG`, ~/.kube/config; `--context`) and
 the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 the job failed
 (wait) or the cluster refused a read, 2 bad usage, no such job, or this side cannot ask (a
-kubeconfig that is missing or does not load, an unknown --context, no Kubernetes client),
+kubeconfig that is missing or does not load, an unknown --context, a failed exec credential
+plugin, no Kubernetes client),
 124 wait timed out.
 """
 
