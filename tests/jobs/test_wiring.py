@@ -64,11 +64,39 @@ def test_cpu_default_is_capped_at_what_a_small_node_leaves():
 
 def test_sizing_rule_says_which_rule_applied():
     whole = resolve_job(job(workers=2), target(GPU_POOL), W)
-    assert sizing_rule(whole, GPU_POOL).startswith("4 of 4 GPUs: the whole node (g5.12xlarge)")
+    assert sizing_rule(whole, GPU_POOL).startswith(
+        "4 GPUs per pod: g5.12xlarge 4 of 4 (the whole node); cpu and memory: all that the "
+        "smallest node leaves"
+    )
     part = resolve_job(job(gpusPerWorker=1), target(GPU_POOL), W)
     rule = sizing_rule(part, GPU_POOL)
-    assert rule.startswith("1 of 4 GPUs: 1/4 of what the smallest node (g5.12xlarge) leaves")
+    assert rule.startswith(
+        "1 GPU per pod: g5.12xlarge 1 of 4 (4 pods per node); cpu and memory: 1/4 of what the "
+        "smallest node leaves"
+    )
     assert rule.endswith("-> cpu 11800m, memory 43262Mi")
+
+
+def test_sizing_rule_says_what_a_pod_takes_of_each_type_as_the_packing_places_it():
+    """prod's queue section said "4 of 4 GPUs: the whole node (g5.12xlarge, g5.48xlarge)"
+    while its cost line put both 4-GPU pods on one 8-GPU g5.48xlarge: on each type, what the
+    packing model (capacity.per_node_by_type, the launch's own node shapes) holds."""
+    from tests.jobs.test_packing import G5, PRICE
+    from trainforge.jobs import capacity
+
+    pool = dataclasses.replace(GPU_POOL, instance_types=G5.instance_types, nodes=G5.nodes)
+    r = resolve_job(job(workers=2), target(pool), W)
+    assert sizing_rule(r, pool).startswith(
+        "4 GPUs per pod: g5.12xlarge 4 of 4 (the whole node), g5.48xlarge 4 of 8 (2 pods per "
+        "node); cpu and memory: all that the smallest node leaves"
+    )
+    # the launch of the same two pods: one g5.48xlarge holding both
+    launched = capacity.launch(pool, capacity.job_gang(r, pool))
+    assert [len(c.pods) for c in launched.claims] == [2]
+    assert launched.launched(PRICE) == ["g5.48xlarge"]
+    # a pod asking for more CPU than half a g5.48xlarge: one per node there too
+    big = resolve_job(job(workers=2, cpu="100"), target(pool), W)
+    assert "g5.48xlarge 4 of 8 (1 pod per node)" in sizing_rule(big, pool)
     mine = resolve_job(job(gpusPerWorker=1, cpu="4"), target(GPU_POOL), W)
     assert "cpu 4 (set by the job), memory 43262Mi" in sizing_rule(mine, GPU_POOL)
 

@@ -33,7 +33,10 @@ def test_a_first_gpu_job_is_admitted_and_its_platform_priced():
     assert queues.lines[0] == "all 1 job(s) are admitted at once"
     (job,) = queues.data
     assert job["state"] == "runs" and not job["borrowing"]
-    assert job["sizing"].startswith("1 of 4 GPUs: 1/4 of what the smallest node (g5.12xlarge)")
+    assert job["sizing"].startswith(
+        "1 GPU per pod: g5.12xlarge 1 of 4 (4 pods per node); cpu and memory: 1/4 of what the "
+        "smallest node leaves"
+    )
     (cost,) = [s for s in result.sections if s.title.startswith("Cost")]
     text = "\n".join(cost.lines)
     assert "EKS control plane" in text and "$0.10" in text

@@ -349,12 +349,18 @@ def packing_pool(pool: PoolFacts) -> PoolFacts:
     return pool if len(shapes) == len(pool.nodes) else replace(pool, nodes=tuple(shapes))
 
 
+def per_node_by_type(job: JobSpec, pool: PoolFacts) -> list[tuple[NodeShape, int]]:
+    """Each node shape the packing reads (`packing_pool`) with how many of the job's pods one
+    such node holds (0: it does not fit): the scheduling rehearsal's arithmetic (what the
+    node leaves after the kubelet's reservations and the pool's DaemonSets)."""
+    req = job_request(job, pool)
+    return [(r.node, fit(r, req).per_node) for r in rooms(packing_pool(pool))]
+
+
 def pods_per_node(job: JobSpec, pool: PoolFacts, node: NodeType) -> int:
-    """How many of the job's pods one node of this type holds (0: it does not fit): the
-    scheduling rehearsal's arithmetic (what the node leaves after the kubelet's reservations
-    and the pool's DaemonSets) on the node shapes the packing reads (`packing_pool`)."""
-    found = [r for r in rooms(packing_pool(pool)) if r.node.instance_type == node.name]
-    return fit(found[0], job_request(job, pool)).per_node if found else 0
+    """How many of the job's pods one node of this type holds (`per_node_by_type`)."""
+    found = [n for shape, n in per_node_by_type(job, pool) if shape.instance_type == node.name]
+    return found[0] if found else 0
 
 
 def launch(pool: PoolFacts, g: Gang) -> packing.Packing:

@@ -79,6 +79,18 @@ def default_size(pool: PoolFacts, gpus: int) -> tuple[str, str] | None:
     return capacity.default_size(pool, Fraction(gpus, pool.gpus_per_node or gpus))
 
 
+def _per_type(job: JobSpec, pool: PoolFacts, gpus: int) -> str:
+    """What a pod takes of each instance type of the pool, by the packing model's pods per node
+    (capacity.per_node_by_type): a 4-GPU pod is the whole of a g5.12xlarge, half a g5.48xlarge."""
+    out = []
+    for node, n in capacity.per_node_by_type(job, pool):
+        held = f"{n} pod{'s' if n > 1 else ''} per node" if n else "does not fit"
+        if n == 1 and gpus == node.gpus:
+            held = "the whole node"
+        out.append(f"{node.instance_type} {gpus} of {node.gpus} ({held})")
+    return ", ".join(out)
+
+
 def sizing_rule(job: JobSpec, pool: PoolFacts) -> str:
     """One line saying how a resolved job's cpu and memory were chosen (the plan prints it):
     the GPU share, the CPU default, or the job's own values."""
@@ -91,15 +103,12 @@ def sizing_rule(job: JobSpec, pool: PoolFacts) -> str:
     ):
         parts.append(f"{key} {value}" + ("" if value == default else " (set by the job)"))
     size = ", ".join(parts)
-    types = ", ".join(pool.instance_types) or pool.name
     if gpus and pool.gpus_per_node:
-        if gpus >= pool.gpus_per_node:
-            rule = f"{gpus} of {pool.gpus_per_node} GPUs: the whole node ({types})"
-        else:
-            rule = (
-                f"{gpus} of {pool.gpus_per_node} GPUs: {gpus}/{pool.gpus_per_node} of what the "
-                f"smallest node ({types}) leaves after the kubelet and DaemonSets"
-            )
+        share = "all that" if gpus >= pool.gpus_per_node else f"{gpus}/{pool.gpus_per_node} of what"
+        rule = (
+            f"{gpus} GPU{'s' if gpus > 1 else ''} per pod: {_per_type(job, pool, gpus)}; cpu and "
+            f"memory: {share} the smallest node leaves after the kubelet and DaemonSets"
+        )
     else:
         rule = (
             f"CPU job: the stated default (cpu {CPU_WORKER_CPU}, memory {CPU_WORKER_MEMORY}"

@@ -3,8 +3,8 @@
 Uses the user's kubeconfig (`--kubeconfig`, `$KUBECONFIG`, ~/.kube/config; `--context`) and
 the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 the job failed
 or Kueue never admits it (wait) or the cluster refused a read, 2 bad usage, no such job, or
-this side cannot ask (a kubeconfig that is missing or does not load, an unknown --context, no
-Kubernetes client), 124 wait timed out.
+this side cannot ask (a kubeconfig that is missing or does not load, an unknown --context, a
+failed exec credential plugin, no Kubernetes client), 124 wait timed out.
 """
 
 from __future__ import annotations

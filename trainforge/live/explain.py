@@ -12,6 +12,7 @@ from fractions import Fraction
 
 from trainforge.core import failures
 from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
@@ -554,6 +555,10 @@ def status(g: Gathered, now: datetime) -> str:
     if wl is not None:
         lines += queue_lines(g, admitted, now)
         lines += fleet_lines(g)
+    elif state == "Suspended" and not g.workload_unread:
+        queue = (g.job.get("metadata", {}).get("labels") or {}).get(QUEUE_LABEL)
+        lines.append(f"queue:      {f'LocalQueue {queue}; ' if queue else ''}no Kueue Workload: "
+                     "Kueue has not taken the job in (trainforge why)")  # fmt: skip
     lines += progress_lines(g)
     if fleet_worker(g) and not g.pods:
         lines.append(
@@ -638,6 +643,40 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
     return out
 
 
+# kubernetes-sigs/kueue release-0.19 (c90ed700c1, 2026-08-22) pkg/controller/constants
+PREBUILT_LABEL = "kueue.x-k8s.io/prebuilt-workload-name"
+
+
+def no_workload(g: Gathered) -> list[str]:
+    """Why a suspended job has no Kueue Workload, read by its label, `why`'s diagnosis.
+
+    Kueue release-0.19 (c90ed700c1, 2026-08-22) pkg/controller/jobframework/reconciler.go
+    ReconcileGenericJob makes a job's Workload only when a reconciler for its kind runs (Kueue
+    up, the kind in `integrations.frameworks`), the namespace matches
+    `managedJobsNamespaceSelector`, no Kueue-managed owner queues it instead
+    (FindAncestorJobManagedByKueue) and it names no prebuilt Workload
+    (handleJobWithNoWorkload)."""
+    meta = g.job.get("metadata", {})
+    queue = (meta.get("labels") or {}).get(QUEUE_LABEL)
+    asks = f" (LocalQueue {queue}, its {QUEUE_LABEL} label)" if queue else ""
+    out = [f"Suspended, and Kueue has made no Workload for it{asks}: nothing admits it."]
+    prebuilt = (meta.get("labels") or {}).get(PREBUILT_LABEL)
+    if prebuilt:
+        return out + [f"  it names the prebuilt Workload {prebuilt} ({PREBUILT_LABEL}), which "
+                      "does not exist: Kueue makes none for it and waits for that one"]  # fmt: skip
+    owner = next((o for o in meta.get("ownerReferences") or [] if o.get("controller")), None)
+    if owner:
+        out.append(f"  its owner {owner.get('kind')} {owner.get('name')} is queued instead "
+                   "when Kueue manages it: ask about that")  # fmt: skip
+    return out + [
+        "  Kueue makes one only for a job it manages; check that:",
+        "  - Kueue's controller runs",
+        f"  - its managedJobsNamespaceSelector selects namespace {g.namespace}",
+        f"  - its integrations.frameworks lists {backends.KUEUE_FRAMEWORKS[g.backend]}",
+        "See docs/troubleshooting.md#suspended-with-no-kueue-workload",
+    ]
+
+
 def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: str = "") -> str:
     """One diagnosis: the first thing that explains why the job is not (or no longer) making
     progress, and where to read more (docs/troubleshooting.md). `last_lines`: each restarted
@@ -649,6 +688,10 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
     reasons = fleet_why(g, state)
     if reasons:
         return "\n".join(reasons) + "\n"
+    if wl is None and state == "Suspended" and not g.pods:  # pods: their exits say more
+        if g.workload_unread:
+            return f"Suspended; whether Kueue admits it is not known: {g.workload_unread}\n"
+        return "\n".join(no_workload(g)) + "\n"
     if wl is not None and not is_true(wl, "Admitted") and state != "Failed":
         blocked, invalid, held = blocked_by(g), refused(g), K.held(wl)
         if invalid and K.for_resources(invalid):

@@ -66,6 +66,7 @@ class Gathered:
     limit_ranges_unread: str = ""  # the note when they could not be read (else "")
     jobset: dict[str, Any] | None = None  # a TrainJob's JobSet (`gather` reads it)
     jobset_unread: str = ""  # why it is not there: not found, or the failed read
+    workload_unread: str = ""  # the note when the Workloads could not be read: None is unknown
     notes: list[str] = field(default_factory=list)
     spend: str | None = None  # the status line of its spend so far (live/spend.py)
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
@@ -223,10 +224,12 @@ def _workload(
 ) -> dict[str, Any] | None:
     """The job's Kueue Workload: the newest with its uid (a re-created job gets a new one).
     `means`: what is missing when it cannot be read."""
-    wls = _optional(
-        api, g, "Kueue Workloads", means,
+    wls, g.workload_unread = optional(
+        api, "Kueue Workloads", means,
         f"{KUEUE}/namespaces/{g.namespace}/workloads", labelSelector=f"{JOB_UID_LABEL}={uid}",
     )  # fmt: skip
+    if g.workload_unread:
+        g.notes.append(g.workload_unread)
     items = (wls or {}).get("items", [])
     return max(items, key=lambda w: w["metadata"].get("creationTimestamp", "")) if items else None
 

@@ -8,6 +8,12 @@ what matters: kubeconfig contexts, exec credential plugins (`aws eks get-token`)
 from __future__ import annotations
 
 import json
+import logging
+import re
+import shlex
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -38,6 +44,68 @@ class LocalError(KubeError):
     cluster's answer: the live commands exit 2 for it (1 is kept for a refused read)."""
 
 
+class _Logged(logging.Handler):
+    """Keeps the kubernetes client's `logging.error` lines off the user's screen."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+# kubernetes 36.0.1 config/exec_provider.py ExecProvider.run: "exec: process returned %d"
+# then ". " and the plugin's stripped stderr (absent when stdout is a terminal: the plugin
+# then writes to it directly)
+_EXIT = re.compile(r"exec: process returned (-?\d+)(?:\. (.*))?", re.DOTALL)
+
+
+def _exec_command(kubeconfig: str | None, context: str | None) -> str:
+    """The exec credential plugin's command line of the context's user, for an error message."""
+    from kubernetes.config import kube_config  # noqa: PLC0415
+
+    try:
+        contexts, active = kube_config.list_kube_config_contexts(config_file=kubeconfig)
+        ctx = next(c for c in contexts if c["name"] == context) if context else active
+        merged = kube_config.KubeConfigMerger(
+            kubeconfig or kube_config.KUBE_CONFIG_DEFAULT_LOCATION
+        ).config  # the client's own merge of $KUBECONFIG's files
+        plugin = merged["users"].get_with_name(ctx["context"]["user"])["user"]["exec"].value
+        return shlex.join([plugin["command"], *(plugin.get("args") or [])])
+    except Exception:  # noqa: BLE001 - only a name in a message
+        return "of the context's user"
+
+
+@contextmanager
+def _plugin_failure(kubeconfig: str | None, context: str | None) -> Iterator[None]:
+    """Raise LocalError when the client's exec credential plugin failed in the block.
+
+    Why: the client (kubernetes 36.0.1 config/kube_config.py _load_from_exec_plugin) catches
+    the plugin's failure, `logging.error`s it (the root logger's first record sets up
+    `ERROR:root:` output, and with it urllib3's "Retrying" warnings) and carries on with no
+    token: the request went out and came back 401, blaming the credentials the plugin never
+    made. Here it is one line naming the plugin, raised before any request."""
+    root = logging.getLogger()
+    caught = _Logged()
+    root.addHandler(caught)  # a handler on root: logging.error no longer calls basicConfig
+    try:
+        yield
+    finally:
+        root.removeHandler(caught)
+    if not caught.messages:
+        return
+    why = " ".join(caught.messages[-1].split())
+    found = _EXIT.fullmatch(caught.messages[-1].strip())
+    if found:
+        lines = [x.strip() for x in (found[2] or "").splitlines() if x.strip()]
+        why = f"exit {found[1]}" + (f": {lines[-1]}" if lines else "")
+    command = _exec_command(kubeconfig, context)
+    raise LocalError(
+        "(kubeconfig)", None, f"exec credential plugin `{command}` failed ({why}); no request sent"
+    )
+
+
 class Api:
     """GET JSON or text from the cluster of a kubeconfig context."""
 
@@ -53,9 +121,12 @@ class Api:
 
         cfg = client.Configuration()
         try:
-            config.load_kube_config(
-                config_file=kubeconfig, context=context, client_configuration=cfg
-            )
+            with _plugin_failure(kubeconfig, context):
+                config.load_kube_config(
+                    config_file=kubeconfig, context=context, client_configuration=cfg
+                )
+        except LocalError:
+            raise
         except Exception as e:  # noqa: BLE001 - the client raises what its YAML walk meets
             # ConfigException, OSError; a file that is not YAML, not UTF-8 or not a mapping
             # surfaced as yaml.ParserError, UnicodeDecodeError, TypeError tracebacks
@@ -79,9 +150,27 @@ class Api:
             raise LocalError(
                 "(kubeconfig)", None, f"cannot load kubeconfig {where}: {why}"
             ) from None
+        if cfg.refresh_api_key_hook is not None:  # reruns the plugin when its token expires
+            cfg.refresh_api_key_hook = self._checked(cfg.refresh_api_key_hook, kubeconfig, context)
         self.client = client.ApiClient(cfg)
         self.errors = client.ApiException
+        from urllib3.exceptions import InsecureRequestWarning  # noqa: PLC0415 - the client's
+
+        self.insecure = InsecureRequestWarning
         self.namespace = self._context_namespace(kubeconfig, context)
+
+    @staticmethod
+    def _checked(
+        hook: Callable[[Any], None], kubeconfig: str | None, context: str | None
+    ) -> Callable[[Any], None]:
+        """The client's token refresh, failing as the first run of the plugin does (a `wait`
+        outlives an EKS token's 15 minutes)."""
+
+        def refresh(cfg: Any) -> None:
+            with _plugin_failure(kubeconfig, context):
+                hook(cfg)
+
+        return refresh
 
     @staticmethod
     def _context_namespace(kubeconfig: str | None, context: str | None) -> str | None:
@@ -96,16 +185,18 @@ class Api:
 
     def _call(self, path: str, query: dict[str, Any] | None, accept: str) -> Any:
         try:
-            resp = self.client.call_api(
-                path,
-                "GET",
-                query_params=list((query or {}).items()),
-                header_params={"Accept": accept},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=20,
-            )
+            with warnings.catch_warnings():  # insecure-skip-tls-verify is the kubeconfig's
+                warnings.simplefilter("ignore", self.insecure)  # choice; kubectl is silent
+                resp = self.client.call_api(
+                    path,
+                    "GET",
+                    query_params=list((query or {}).items()),
+                    header_params={"Accept": accept},
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _return_http_data_only=True,
+                    _request_timeout=20,
+                )
         except self.errors as e:
             if e.status == 404:
                 return None

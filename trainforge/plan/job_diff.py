@@ -11,7 +11,7 @@ from typing import Any
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_CAPACITY_TYPE
 from trainforge.jobs.duration import duration_text
-from trainforge.jobs.estimate import gib
+from trainforge.jobs.estimate import gib, memory_unit
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.checks import cost_check, estimates, queues
 from trainforge.plan.checks.estimates import step_text
@@ -51,7 +51,8 @@ def _pair(old: str | None, new: str | None) -> str | None:
 
 
 def memory_text(row: dict) -> str | None:
-    """The estimate's memory per GPU, in the estimates section's units (estimate.gib)."""
+    """The estimate's memory per GPU or process (its `memory_unit`), in the estimates
+    section's units (estimate.gib)."""
     total, cap = row.get("memory_total_bytes"), row.get("memory_capacity_bytes")
     if total is None:
         return None
@@ -104,7 +105,10 @@ def job_change(
     if pair["GPUs"] and new.gpus_per_pod:
         ch.lines.append(f"GPUs: {pair['GPUs']}")
     if pair["memory"]:
-        ch.lines.append(f"memory per GPU (estimate): {pair['memory']}")
+        memory, unit = pair["memory"], now["memory_unit"]
+        if was.get("memory") and was.get("memory_unit") != unit:  # a CPU pool's job moved
+            memory = f"{was['memory']} per {was['memory_unit']} → {now['memory']}"
+        ch.lines.append(f"memory per {unit} (estimate): {memory}")
     if pair["step"] or pair["duration"]:
         step, duration = pair["step"] or "unchanged", pair["duration"] or "unchanged"
         ch.lines.append(f"step time: {step}; duration: {duration}")
@@ -133,6 +137,7 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
         "pods": f"{view.pods} pods x {_res(view.per_pod)}",
         "GPUs": str(view.pods * view.gpus_per_pod),
         "memory": memory_text(est),
+        "memory_unit": memory_unit(est.get("gpu")),
         "step": step_text(run_on["step_seconds"]) if run_on.get("step_seconds") else None,
         "duration": (duration_text(d) if isinstance(d, int | float) else "?") if est else None,
         "run": _usd(cost.get("runCost")) if cost else None,

@@ -42,6 +42,7 @@ __all__ = [
     "estimate",
     "fit_warnings",
     "gib",
+    "memory_unit",
     "warnings",
 ]
 
@@ -53,6 +54,12 @@ def gib(n: float) -> str:
     if n < GIB:
         return f"{n / facts.MIB:.0f} MiB"
     return f"{n / GIB:.1f} GiB"
+
+
+def memory_unit(gpu: str | None) -> str:
+    """What a memory estimate is per: a GPU, or on a CPU pool a process (its share of the
+    pod's memory). The one wording of the estimates section, the fit error and a PR's job line."""
+    return "GPU" if gpu else "process"
 
 
 @dataclass(frozen=True)
@@ -468,7 +475,7 @@ def check_fit(job: JobSpec, pool: PoolFacts, where: str = "job") -> JobEstimate 
     raise DoesNotFit(
         where,
         f"does not fit in {what}: est. {gib(e.memory_total)} per "
-        f"{'GPU' if e.gpu is not None else 'process'} ({e.memory_line()}; at the "
+        f"{memory_unit(e.gpu)} ({e.memory_line()}; at the "
         f"{e.memory_phase}) > {where_mem}{fix}",
     )
 

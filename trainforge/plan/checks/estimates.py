@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from trainforge.jobs.duration import duration_text
-from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, warnings
+from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, memory_unit, warnings
 from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
@@ -42,7 +42,7 @@ def lines_for(
     on every type of the pool."""
     cap = e.memory_capacity
     frac = f" ({e.memory_fraction:.0%})" if e.memory_fraction is not None else ""
-    per = "GPU" if e.gpu else "process"
+    per = memory_unit(e.gpu)
     head = f"{ident} on {e.pool}: {e.world_size} x {e.gpu or 'CPU process'}"
     out = [head]
     of = f" of {gib(cap)}{frac}" if cap else ""
