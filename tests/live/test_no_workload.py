@@ -91,3 +91,18 @@ def test_the_troubleshooting_section_it_points_at_exists():
     section = text.split("\n### Suspended with no Kueue Workload\n")[1].split("\n## ")[0]
     for framework in KUEUE_FRAMEWORKS.values():  # the kinds it names are the ones Kueue gets
         assert f"`{framework}`" in section
+
+
+def test_wait_for_admitted_says_once_that_kueue_made_no_workload_and_goes_on(capsys, api):
+    """`wait --for admitted` polled a job with no Workload until its timeout and said nothing:
+    from the second poll without one it says why's first line once, and keeps waiting (Kueue
+    may still be starting)."""
+    from tests.live.test_status import _wait
+
+    code, out, err, polls = _wait(capsys, api, "--for", "admitted")
+    assert (code, polls, err) == (-1, 5, "")
+    assert out == (
+        f"{recorded.PENDING}: Suspended\n"
+        "note: Suspended, and Kueue has made no Workload for it (LocalQueue training, its "
+        "kueue.x-k8s.io/queue-name label): nothing admits it. (trainforge why)\n"
+    )

@@ -234,6 +234,7 @@ def wait_main(
         last = ""
         backend = None  # found on the first poll; later polls read only its kind
         noted: set[str] = set()  # a failed read's note, once, not on every poll
+        bare = 0  # polls in a row that found the job suspended with no Workload
         while True:
             g = poll(api, ns, args.job, backend, workload=args.until == "admitted")
             backend = g.backend
@@ -258,6 +259,13 @@ def wait_main(
             if held and held not in noted:
                 print(f"note: {held}", flush=True)
                 noted.add(held)
+            # Kueue makes a job's Workload as it reconciles the job, at once: still none on a
+            # second poll is said once (why's first line), and the wait goes on (Kueue may be
+            # starting); a Workload read that failed is already a note of its own
+            nothing = args.until == "admitted" and state == "Suspended" and g.workload is None
+            bare = bare + 1 if nothing and not g.workload_unread else 0
+            if bare == 2:
+                print(f"note: {explain.no_workload(g)[0]} (trainforge why)", flush=True)
             if state == "Succeeded" or (args.until == "running" and state == "Running"):
                 return 0
             if args.until == "admitted" and (
