@@ -1,0 +1,89 @@
+"""One run lists every problem: the rules across fields (model validators, which pydantic skips
+after a field error) also run on an entry with a wrong field, on the fields that parsed, and a
+rule that needs the wrong field is skipped rather than judged on a value nobody wrote
+(stack/base.py StackModel._rules_on_what_parsed; wave 15 newcomer review: a 13th problem and
+a job's hangTimeout appeared only on a second run)."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import model_validator
+
+from trainforge.jobs.spec import parse_jobs
+from trainforge.platform.services_config import parse_services_config
+from trainforge.stack.base import Int, Problems, StackModel, validate
+
+
+class Pair(StackModel):
+    """A rule across two fields, as the stack's sections write one."""
+
+    low: Int = 0
+    high: Int = 10
+    label: str = "x"
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Pair:
+        if self.low > self.high:
+            raise Problems([(("low",), self.low, f"at most high ({self.high})")])
+        return self
+
+
+def lines(raw: dict) -> list[str]:
+    errors: list[str] = []
+    validate(Pair, raw, "trainforge:pair", errors)
+    return sorted(errors)
+
+
+def test_a_rule_across_fields_runs_beside_another_field_s_error():
+    assert lines({"low": 20, "high": 5, "label": 3}) == [
+        "trainforge:pair.label: got 3; expected a string",
+        "trainforge:pair.low: got 20; expected at most high (5)",
+    ]
+
+
+def test_a_rule_across_fields_runs_beside_an_unknown_key():
+    found = lines({"low": 20, "high": 5, "lable": "y"})
+    assert found[1] == "trainforge:pair.low: got 20; expected at most high (5)"
+    assert found[0].startswith("trainforge:pair.lable: unknown key (did you mean 'label'?)")
+    assert len(found) == 2
+
+
+def test_a_rule_that_needs_the_wrong_field_is_skipped_not_judged_on_its_default():
+    # high's default (10) would make low 20 wrong; high was written, wrongly: no guess
+    assert lines({"low": 20, "high": "many"}) == [
+        "trainforge:pair.high: got 'many'; expected an integer"
+    ]
+
+
+def services(raw: dict) -> list[str]:
+    errors: list[str] = []
+    parse_services_config(raw, errors)
+    return sorted(errors)
+
+
+def test_the_review_s_13th_problem_comes_with_the_other_monitoring_problems():
+    """retention is judged (OpenCost on: a month) though storageSize is wrong too."""
+    assert services({"monitoring": {"retention": "7d", "storageSize": "50GB"}}) == [
+        "trainforge:monitoring.retention: got '7d'; expected at least 32d while "
+        "opencost.enabled is true (a team's month-to-date spend sums the whole month's "
+        "samples), or opencost.enabled: false",
+        "trainforge:monitoring.storageSize: got '50GB'; expected a Kubernetes quantity such "
+        "as 8, 500m, 64Gi or 1.5",
+    ]
+
+
+def test_retention_is_not_judged_while_opencost_itself_is_wrong():
+    found = services({"monitoring": {"retention": "7d", "opencost": {"enabled": "maybe"}}})
+    assert found == ["trainforge:monitoring.opencost.enabled: got 'maybe'; expected true or false"]
+
+
+def test_a_job_s_field_error_and_its_cross_field_rule_in_one_run():
+    """The review's job: restartPolicy wrong, and hangTimeout 30 below what a start needs."""
+    job = {"name": "j5", "team": "t", "pool": "p", "workers": 2}
+    with pytest.raises(Exception) as e:  # noqa: PT011 - JobsError, its lines checked below
+        parse_jobs([{**job, "restartPolicy": "Always", "hangTimeout": 30}])
+    found = sorted(e.value.errors)
+    assert [f.split(":")[1].split(" ")[0] for f in found] == [
+        "jobs[0].hangTimeout",
+        "jobs[0].restartPolicy",
+    ], found
