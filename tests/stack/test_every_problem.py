@@ -6,12 +6,19 @@ a job's hangTimeout appeared only on a second run)."""
 
 from __future__ import annotations
 
+import copy
+import pathlib
+
 import pytest
 from pydantic import model_validator
 
 from trainforge.jobs.spec import parse_jobs
 from trainforge.platform.services_config import parse_services_config
+from trainforge.platform.stack_check import check_stack
 from trainforge.stack.base import Int, Problems, StackModel, validate
+from trainforge.stack.file import read_stack
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 class Pair(StackModel):
@@ -87,3 +94,18 @@ def test_a_job_s_field_error_and_its_cross_field_rule_in_one_run():
         "jobs[0].hangTimeout",
         "jobs[0].restartPolicy",
     ], found
+
+
+def test_a_rule_across_pools_beside_a_platform_field_error_is_one_line():
+    """The partial platform entry and the valid pools (platform/config._valid_parts) both
+    judge unique names: one line."""
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    config["trainforge:network"]["natGateways"] = "double"
+    config["trainforge:nodePools"][1]["name"] = config["trainforge:nodePools"][0]["name"]
+    errors = check_stack(config).errors
+    assert errors[:2] == [
+        "trainforge:network.natGateways: got 'double'; expected one of 'single', 'onePerAz'",
+        "trainforge:nodePools[1].name: got 'gpu-workloads'; expected a name not used by another "
+        "node group or node pool",
+    ]
+    assert len([e for e in errors if e.startswith("trainforge:nodePools")]) == 1, errors

@@ -129,7 +129,9 @@ def parse_config(
     if lookups:
         _lookup_instance_types(errors, system, groups, pools)
     if errors or config is None:
-        raise ConfigError(errors)
+        # the rules across pools judge both the partial config (stack/base.py) and the valid
+        # pools (_valid_parts): a problem both find is one line
+        raise ConfigError(list(dict.fromkeys(errors)))
     return config.model_copy(update={"services": services, "fleet": fleet})
 
 
