@@ -96,6 +96,31 @@ def test_a_job_s_field_error_and_its_cross_field_rule_in_one_run():
     ], found
 
 
+def job_lines(**keys: object) -> list[str]:
+    job = {"name": "j5", "team": "t", "pool": "p", "workers": 2, **keys}
+    with pytest.raises(Exception) as e:  # noqa: PT011 - JobsError, its lines returned
+        parse_jobs([job])
+    return sorted(e.value.errors)
+
+
+def test_a_job_s_other_checks_run_when_one_of_its_checks_needs_a_wrong_key():
+    """The job's rule checks many things; the name-length check reads workers, the hang check
+    does not: hangTimeout is still judged while workers is wrong."""
+    found = job_lines(workers="two", hangTimeout=30)
+    assert [f.split(":")[1].split(" ")[0] for f in found] == [
+        "jobs[0].hangTimeout",
+        "jobs[0].workers",
+    ], found
+
+
+def test_nothing_is_said_again_at_a_wrong_key_nor_of_a_value_not_read():
+    """expectedStepSeconds without modelSize.steps is refused whatever its value: with the
+    value itself wrong, its own line stands alone (no `got UNPARSED`)."""
+    found = job_lines(entrypoint={"script": "train.py"}, expectedStepSeconds="slow")
+    assert len(found) == 1 and "expectedStepSeconds: got 'slow'" in found[0], found
+    assert not any("UNPARSED" in f for f in found)
+
+
 def test_a_rule_across_pools_beside_a_platform_field_error_is_one_line():
     """The partial platform entry and the valid pools (platform/config._valid_parts) both
     judge unique names: one line."""

@@ -14,6 +14,7 @@ for int and bool fields, so no field needs its own coercion.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import inspect
 import re
@@ -109,6 +110,12 @@ class _Unparsed:
 UNPARSED: Any = _Unparsed()
 
 
+def unless_unparsed() -> contextlib.suppress:
+    """One check of a rule that checks several things (a job's): it stops where it reads a
+    wrong key (UNPARSED), and the rule's other checks still run. Inert on a valid entry."""
+    return contextlib.suppress(Unparsed)
+
+
 def partial_rules(
     cls: type[BaseModel], data: Any, handler: Any, exc: ValidationError, info: ValidationInfo
 ) -> list[dict[str, Any]]:
@@ -170,7 +177,23 @@ def partial_rules(
             out.append({"type": kind, "loc": (), "input": data, "ctx": {"error": broken}})
         except Exception:  # noqa: BLE001, S112 - Unparsed, or a rule that needs a failed field
             continue
-    return out
+    wrong = {k for k, n in by_key.items() if n in failed}
+    return [kept for e in out if (kept := _on_parsed(e, wrong)) is not None]
+
+
+def _on_parsed(error: dict[str, Any], wrong: set[Any]) -> dict[str, Any] | None:
+    """`error` without what it says at a wrong key or of an UNPARSED value (that key's own
+    error stands; a rule that did not read it has nothing to add there); None when nothing is
+    left."""
+
+    def stands(loc: tuple[Any, ...], value: Any) -> bool:
+        return value is not UNPARSED and not (loc and loc[0] in wrong)
+
+    found = (error.get("ctx") or {}).get("error")
+    if isinstance(found, Problems):
+        items = [(loc, v, x) for loc, v, x in found.items if stands((*error["loc"], *loc), v)]
+        return {**error, "ctx": {"error": Problems(items)}} if items else None
+    return error if stands(tuple(error["loc"]), error["input"]) else None
 
 
 def _line_errors(exc: ValidationError) -> list[dict[str, Any]]:
