@@ -14,8 +14,10 @@ import pytest
 from trainforge.core import labels
 from trainforge.plan import crds
 from trainforge.plan.core import known_rule_ids
-from trainforge.plan.mocks import TrainforgeMocks
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
+from trainforge.platform.config import parse_config
 from trainforge.platform.stack_check import check_stack
+from trainforge.platform.training_platform import TrainingPlatform
 from trainforge.stack.base import validate
 from trainforge.stack.file import read_stack
 from trainforge.stack.platform import EKS_LABEL_MAX, NodeGroupConfig
@@ -50,6 +52,19 @@ def test_a_label_the_requirements_contradict_is_refused_naming_the_key():
         "(Karpenter adds template labels to the NodePool's requirements: no node could "
         "launch), or no such label",
     ]
+
+
+def test_the_component_refuses_it_too_before_any_resource():
+    """A Python program's TrainingPlatform (no check_stack) refuses the same label."""
+    raw = {
+        "cluster": "tf",
+        "nodePools": [
+            {"name": "a", "instanceTypes": ["g5.xlarge"], "labels": {"kubernetes.io/arch": "arm64"}}
+        ],
+    }
+    with pytest.raises(Exception) as exc:  # noqa: PT011 - the engine wraps the ConfigError
+        run_mocked(lambda: TrainingPlatform("platform", parse_config(raw)), raw)
+    assert "trainforge:nodePools[0].labels.kubernetes.io/arch: got 'arm64'" in str(exc.value)
 
 
 def test_a_label_the_requirements_allow_passes():

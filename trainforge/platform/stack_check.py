@@ -107,7 +107,7 @@ def check_stack(
 _JOB_AT = re.compile(re.escape(JOBS_KEY) + r"\[(\d+)\](?! \()")
 
 
-def pool_label_problems(platform: Any) -> list[str]:
+def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
     """Each node pool label whose key the pool's requirements restrict to other values.
 
     Why: Karpenter adds a NodePool's template labels to its requirements
@@ -116,14 +116,15 @@ def pool_label_problems(platform: Any) -> list[str]:
     `nct.Requirements.Add(scheduling.NewLabelRequirements(nct.Labels).Values()...)`, read
     2026-11-30): `kubernetes.io/arch: arm64` on an amd64 pool empties the intersection, no node
     can launch and the pods stay Pending. The requirements are the emitter's own
-    (karpenter.node_pool_spec), built from the looked-up types as `pulumi up` builds them."""
+    (karpenter.node_pool_spec), built from the looked-up types as `pulumi up` builds them
+    (`type_facts`: TrainingPlatform's, by pool name; unset: looked up here)."""
     from trainforge.platform.instance_types import resolve_pool  # noqa: PLC0415 - pulumi_aws
     from trainforge.platform.karpenter import node_pool_spec  # noqa: PLC0415
 
     out = []
     for i, pool in enumerate(platform.node_pools):
         where = f"trainforge:nodePools[{i}]"
-        facts = resolve_pool(pool, where, [])  # its problems: parse_config's lookups said them
+        facts = (type_facts or {}).get(pool.name) or resolve_pool(pool, where, [])
         if facts is None:
             continue
         spec = node_pool_spec(pool, facts)["template"]["spec"]
