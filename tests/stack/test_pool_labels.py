@@ -190,3 +190,49 @@ def test_a_node_group_label_eks_refuses_is_refused_naming_the_key():
         f"trainforge:nodeGroups[0].labels.e: got ''; {expected}",
         f"trainforge:nodeGroups[0].labels.{long_key}: got 'x'; {expected}",
     ]
+
+
+# The kubelet's own list, as its error prints it (KubeletLabelNamespaces, KubeletLabels), quoted
+# from a failed join in a stored file that find_string returned, read 2026-11-30.
+KUBELET_MESSAGE = (
+    "--node-labels in the 'kubernetes.io' namespace must begin with an allowed prefix "
+    "(kubelet.kubernetes.io, node.kubernetes.io) or be in the specifically allowed set "
+    "(beta.kubernetes.io/arch, beta.kubernetes.io/instance-type, beta.kubernetes.io/os, "
+    "failure-domain.beta.kubernetes.io/region, failure-domain.beta.kubernetes.io/zone, "
+    "kubernetes.io/arch, kubernetes.io/hostname, kubernetes.io/os, "
+    "node.kubernetes.io/instance-type, topology.kubernetes.io/region, topology.kubernetes.io/zone)"
+)
+
+
+def test_the_kubelet_s_allowed_labels_are_its_own():
+    prefixes, allowed = re.findall(r"\(([^)]*)\)", KUBELET_MESSAGE)
+    assert tuple(prefixes.split(", ")) == labels.KUBELET_LABEL_NAMESPACES
+    assert set(allowed.split(", ")) == labels.KUBELET_LABELS
+
+
+@pytest.mark.parametrize(
+    ("key", "refused_by"),
+    [
+        ("node-role.kubernetes.io/worker", "kubelet"),  # terraform-aws-eks#3346: never joined
+        ("app.kubernetes.io/name", "kubelet"),
+        ("app.k8s.io/x", "kubelet"),
+        ("kubernetes.io/arch", "EKS"),
+        ("k8s.io/x", "EKS"),
+        ("eks.amazonaws.com/nodegroup", "EKS"),
+        ("node.kubernetes.io/role", ""),
+        ("a.kubelet.kubernetes.io/x", ""),
+        ("topology.kubernetes.io/zone", ""),
+        ("notkubernetes.io/x", ""),
+        ("example.com/team", ""),
+        ("team", ""),
+    ],
+)
+def test_a_node_group_label_eks_or_the_kubelet_refuses(key, refused_by):
+    why = labels.node_group_label_refusal(key)
+    assert (refused_by in why) if refused_by else why == ""
+    errors: list[str] = []
+    raw = {"name": "g", "instanceTypes": ["g5.xlarge"], "labels": {key: "x"}}
+    validate(NodeGroupConfig, raw, "trainforge:nodeGroups[0]", errors)
+    assert [e.split(": got")[0] for e in errors] == (
+        [f"trainforge:nodeGroups[0].labels.{key}"] if refused_by else []
+    )

@@ -94,3 +94,54 @@ def karpenter_template_label_refusal(key: str) -> str:
         if domain.endswith(restricted) and key not in allowed:
             return f'label domain "{restricted}" is restricted'
     return ""
+
+
+# What a managed node group's labels may not hold. The kubelet (EKS passes a node group's
+# labels to it as --node-labels) refuses to start with a label in the `kubernetes.io` or `k8s.io`
+# namespaces (the namespace or a subdomain of it) unless the kubelet may set it itself: the
+# namespaces `kubelet.kubernetes.io`, `node.kubernetes.io` (and their subdomains) or one of
+# KUBELET_LABELS (kubernetes/kubernetes cmd/kubelet/app/options/options.go ValidateKubeletFlags
+# and staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go IsKubeletLabel, the stored copy
+# 1c7b3d91 read 2026-11-30 via `read_file`/`find_string`); the node never joins
+# (NodeCreationFailure). The EKS API itself refuses keys starting with these prefixes: its
+# InvalidParameterException "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
+# eks.amazonaws.com/]", quoted in eksctl-io/eksctl#4007 and aws/containers-roadmap#1451 (not
+# in the API reference; read 2026-11-30 via `search`).
+KUBELET_LABELS = frozenset(
+    {
+        HOSTNAME,
+        "topology.kubernetes.io/zone",
+        REGION,
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "beta.kubernetes.io/instance-type",
+        INSTANCE_TYPE,
+        OS,
+        ARCH,
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+    }
+)
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+def _in_namespace(namespace: str, parent: str) -> bool:
+    return namespace == parent or namespace.endswith("." + parent)
+
+
+def node_group_label_refusal(key: str) -> str:
+    """Why EKS or the kubelet refuses `key` as a managed node group's label ("" when neither)."""
+    if key.startswith(EKS_RESERVED_LABEL_PREFIXES):
+        return f"EKS refuses the reserved prefixes {', '.join(EKS_RESERVED_LABEL_PREFIXES)}"
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    kubernetes = any(_in_namespace(namespace, ns) for ns in ("kubernetes.io", "k8s.io"))
+    kubelet = key in KUBELET_LABELS or any(
+        _in_namespace(namespace, ns) for ns in KUBELET_LABEL_NAMESPACES
+    )
+    if kubernetes and not kubelet:
+        return (
+            "the kubelet refuses kubernetes.io and k8s.io labels but those of "
+            f"{' and '.join(KUBELET_LABEL_NAMESPACES)}: the node would never join"
+        )
+    return ""

@@ -28,7 +28,7 @@ from pydantic import (
 
 from trainforge.core import names
 from trainforge.core.contract import PoolLimits, Taint
-from trainforge.core.labels import karpenter_template_label_refusal
+from trainforge.core.labels import karpenter_template_label_refusal, node_group_label_refusal
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
 from trainforge.stack.base import (
@@ -471,17 +471,22 @@ def _some_types(types: tuple[str, ...]) -> tuple[str, ...]:
 # service model (2017-11-01, botocore 1.44.5 in requirements.lock; the API reference's
 # CreateNodegroup/UpdateLabelsPayload say the same, read 2026-11-30): `labelKey` and
 # `labelValue` are 1 to 63 characters (a prefixed key counts its prefix; an empty value is
-# refused). tests/stack/test_pool_labels.py reads the bundled model.
+# refused). tests/stack/test_pool_labels.py reads the bundled model. The reserved prefixes and
+# the kubelet's namespaces: core/labels.node_group_label_refusal.
 EKS_LABEL_MAX = 63
 
 
 def _eks_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    expected = f"a label EKS accepts: a key and a value of 1 to {EKS_LABEL_MAX} characters each"
-    Problems.raise_any(
-        ((k,), v, expected)
-        for k, v in labels
-        if not (len(k) <= EKS_LABEL_MAX and 1 <= len(v) <= EKS_LABEL_MAX)
-    )
+    length = f"a key and a value of 1 to {EKS_LABEL_MAX} characters each"
+    problems = []
+    for k, v in labels:
+        if not (len(k) <= EKS_LABEL_MAX and 1 <= len(v) <= EKS_LABEL_MAX):
+            problems.append(((k,), v, f"a label EKS accepts: {length}"))
+        elif why := node_group_label_refusal(k):
+            problems.append(
+                ((k,), v, f"a label key of your own domain, such as example.com/team ({why})")
+            )
+    Problems.raise_any(problems)
     return labels
 
 
@@ -540,7 +545,10 @@ class NodeGroupConfig(Section):
     )
     labels: Annotated[Labels, AfterValidator(_eks_labels)] = Field(
         (),
-        description="Extra node labels (EKS: keys and values of 1 to 63 characters).",
+        description="Extra node labels: keys and values of 1 to 63 characters; no key starting "
+        "with `kubernetes.io/`, `k8s.io/` or `eks.amazonaws.com/` (EKS refuses them) nor in "
+        "another `kubernetes.io` or `k8s.io` namespace but `node.kubernetes.io` and "
+        "`kubelet.kubernetes.io` (the kubelet refuses them and the node never joins).",
         json_schema_extra=NO_PAIRS,
     )
     taints: TaintList = Field(
