@@ -35,3 +35,113 @@ ROOT_REASON = "trainforge.io/root-reason"
 # trainforge's own label on a pool's nodes: the platform sets it (platform/config re-exports it),
 # `trainforge import` reads it off a foreign job's nodeSelector (jobs cannot import the platform)
 POOL_LABEL = "trainforge.io/pool"
+
+
+# What a Karpenter NodePool's `spec.template.metadata.labels` may not hold: the CEL rules of its
+# CRD (karpenter-provider-aws v1.14.1 pkg/apis/crds/karpenter.sh_nodepools.yaml, vendored as
+# trainforge/plan/data/crds/karpenter.sh_nodepools.yaml; read 2026-11-30), generated from
+# kubernetes-sigs/karpenter pkg/apis/v1/labels.go (RestrictedLabels, RestrictedLabelDomains)
+# and the provider's well-known labels. A key's domain is the text before its first '/' (the
+# whole key without one: the rules' `x.find("^([^/]+)")`), restricted when it ends with a
+# restricted domain, unless the key is one of that domain's exceptions.
+# tests/stack/test_pool_labels.py evaluates the vendored rules with plan/crd_cel on every key
+# here and proves the lists equal to the rules'.
+KARPENTER_RESTRICTED_TEMPLATE_LABELS = (KARPENTER_NODEPOOL, HOSTNAME)
+KARPENTER_RESTRICTED_DOMAINS: dict[str, frozenset[str]] = {
+    "karpenter.sh": frozenset({KARPENTER_CAPACITY_TYPE, KARPENTER_NODEPOOL}),
+    "karpenter.k8s.aws": frozenset(
+        f"karpenter.k8s.aws/{name}"
+        for name in (
+            "capacity-reservation-id",
+            "capacity-reservation-interruptible",
+            "capacity-reservation-type",
+            "ec2nodeclass",
+            "instance-accelerator-count",
+            "instance-accelerator-manufacturer",
+            "instance-accelerator-name",
+            "instance-capability-flex",
+            "instance-category",
+            "instance-cpu",
+            "instance-cpu-manufacturer",
+            "instance-cpu-sustained-clock-speed-mhz",
+            "instance-ebs-bandwidth",
+            "instance-encryption-in-transit-supported",
+            "instance-family",
+            "instance-generation",
+            "instance-gpu-count",
+            "instance-gpu-manufacturer",
+            "instance-gpu-memory",
+            "instance-gpu-name",
+            "instance-hypervisor",
+            "instance-local-nvme",
+            "instance-memory",
+            "instance-network-bandwidth",
+            "instance-size",
+            "instance-tenancy",
+            "placement-group-id",
+            "placement-group-partition",
+        )
+    ),
+}
+
+
+def karpenter_template_label_refusal(key: str) -> str:
+    """The NodePool CRD's message refusing `key` as a template label ("" when it may be one)."""
+    if key in KARPENTER_RESTRICTED_TEMPLATE_LABELS:
+        return f'label "{key}" is restricted'
+    domain = key.split("/", 1)[0]
+    for restricted, allowed in KARPENTER_RESTRICTED_DOMAINS.items():
+        if domain.endswith(restricted) and key not in allowed:
+            return f'label domain "{restricted}" is restricted'
+    return ""
+
+
+# What a managed node group's labels may not hold. The kubelet (EKS passes a node group's
+# labels to it as --node-labels) refuses to start with a label in the `kubernetes.io` or `k8s.io`
+# namespaces (the namespace or a subdomain of it) unless the kubelet may set it itself: the
+# namespaces `kubelet.kubernetes.io`, `node.kubernetes.io` (and their subdomains) or one of
+# KUBELET_LABELS (kubernetes/kubernetes cmd/kubelet/app/options/options.go ValidateKubeletFlags
+# and staging/src/k8s.io/kubelet/pkg/apis/well_known_labels.go IsKubeletLabel, the stored copy
+# 1c7b3d91 read 2026-11-30 via `read_file`/`find_string`); the node never joins
+# (NodeCreationFailure). The EKS API itself refuses keys starting with these prefixes: its
+# InvalidParameterException "Label cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
+# eks.amazonaws.com/]", quoted in eksctl-io/eksctl#4007 and aws/containers-roadmap#1451 (not
+# in the API reference; read 2026-11-30 via `search`).
+KUBELET_LABELS = frozenset(
+    {
+        HOSTNAME,
+        "topology.kubernetes.io/zone",
+        REGION,
+        "failure-domain.beta.kubernetes.io/zone",
+        "failure-domain.beta.kubernetes.io/region",
+        "beta.kubernetes.io/instance-type",
+        INSTANCE_TYPE,
+        OS,
+        ARCH,
+        "beta.kubernetes.io/os",
+        "beta.kubernetes.io/arch",
+    }
+)
+KUBELET_LABEL_NAMESPACES = ("kubelet.kubernetes.io", "node.kubernetes.io")
+EKS_RESERVED_LABEL_PREFIXES = ("kubernetes.io/", "k8s.io/", "eks.amazonaws.com/")
+
+
+def _in_namespace(namespace: str, parent: str) -> bool:
+    return namespace == parent or namespace.endswith("." + parent)
+
+
+def node_group_label_refusal(key: str) -> str:
+    """Why EKS or the kubelet refuses `key` as a managed node group's label ("" when neither)."""
+    if key.startswith(EKS_RESERVED_LABEL_PREFIXES):
+        return f"EKS refuses the reserved prefixes {', '.join(EKS_RESERVED_LABEL_PREFIXES)}"
+    namespace = key.split("/", 1)[0] if "/" in key else ""
+    kubernetes = any(_in_namespace(namespace, ns) for ns in ("kubernetes.io", "k8s.io"))
+    kubelet = key in KUBELET_LABELS or any(
+        _in_namespace(namespace, ns) for ns in KUBELET_LABEL_NAMESPACES
+    )
+    if kubernetes and not kubelet:
+        return (
+            "the kubelet refuses kubernetes.io and k8s.io labels but those of "
+            f"{' and '.join(KUBELET_LABEL_NAMESPACES)}: the node would never join"
+        )
+    return ""

@@ -122,7 +122,9 @@ def parse_config(
     gpu_of = {name: f.gpus_per_node > 0 for name, f in facts.items()}
     errors.extend(taint_problems(groups, pools, services.fsx.enabled, gpu_of))
     if errors or config is None:
-        raise ConfigError(errors)
+        # the rules across pools judge both the partial config (stack/base.py) and the valid
+        # pools (_valid_parts): a problem both find is one line
+        raise ConfigError(list(dict.fromkeys(errors)))
     return config.model_copy(update={"services": services, "fleet": fleet})
 
 

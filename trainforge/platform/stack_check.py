@@ -91,6 +91,7 @@ def check_stack(
         contract = _collect(out.errors, contract_from_config, out.platform)
         if contract is not None:
             _collect(out.errors, check_acceptance, out.platform, contract.pools)
+            out.errors += pool_label_problems(out.platform)
             _collect(out.errors, check_jobs, contract, jobs or [])
     else:
         _collect(out.errors, parse_jobs, jobs, JOBS_KEY)
@@ -104,6 +105,39 @@ def check_stack(
 
 
 _JOB_AT = re.compile(re.escape(JOBS_KEY) + r"\[(\d+)\](?! \()")
+
+
+def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
+    """Each node pool label whose key the pool's requirements restrict to other values.
+
+    Why: Karpenter adds a NodePool's template labels to its requirements
+    (kubernetes-sigs/karpenter v1.14.1, `versions.KARPENTER_VERSION`,
+    pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go l.84
+    `nct.Requirements.Add(scheduling.NewLabelRequirements(nct.Labels).Values()...)`, read
+    2026-11-30): `kubernetes.io/arch: arm64` on an amd64 pool empties the intersection, no node
+    can launch and the pods stay Pending. The requirements are the emitter's own
+    (karpenter.node_pool_spec), built from the looked-up types as `pulumi up` builds them
+    (`type_facts`: TrainingPlatform's, by pool name; unset: looked up here)."""
+    from trainforge.platform.instance_types import resolve_pool  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.karpenter import node_pool_spec  # noqa: PLC0415
+
+    out = []
+    for i, pool in enumerate(platform.node_pools):
+        where = f"trainforge:nodePools[{i}]"
+        facts = (type_facts or {}).get(pool.name) or resolve_pool(pool, where, [])
+        if facts is None:
+            continue
+        spec = node_pool_spec(pool, facts)["template"]["spec"]
+        allowed = {r["key"]: r["values"] for r in spec["requirements"] if r["operator"] == "In"}
+        for key, value in pool.labels:
+            if key in allowed and value not in allowed[key]:
+                expected = (
+                    f"one of the values the pool's requirements allow for {key}: "
+                    f"{', '.join(allowed[key])} (Karpenter adds template labels to the "
+                    "NodePool's requirements: no node could launch), or no such label"
+                )
+                out.append(problem(f"{where}.labels.{key}", value, expected))
+    return out
 
 
 def name_jobs(lines: list[str], raw_jobs: list[Any]) -> list[str]:

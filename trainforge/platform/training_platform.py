@@ -19,7 +19,7 @@ from trainforge.core.contract import PlatformContract, PoolFacts, record
 from trainforge.platform import capacity_placement
 from trainforge.platform.acceptance import AcceptanceTests, AcceptanceTestsArgs, check_acceptance
 from trainforge.platform.cluster import SYSTEM_LABEL, Cluster, ClusterArgs
-from trainforge.platform.config import PlatformConfig, parse_config, resolve_all
+from trainforge.platform.config import ConfigError, PlatformConfig, parse_config, resolve_all
 from trainforge.platform.fleet import (
     Fleet,
     FleetArgs,
@@ -33,6 +33,7 @@ from trainforge.platform.network import Network, NetworkArgs
 from trainforge.platform.node_groups import GpuNodeGroup, GpuNodeGroupArgs
 from trainforge.platform.node_health import NodeHealth, NodeHealthArgs
 from trainforge.platform.published import contract_from_config, pool_facts
+from trainforge.platform.stack_check import pool_label_problems
 from trainforge.platform.tags import resource_tags
 from trainforge.stack import component_args
 from trainforge.stack.platform import (
@@ -123,6 +124,9 @@ class TrainingPlatform(pulumi.ComponentResource):
         # 1. Validate and look up instance types before anything is registered.
         config = args if isinstance(args, PlatformConfig) else config_from_args(args)
         type_facts = resolve_all(config)
+        labels = pool_label_problems(config, type_facts)  # also for Python callers
+        if labels:
+            raise ConfigError(labels)
         self.config = config
         self.node_pools: dict[str, PoolFacts] = pool_facts(config, type_facts)
         check_acceptance(config, self.node_pools)

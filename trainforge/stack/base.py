@@ -14,7 +14,9 @@ for int and bool fields, so no field needs its own coercion.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import inspect
 import re
 import types
 import typing
@@ -28,6 +30,7 @@ from pydantic import (
     ConfigDict,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
     model_validator,
 )
@@ -59,6 +62,144 @@ class StackModel(BaseModel):
         use_enum_values=True,
         use_attribute_docstrings=True,
     )
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _rules_on_what_parsed(cls, data: Any, handler: Any, info: ValidationInfo) -> Any:
+        """The rules across fields (the subclasses' `after`/`wrap` model validators) also run
+        when a field is wrong: pydantic skips them then, and their problems came a run later.
+
+        Defined here, this validator is the innermost of every model's after/wrap validators:
+        `handler` validates the fields only. On a field error, the rules run on the entry with
+        those fields UNPARSED (partial_rules); their problems join the fields' in one error."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            extra = partial_rules(cls, data, handler, exc, info)
+            if not extra:
+                raise
+            try:
+                combined = [*_line_errors(exc), *extra]
+                error = ValidationError.from_exception_data(exc.title, combined)
+            except (TypeError, ValueError, KeyError):  # an error pydantic cannot rebuild
+                raise exc from None
+            raise error from None
+
+
+class Unparsed(Exception):  # noqa: N818 - not an error of the user's: a rule that cannot run
+    """Raised by UNPARSED on any use: a rule that reads a field which failed is skipped."""
+
+
+class _Unparsed:
+    """A failed field's value while the rules run on the rest of its entry (partial_rules):
+    comparing, testing, iterating or reading it raises Unparsed, so a rule that needs it is
+    skipped, never judged on a value the user did not write."""
+
+    def _refuse(self, *_: Any, **__: Any) -> Any:
+        raise Unparsed
+
+    __getattr__ = __bool__ = __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _refuse
+    __hash__ = __iter__ = __len__ = __contains__ = __getitem__ = __str__ = __format__ = _refuse
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _refuse
+    __mod__ = __int__ = __float__ = __index__ = __call__ = _refuse
+
+    def __repr__(self) -> str:
+        return "UNPARSED"
+
+
+UNPARSED: Any = _Unparsed()
+
+
+def unless_unparsed() -> contextlib.suppress:
+    """One check of a rule that checks several things (a job's): it stops where it reads a
+    wrong key (UNPARSED), and the rule's other checks still run. Inert on a valid entry."""
+    return contextlib.suppress(Unparsed)
+
+
+def partial_rules(
+    cls: type[BaseModel], data: Any, handler: Any, exc: ValidationError, info: ValidationInfo
+) -> list[dict[str, Any]]:
+    """The problems `cls`'s rules across fields find in `data` whose fields `exc` refused.
+
+    The fields that failed are left out and validated again (their defaults stand in, so the
+    others' field validators run as before), then set to UNPARSED, and every after/wrap model
+    validator of `cls` runs on that entry in pydantic's order: a rule that reads an UNPARSED
+    field is skipped (it runs once the field is fixed); the others report as usual. Unknown keys
+    are left out too. Nothing is found (those rules run once the entry's fields are fixed) when
+    the entry is not a mapping, an error has no field, or a required field failed (nothing can
+    stand in for it)."""
+    if not isinstance(data, Mapping):
+        return []
+    by_key = {f.alias or n: n for n, f in cls.model_fields.items()} | {
+        n: n for n in cls.model_fields
+    }
+    failed: set[str] = set()
+    keys: set[Any] = set()  # left out: the failed fields' keys and unknown keys
+    entry, found = None, exc
+    for _ in range(4):  # a field validator may read a field left out: leave it out too
+        for e in found.errors(include_url=False):
+            key = e["loc"][0] if e["loc"] else None
+            name = by_key.get(str(key))
+            if e["type"] == "extra_forbidden" and len(e["loc"]) == 1:
+                keys.add(key)  # a misspelt key, reported as such: not a field
+            elif name is None or cls.model_fields[name].is_required():
+                return []  # no field, or nothing can stand in for it
+            else:
+                failed.add(name)
+                keys |= {k for k, n in by_key.items() if n == name}
+        try:
+            entry = handler({k: v for k, v in data.items() if k not in keys})
+            break
+        except ValidationError as again:
+            found = again
+    if entry is None:
+        return []
+    for name in failed:
+        entry.__dict__[name] = UNPARSED
+    entry.__pydantic_fields_set__.update(failed)
+    out: list[dict[str, Any]] = []
+    for dec in cls.__pydantic_decorators__.model_validators.values():
+        if dec.info.mode == "before" or dec.cls_var_name == "_rules_on_what_parsed":
+            continue
+        takes_info = len(inspect.signature(dec.func).parameters) == (
+            3 if dec.info.mode == "wrap" else 2
+        )
+        args = (info,) if takes_info else ()
+        try:
+            if dec.info.mode == "wrap":
+                entry = dec.func(data, lambda _, e=entry: e, *args)
+            else:
+                entry = dec.func(entry, *args) or entry
+        except ValidationError as broken:
+            out.extend(_line_errors(broken))
+        except (ValueError, AssertionError) as broken:
+            kind = "assertion_error" if isinstance(broken, AssertionError) else "value_error"
+            out.append({"type": kind, "loc": (), "input": data, "ctx": {"error": broken}})
+        except Exception:  # noqa: BLE001, S112 - Unparsed, or a rule that needs a failed field
+            continue
+    wrong = {k for k, n in by_key.items() if n in failed}
+    return [kept for e in out if (kept := _on_parsed(e, wrong)) is not None]
+
+
+def _on_parsed(error: dict[str, Any], wrong: set[Any]) -> dict[str, Any] | None:
+    """`error` without what it says at a wrong key or of an UNPARSED value (that key's own
+    error stands; a rule that did not read it has nothing to add there); None when nothing is
+    left."""
+
+    def stands(loc: tuple[Any, ...], value: Any) -> bool:
+        return value is not UNPARSED and not (loc and loc[0] in wrong)
+
+    found = (error.get("ctx") or {}).get("error")
+    if isinstance(found, Problems):
+        items = [(loc, v, x) for loc, v, x in found.items if stands((*error["loc"], *loc), v)]
+        return {**error, "ctx": {"error": Problems(items)}} if items else None
+    return error if stands(tuple(error["loc"]), error["input"]) else None
+
+
+def _line_errors(exc: ValidationError) -> list[dict[str, Any]]:
+    """`exc`'s errors as `ValidationError.from_exception_data` takes them again."""
+    keep = ("type", "loc", "input", "ctx")
+    return [{k: e[k] for k in keep if k in e} for e in exc.errors(include_url=False)]
 
 
 class Section(StackModel):

@@ -45,6 +45,7 @@ from trainforge.stack.base import (
     matching,
     pinned_image,
     refuse,
+    unless_unparsed,
 )
 from trainforge.stack.services import ClaimName
 from trainforge.training import config as runtime
@@ -953,99 +954,113 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         given = set(job.model_fields_set)
         update: dict[str, Any] = {}
         out = ProblemList()
-        preset = job.preset
-        if "preset" not in given:
-            preset = "elastic" if job.elastic is not None else job.strategy
-            update["preset"] = preset
-        if preset == "fsdp" and "strategy" not in given:
-            update["strategy"] = "fsdp"
-        elif preset == "fsdp" and job.strategy != "fsdp":
-            out.add(("strategy",), job.strategy, "fsdp: the fsdp preset runs strategy fsdp")
-        max_workers = job.workers
-        if preset != "elastic" and job.elastic is not None:
-            out.add(
-                ("elastic",),
-                job.elastic.model_dump(by_alias=True, exclude_unset=True),
-                f"no elastic block: elastic settings need preset: elastic (got {preset})",
-            )
-        elif preset == "elastic":
-            el = job.elastic or ElasticSpec()
-            hi = el.max_workers or (job.workers if "workers" in given else None)
-            if hi is None:
+        preset, max_workers = job.preset, job.workers
+        # each check of this rule apart: one that reads a wrong key waits (stack/base.py)
+        with unless_unparsed():
+            preset = job.preset
+            if "preset" not in given:
+                preset = "elastic" if job.elastic is not None else job.strategy
+                update["preset"] = preset
+            if preset == "fsdp" and "strategy" not in given:
+                update["strategy"] = "fsdp"
+            elif preset == "fsdp" and job.strategy != "fsdp":
+                out.add(("strategy",), job.strategy, "fsdp: the fsdp preset runs strategy fsdp")
+            max_workers = job.workers
+            if preset != "elastic" and job.elastic is not None:
                 out.add(
-                    ("elastic", "maxWorkers"),
-                    None,
-                    "maxWorkers: an elastic job needs maxWorkers (or workers)",
+                    ("elastic",),
+                    job.elastic.model_dump(by_alias=True, exclude_unset=True),
+                    f"no elastic block: elastic settings need preset: elastic (got {preset})",
                 )
-            else:
-                lo = el.min_workers or hi
-                if lo > hi:
-                    out.add(("elastic", "minWorkers"), lo, f"a value <= maxWorkers ({hi})")
-                el = el.model_copy(update={"max_workers": hi, "min_workers": lo})
-                update["elastic"] = el
-                max_workers = hi
-                if "workers" not in given:
-                    update["workers"] = hi
-                elif not lo <= job.workers <= hi:
+            elif preset == "elastic":
+                el = job.elastic or ElasticSpec()
+                hi = el.max_workers or (job.workers if "workers" in given else None)
+                if hi is None:
                     out.add(
-                        ("workers",),
-                        job.workers,
-                        f"a count within elastic minWorkers..maxWorkers ({lo}..{hi})",
+                        ("elastic", "maxWorkers"),
+                        None,
+                        "maxWorkers: an elastic job needs maxWorkers (or workers)",
                     )
-        if len(job.name) > name_limit(max_workers):
-            limit = name_limit(max_workers)
-            out.add(
-                ("name",),
-                job.name,
-                f"at most {limit} characters ({len(job.name)} given): pod and service names "
-                f"'<name>{POD_SUFFIX}<index>' must fit in {MAX_LABEL}",
-            )
-        hang_problem = job._hang_timeout_problem()
-        if hang_problem:
-            out.add(("hangTimeout",), job.hang_timeout, hang_problem)
-        if job.code_source == "image" and job.image is None:
-            out.add(("image",), None, "an image: codeSource: image runs trainforge from your image")
-        if job.image_facts is not None and job.image is None:
-            out.add(
-                ("imageFacts",),
-                job.image_facts.model_dump(by_alias=True, exclude_none=True),
-                "no imageFacts without image: they describe your own image (the runtime image's "
-                "facts come from its Dockerfile)",
-            )
-        if job.entrypoint is not None:
-            job._own_code_problems(out, given, preset)
-            if "metrics_port" not in given:
-                update["metrics_port"] = 0
-        else:
-            out.extend(job.flag_problems())
-        size = job.model_size
-        if size is not None:
-            bundled = [_camel(k) for k in BUNDLED_SIZE_FLAGS if getattr(job, k) is not None]
-            first = next((k for k in ModelSize.model_fields if k in size.model_fields_set), None)
-            if bundled:
+                else:
+                    lo = el.min_workers or hi
+                    if lo > hi:
+                        out.add(("elastic", "minWorkers"), lo, f"a value <= maxWorkers ({hi})")
+                    el = el.model_copy(update={"max_workers": hi, "min_workers": lo})
+                    update["elastic"] = el
+                    max_workers = hi
+                    if "workers" not in given:
+                        update["workers"] = hi
+                    elif not lo <= job.workers <= hi:
+                        out.add(
+                            ("workers",),
+                            job.workers,
+                            f"a count within elastic minWorkers..maxWorkers ({lo}..{hi})",
+                        )
+        with unless_unparsed():
+            if len(job.name) > name_limit(max_workers):
+                limit = name_limit(max_workers)
                 out.add(
-                    ("modelSize", _camel(first)) if first else ("modelSize",),
-                    getattr(size, first) if first else {},
-                    f"modelSize or the bundled model's size ({', '.join(bundled)}), not both: "
-                    "modelSize states the size of your own code's model",
+                    ("name",),
+                    job.name,
+                    f"at most {limit} characters ({len(job.name)} given): pod and service names "
+                    f"'<name>{POD_SUFFIX}<index>' must fit in {MAX_LABEL}",
                 )
+        with unless_unparsed():
+            hang_problem = job._hang_timeout_problem()
+            if hang_problem:
+                out.add(("hangTimeout",), job.hang_timeout, hang_problem)
+        with unless_unparsed():
+            if job.code_source == "image" and job.image is None:
+                out.add(
+                    ("image",), None, "an image: codeSource: image runs trainforge from your image"
+                )
+        with unless_unparsed():
+            if job.image_facts is not None and job.image is None:
+                out.add(
+                    ("imageFacts",),
+                    job.image_facts.model_dump(by_alias=True, exclude_none=True),
+                    "no imageFacts without image: they describe your own image (the runtime image's "
+                    "facts come from its Dockerfile)",
+                )
+        with unless_unparsed():
+            if job.entrypoint is not None:
+                job._own_code_problems(out, given, preset)
+                if "metrics_port" not in given:
+                    update["metrics_port"] = 0
             else:
-                out.extend_at(size.form_problems(), "modelSize")
-        for i, volume in enumerate(job.volumes):
-            for j, other in enumerate(job.volumes[:i]):
-                if other.claim == volume.claim and other.sub_path == volume.sub_path:
+                out.extend(job.flag_problems())
+        with unless_unparsed():
+            size = job.model_size
+            if size is not None:
+                bundled = [_camel(k) for k in BUNDLED_SIZE_FLAGS if getattr(job, k) is not None]
+                first = next(
+                    (k for k in ModelSize.model_fields if k in size.model_fields_set), None
+                )
+                if bundled:
                     out.add(
-                        ("volumes", i, "claim"),
-                        volume.claim,
-                        f"a claim not mounted yet (volumes[{j}] mounts it); mount it once",
+                        ("modelSize", _camel(first)) if first else ("modelSize",),
+                        getattr(size, first) if first else {},
+                        f"modelSize or the bundled model's size ({', '.join(bundled)}), not both: "
+                        "modelSize states the size of your own code's model",
                     )
-                if _nested(other.mount_path, volume.mount_path):
-                    out.add(
-                        ("volumes", i, "mountPath"),
-                        volume.mount_path,
-                        f"a path of its own: it overlaps volumes[{j}].mountPath "
-                        f"({other.mount_path}); use separate paths",
-                    )
+                else:
+                    out.extend_at(size.form_problems(), "modelSize")
+        with unless_unparsed():
+            for i, volume in enumerate(job.volumes):
+                for j, other in enumerate(job.volumes[:i]):
+                    if other.claim == volume.claim and other.sub_path == volume.sub_path:
+                        out.add(
+                            ("volumes", i, "claim"),
+                            volume.claim,
+                            f"a claim not mounted yet (volumes[{j}] mounts it); mount it once",
+                        )
+                    if _nested(other.mount_path, volume.mount_path):
+                        out.add(
+                            ("volumes", i, "mountPath"),
+                            volume.mount_path,
+                            f"a path of its own: it overlaps volumes[{j}].mountPath "
+                            f"({other.mount_path}); use separate paths",
+                        )
         out.raise_if_any("job")
         return job.model_copy(update=update) if update else job
 

@@ -28,12 +28,14 @@ from pydantic import (
 
 from trainforge.core import names
 from trainforge.core.contract import PoolLimits, Taint
+from trainforge.core.labels import karpenter_template_label_refusal, node_group_label_refusal
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
 from trainforge.stack.base import (
     Int,
     Namespace,
     PinnedImage,
+    Problems,
     Quantity,
     Section,
     StackModel,
@@ -465,6 +467,40 @@ def _some_types(types: tuple[str, ...]) -> tuple[str, ...]:
     return types
 
 
+# What EKS refuses in a managed node group's labels beyond Kubernetes' rules: botocore's EKS
+# service model (2017-11-01, botocore 1.44.5 in requirements.lock; the API reference's
+# CreateNodegroup/UpdateLabelsPayload say the same, read 2026-11-30): `labelKey` and
+# `labelValue` are 1 to 63 characters (a prefixed key counts its prefix; an empty value is
+# refused). tests/stack/test_pool_labels.py reads the bundled model. The reserved prefixes and
+# the kubelet's namespaces: core/labels.node_group_label_refusal.
+EKS_LABEL_MAX = 63
+
+
+def _eks_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    length = f"a key and a value of 1 to {EKS_LABEL_MAX} characters each"
+    problems = []
+    for k, v in labels:
+        if not (len(k) <= EKS_LABEL_MAX and 1 <= len(v) <= EKS_LABEL_MAX):
+            problems.append(((k,), v, f"a label EKS accepts: {length}"))
+        elif why := node_group_label_refusal(k):
+            problems.append(
+                ((k,), v, f"a label key of your own domain, such as example.com/team ({why})")
+            )
+    Problems.raise_any(problems)
+    return labels
+
+
+def _karpenter_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """The NodePool CRD refuses some template labels (core/labels.py): named here, at the
+    key, rather than by the API server once `pulumi up` has begun."""
+    Problems.raise_any(
+        ((k,), v, f"a label key the NodePool CRD accepts ({why}), such as example.com/team")
+        for k, v in labels
+        if (why := karpenter_template_label_refusal(k))
+    )
+    return labels
+
+
 class NodeGroupConfig(Section):
     """A managed GPU node group (fixed capacity, e.g. a capacity reservation)."""
 
@@ -507,7 +543,14 @@ class NodeGroupConfig(Section):
         description="Target a capacity reservation (`cr-...`); required for `CAPACITY_BLOCK`. "
         "Looked up at preview: the group goes to the reservation's zone and placement group.",
     )
-    labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
+    labels: Annotated[Labels, AfterValidator(_eks_labels)] = Field(
+        (),
+        description="Extra node labels: keys and values of 1 to 63 characters; no key starting "
+        "with `kubernetes.io/`, `k8s.io/` or `eks.amazonaws.com/` (EKS refuses them) nor in "
+        "another `kubernetes.io` or `k8s.io` namespace but `node.kubernetes.io` and "
+        "`kubelet.kubernetes.io` (the kubelet refuses them and the node never joins).",
+        json_schema_extra=NO_PAIRS,
+    )
     taints: TaintList = Field(
         (),
         description="Extra taints `{key, value?, effect}`; `nvidia.com/gpu=true:NoSchedule` is "
@@ -586,7 +629,15 @@ class NodePoolConfig(Section):
         "`fsx.csi.aws.com/agent-not-ready:NoExecute`. One more with the key and effect of "
         "one of these is refused (a node would carry both).",
     )
-    labels: Labels = Field((), description="Extra node labels.", json_schema_extra=NO_PAIRS)
+    labels: Annotated[Labels, AfterValidator(_karpenter_labels)] = Field(
+        (),
+        description="Extra node labels: not `kubernetes.io/hostname`, `karpenter.sh/nodepool` "
+        "or another key of Karpenter's restricted domains (the NodePool CRD refuses them); a "
+        "key the pool's requirements restrict (`kubernetes.io/arch`, `kubernetes.io/os`, "
+        "`node.kubernetes.io/instance-type`, `karpenter.sh/capacity-type`) only with a value "
+        "they allow.",
+        json_schema_extra=NO_PAIRS,
+    )
     limits: Limits = Field(
         default_factory=PoolLimits,
         description="Pool ceilings (`cpu`, `memory`, `gpus`); unset: none.",
