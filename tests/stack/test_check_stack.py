@@ -59,9 +59,14 @@ def line_for(errors: list[str], path: str) -> str:
 
 
 def test_the_shipped_stacks_have_no_problem():
+    """Each stack checked as its program checks it: under its own config (its region's
+    offerings), not whatever config an earlier test in the process left set."""
     for stack in ("dev", "prod"):
         config = read_stack(ROOT, stack).config
-        assert check_stack(config, known_rules=known_rule_ids(), lookups=True).errors == []
+        run = run_mocked(
+            lambda c=config: check_stack(c, known_rules=known_rule_ids(), lookups=True), config
+        )
+        assert run.result.errors == []
 
 
 @pytest.mark.parametrize("lookups", [True, False])
