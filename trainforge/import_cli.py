@@ -20,6 +20,7 @@ import yaml
 
 from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
 from trainforge.jobs.importer import Imported, ImportProblem, import_workload
+from trainforge.jobs.local import image_dir
 from trainforge.stack import file as stack_file
 
 PROG = "trainforge import"
@@ -168,10 +169,17 @@ def render(result: Imported, stack: str, file: str, out: str | None, refused: bo
     lines += [f"#   - {c}" for c in result.changes]
     name = result.entry["name"]
     nxt = f"trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
-    if "command" in (result.entry.get("entrypoint") or {}):
+    entry = result.entry.get("entrypoint") or {}
+    if "command" in entry:
         # run-local refuses a command (trainforge.jobs.entrypoint.not_local): say so here
         # rather than name a next step that stops
         nxt = f"trainforge plan --stack {stack} ({NOT_LOCAL_COMMAND})"
+    elif (why := image_dir(entry.get("workingDir"))) is not None:
+        # and code of the image run from a workingDir this machine lacks (jobs.local.image_dir)
+        nxt = (
+            f"trainforge plan --stack {stack} (run-local runs this job from its "
+            f"entrypoint.workingDir {entry['workingDir']}: {why})"
+        )
     if refused:  # the plan stops on the same lines: they come first
         nxt = f"fix what the stack refuses (below), then {nxt}"
     lines.append(f"# Next: {nxt}")
