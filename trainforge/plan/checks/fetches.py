@@ -103,26 +103,28 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
     return out
 
 
+def internet_fetches(ctx: PlanContext, o: Any) -> tuple[list[F.Fetch], list[Any]]:
+    """(what object `o`'s pods fetch from outside the stack's region's AWS hosts, its pod
+    templates): what this check and `trainforge run-local` (its note) read. ([], []) for an
+    object with no pods, or a malformed one (the schema and runtime checks say why)."""
+    if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
+        return [], []
+    try:
+        templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
+        found = [f for t in templates for f in code_fetches(ctx, o.namespace, t.spec)]
+    except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
+        return [], []
+    if found:  # AWS hosts of the stack's region: S3 and the VPC's endpoints, which it opens
+        aws = f".{C.plan_region(ctx.inventory)}.amazonaws.com" if hasattr(ctx, "inventory") else "-"
+        found = [f for f in found if not f.reaches.endswith(aws)]
+    return list(dict.fromkeys(found)), templates
+
+
 def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
-    # AWS hosts of the stack's region: S3 and the VPC's endpoints, which the team policies open
-    aws = f".{C.plan_region(ctx.inventory)}.amazonaws.com" if hasattr(ctx, "inventory") else "-"
     for o in ctx.objects:
-        if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
-            continue
-        try:
-            templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
-            found = list(
-                dict.fromkeys(
-                    f
-                    for t in templates
-                    for f in code_fetches(ctx, o.namespace, t.spec)
-                    if not f.reaches.endswith(aws)
-                )
-            )
-        except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
-            continue  # a malformed object: the schema and runtime checks say why
+        found, templates = internet_fetches(ctx, o)
         if not found:
             continue
         opened = open_egress(ctx, o.namespace)
