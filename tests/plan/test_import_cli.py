@@ -203,6 +203,31 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
     )
 
 
+def test_an_imported_command_that_downloads_is_said_with_the_plans_reading(tmp_path, capsys):
+    """The command (and shipped code) is read as `trainforge plan` reads a container
+    (plan/checks/fetches.container_fetches): a download is said in the import's text."""
+    root = _project(tmp_path)
+    docs = list(yaml.safe_load_all((CORPUS / "simple.yaml").read_text()))
+    for spec in docs[0]["spec"]["pytorchReplicaSpecs"].values():
+        c = spec["template"]["spec"]["containers"][0]
+        c["command"] = ["bash", "-c", "set -e\npip install transformers\npython3 /opt/m.py"]
+    path = tmp_path / "pip.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(
+        "# Downloads from the internet: on the cluster each call fails where the team's "
+        "namespace denies internet egress, as the platform's team NetworkPolicies do, and "
+        "`trainforge plan` refuses it (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network):"
+    )
+    assert out[at + 1] == (
+        "#   - entrypoint.command:2: pip install reaches a package index (pypi.org unless "
+        "--index-url)"
+    )
+    assert import_cli.main([str(CORPUS / "simple.yaml"), "--project-dir", str(root)]) == 0
+    assert "# Downloads from the internet" not in capsys.readouterr().out
+
+
 def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_path, capsys):
     root = _project(tmp_path)
     docs = list(yaml.safe_load_all(BLOG.read_text()))
