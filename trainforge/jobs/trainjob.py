@@ -194,7 +194,8 @@ def _runtime_pod(
     template = {
         "metadata": {},
         "spec": {
-            # Here, not in the TrainJob's patch: Kueue drops it from the patch (pod.GRACE_CLASSES).
+            # Here, not in the TrainJob's patch: v2.2.1's PodSpecPatch has no such field
+            # (a later release added it), and Kueue re-encodes the patch with those types.
             "terminationGracePeriodSeconds": grace,
             # OnFailure restarts the container in place, as a PyTorchJob's OnFailure does;
             # ExitCode and Never need Never (a pod failure policy requires it).
@@ -365,7 +366,7 @@ def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
     (trainjob_types.go PodSpecPatch, ContainerPatch)."""
     spec = template["spec"]
     container = spec["containers"][0]
-    # No terminationGracePeriodSeconds: Kueue would drop it (the runtime carries it).
+    # No terminationGracePeriodSeconds: v2.2.1's PodSpecPatch has none (the runtime carries it).
     patch: dict[str, Any] = {
         "serviceAccountName": spec["serviceAccountName"],
         "securityContext": spec["securityContext"],
