@@ -140,3 +140,31 @@ def test_every_place_that_says_how_long_make_gpu_check_takes_says_the_same():
         f"`--budget-s {ast.literal_eval(default[1]):g}` stops starting checks after {budget_min:g} minutes"
         in perf
     )
+
+
+@pytest.mark.parametrize("path", ["docs/jobs.md", "trainforge/jobs/trainjob.py"])
+def test_what_the_trainjob_backend_says_of_the_trainer_is_of_the_pinned_one(path):
+    """trainjob.py and docs/jobs.md said what "v2.3" (its runtime patch, its torch plugin)
+    cannot do, while the platform runs TRAINER_VERSION (v2.2.1, whose patch types differ:
+    v2.3.0 added terminationGracePeriodSeconds). Every Trainer release they name is the pin."""
+    text = (ROOT / path).read_text(encoding="utf-8")
+    named = set(re.findall(r"\bv2\.\d+(?:\.\d+)?\b", text))
+    assert named == {f"v{v.TRAINER_VERSION}"}, named
+    if path.endswith(".py"):  # its refusals name the pin (f-strings of TRAINER_VERSION)
+        assert text.count("Kubeflow Trainer v{TRAINER_VERSION}") == 3
+
+
+def test_a_trainjob_refusal_names_the_pinned_trainer():
+    from trainforge.core.contract import JobTarget, PoolFacts, TeamFacts
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs import trainjob
+    from trainforge.jobs.spec import parse_job
+
+    job = parse_job(
+        {"name": "e", "team": "t", "pool": "p", "workers": 2, "preset": "elastic",
+         "elastic": {"minWorkers": 1}},
+        "trainforge:jobs[0]",
+    )  # fmt: skip
+    target = JobTarget(team=TeamFacts(name="t", namespace="t"), pool=PoolFacts("p"))
+    with pytest.raises(JobConfigError, match=rf"Kubeflow Trainer v{v.TRAINER_VERSION} has no"):
+        trainjob.check(job, target, "trainforge:jobs[0]")

@@ -18,8 +18,10 @@ from typing import Any
 
 import yaml
 
+from trainforge.core.errors import JobConfigError
 from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
 from trainforge.jobs.importer import Imported, ImportProblem, import_workload
+from trainforge.jobs.local import image_dir
 from trainforge.stack import file as stack_file
 
 PROG = "trainforge import"
@@ -152,9 +154,38 @@ def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[s
     return []
 
 
-def render(result: Imported, stack: str, file: str, out: str | None, refused: bool = False) -> str:
-    """What the command prints: the entry (YAML to paste), the files, the changes and the
-    next step (`refused`: the stack's checks refuse the entry, so the plan would too)."""
+def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported) -> list[str]:
+    """What the imported job's command and shipped Python files download from the internet,
+    read as `trainforge plan` reads a container (plan/checks/fetches.container_fetches): one
+    line each, `where: fetcher reaches host`."""
+    from trainforge.plan.checks.fetches import container_fetches, outside_aws  # noqa: PLC0415
+    from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan uses
+
+    entry = result.entry
+    point = entry.get("entrypoint") or {}
+    target = contract.target(team, entry.get("pool", ""), "import")
+    staged = tuple(str(v.get("mountPath")) for v in entry.get("volumes") or [])
+    if target.claim_name:  # the team's FSx claim, mounted in every pod
+        staged += (target.fsx_mount_path,)
+    files = [(p, t) for p, t in result.files.items() if p.endswith(".py")]
+    env = {str(k): str(v) for k, v in (entry.get("env") or {}).items()}
+    argv = [str(w) for w in point.get("command") or []]
+    found = container_fetches(argv, "entrypoint.command", files, env, staged)
+    region = stack_file.read_stack(root, stack).namespace("aws").get("region") or DEFAULT_REGION
+    return [f"{f.where}: {f.fetcher} reaches {f.reaches}" for f in outside_aws(found, region)]
+
+
+def render(
+    result: Imported,
+    stack: str,
+    file: str,
+    out: str | None,
+    refused: bool = False,
+    fetches: list[str] | tuple[str, ...] = (),
+) -> str:
+    """What the command prints: the entry (YAML to paste), the files, the changes, what its
+    code downloads (`fetches`: `downloads`) and the next step (`refused`: the stack's checks
+    refuse the entry, so the plan would too)."""
     lines = [
         f"# trainforge import {file}: {result.source} -> stack {stack}",
         f"# Add under trainforge:jobs in Pulumi.{stack}.yaml:",
@@ -166,12 +197,26 @@ def render(result: Imported, stack: str, file: str, out: str | None, refused: bo
         lines += [f"#   {p} ({len(t.encode())} bytes)" for p, t in result.files.items()]
     lines.append("# Changed or dropped:")
     lines += [f"#   - {c}" for c in result.changes]
+    if fetches:  # the platform's team NetworkPolicies let pods reach no internet address
+        lines.append(
+            "# Downloads from the internet: on the cluster each call fails where the team's "
+            "namespace denies internet egress, as the platform's team NetworkPolicies do, and "
+            "`trainforge plan` refuses it (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network):"
+        )
+        lines += [f"#   - {f}" for f in fetches]
     name = result.entry["name"]
     nxt = f"trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
-    if "command" in (result.entry.get("entrypoint") or {}):
+    entry = result.entry.get("entrypoint") or {}
+    if "command" in entry:
         # run-local refuses a command (trainforge.jobs.entrypoint.not_local): say so here
         # rather than name a next step that stops
         nxt = f"trainforge plan --stack {stack} ({NOT_LOCAL_COMMAND})"
+    elif (why := image_dir(entry.get("workingDir"))) is not None:
+        # and code of the image run from a workingDir this machine lacks (jobs.local.image_dir)
+        nxt = (
+            f"trainforge plan --stack {stack} (run-local runs this job from its "
+            f"entrypoint.workingDir {entry['workingDir']}: {why})"
+        )
     if refused:  # the plan stops on the same lines: they come first
         nxt = f"fix what the stack refuses (below), then {nxt}"
     lines.append(f"# Next: {nxt}")
@@ -211,7 +256,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2
     problems = _check(contract, root, result, args.out is not None)
-    print(render(result, stack, args.file, args.out, refused=bool(problems)))
+    try:
+        fetches = downloads(contract, root, stack, team, result)
+    except JobConfigError:  # an unknown pool: the stack's own lines (problems) say it
+        fetches = []
+    print(render(result, stack, args.file, args.out, refused=bool(problems), fetches=fetches))
     if problems:
         print(f"{PROG}: the stack refuses this entry as it stands:", file=sys.stderr)
         for line in problems:

@@ -92,6 +92,9 @@ def child_env(workers: int) -> dict[str, str]:
 # The warnings each job of the last program run logged about itself (its memory estimate
 # near the GPU's, ...), by job name: run-local shows the chosen job's (show_job_warnings).
 _JOB_WARNINGS: dict[str, list[str]] = {}
+# The program runs' Inventory (what `trainforge plan` reads), by (project, stack, program),
+# for `internet_notes`.
+_PLANNED: dict[tuple[str, str, str | None], Any] = {}
 
 
 def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None) -> list[Any]:
@@ -130,6 +133,7 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
             raise
         raise JobConfigError("--stack", stack, str(err)) from None
     _JOB_WARNINGS.clear()
+    _PLANNED[(str(root), stack, program)] = inv
     for dj in inv.declared.jobs:
         own = f"TrainingJob {dj.resource_name}:"
         _JOB_WARNINGS[dj.spec.name] = [w for w in inv.warnings if w.startswith(own)]
@@ -140,6 +144,45 @@ def show_job_warnings(job_name: str) -> None:
     """Print (once) the warnings the program logged about JOB, as Pulumi would show them."""
     for warning in _JOB_WARNINGS.pop(job_name, []):
         print(warning, file=sys.stderr, flush=True)
+
+
+def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str]:
+    """One line per download JOB's code makes from the internet where its namespace's
+    NetworkPolicies block it, read as `trainforge plan` reads it (TRAINFORGE_INTERNET_FETCH:
+    plan/checks/fetches.internet_fetches, submitted.open_egress) from the stack's program run
+    offline: this machine may reach the internet, its pods do not. [] without a program."""
+    key = (str(Path(".").resolve()), stack, program)
+    if key not in _PLANNED:
+        program_jobs(stack, ".", program)
+    inv = _PLANNED.get(key)
+    if inv is None:
+        return []
+    from trainforge.jobs.entrypoint import USER_CODE_MOUNT
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.checks.fetches import RULE, internet_fetches
+    from trainforge.plan.checks.submitted import open_egress
+    from trainforge.plan.manifests import k8s_objects
+
+    spaces = {dj.target.team.namespace for dj in inv.declared.jobs if dj.spec.name == job.name}
+    ctx = PlanContext(inventory=inv, objects=k8s_objects(inv), declared=inv.declared)
+    code_dir = job.entrypoint.code_dir if job.entrypoint is not None else None
+    out = []
+    for o in ctx.objects:
+        if o.namespace not in spaces or o.obj_name != job.name:
+            continue
+        found = internet_fetches(ctx, o)[0]
+        if not found or open_egress(ctx, o.namespace) is not None:
+            continue
+        for f in found:
+            where = f.where
+            if code_dir and where.startswith(USER_CODE_MOUNT + "/"):  # the project's file
+                where = f"{code_dir.rstrip('/')}/{where[len(USER_CODE_MOUNT) + 1 :]}"
+            out.append(
+                f"run-local: {job.name}: note: {where}: {f.fetcher} reaches {f.reaches}; it may "
+                f"work here, but on the cluster namespace {o.namespace}'s NetworkPolicies block "
+                f"it, so the call fails there ({RULE}; docs/teams.md, Network)"
+            )
+    return list(dict.fromkeys(out))
 
 
 def is_resolved(job: Any) -> bool:
@@ -472,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
             if found is not None:
                 job = find_job(found[0], found[1], ".", program, declared=program_jobs)
                 job = resolved_job(job, found[0], program)
+                for note in internet_notes(found[0], job, program):
+                    print(note, file=sys.stderr, flush=True)
                 if job.entrypoint is not None:
                     return run_user_code(*found, job=job)
                 argv = local_argv_for_job(found[0], found[1], ".", job) + found[2]

@@ -173,6 +173,11 @@ USER_STACK = textwrap.dedent(
           pool: training-workloads
           image: registry.example/team/train:1.0
           entrypoint: {module: team.train}
+        - name: in-image-dir
+          team: research
+          pool: training-workloads
+          image: registry.example/team/train:1.0
+          entrypoint: {module: team.train, workingDir: /opt/team-app-not-here}
         - name: cmd
           team: research
           pool: training-workloads
@@ -239,6 +244,38 @@ def test_a_module_from_the_image_runs_from_this_environment(user_project):
     run = user_code_run(find_job("dev", "from-image", user_project), user_project)
     assert run.cwd == user_project.resolve() and run.code_dir is None
     assert run.command[-2:] == ["-m", "team.train"]
+
+
+def test_a_module_of_the_image_runs_from_its_working_dir_as_in_the_pods(user_project, tmp_path):
+    """entrypoint.workingDir is the pods' working directory (`python -m` imports from it):
+    run-local runs there when this machine has the directory, else refuses in one line."""
+    from trainforge.jobs.local import find_job, user_code_run
+
+    job = find_job("dev", "in-image-dir", user_project)
+    with pytest.raises(JobConfigError) as e:
+        user_code_run(job, user_project)
+    assert str(e.value).startswith(
+        "in-image-dir.entrypoint.workingDir: got '/opt/team-app-not-here'; no such directory on "
+        "this machine: it exists only in the job's image"
+    )
+    assert not (user_project / "runs").exists()  # refused before anything is written
+    here = tmp_path / "app"
+    here.mkdir()
+    entry = job.entrypoint.model_copy(update={"working_dir": str(here)})
+    run = user_code_run(job.model_copy(update={"entrypoint": entry}), user_project)
+    assert run.cwd == here and run.command[-2:] == ["-m", "team.train"]
+
+
+def test_run_local_cli_refuses_a_working_dir_only_the_image_has(user_project, monkeypatch, capsys):
+    from trainforge import local
+
+    monkeypatch.chdir(user_project)
+    assert local.main(["--stack", "dev", "in-image-dir", "--dry-run"]) == 2
+    (error,) = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert error.startswith(
+        "trainforge run-local: error: dev: in-image-dir.entrypoint.workingDir: got "
+        "'/opt/team-app-not-here'; no such directory on this machine"
+    )
 
 
 def test_a_command_job_is_refused_with_what_to_do(user_project):

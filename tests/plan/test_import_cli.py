@@ -168,6 +168,66 @@ def test_a_command_jobs_next_step_is_not_a_run_local_that_stops(tmp_path, capsys
     assert "trainforge run-local --stack" not in nxt
 
 
+def _module_in(tmp_path: Path, working_dir: str) -> Path:
+    """simple.yaml with its command as `python3 -m mnist` run from `working_dir`."""
+    docs = list(yaml.safe_load_all((CORPUS / "simple.yaml").read_text()))
+    for spec in docs[0]["spec"]["pytorchReplicaSpecs"].values():
+        c = spec["template"]["spec"]["containers"][0]
+        c["command"], c["workingDir"] = ["python3", "-m", "mnist", "--epochs=1"], working_dir
+    path = tmp_path / "module.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    return path
+
+
+def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp_path, capsys):
+    """entrypoint.workingDir (kept for code of the image) is where run-local runs the module:
+    the next step names run-local only where this machine has that directory
+    (jobs.local.image_dir, run-local's own refusal)."""
+    root = _project(tmp_path)
+    path = _module_in(tmp_path, "/opt/pytorch-mnist-not-here")
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    (entry,) = _entries(out)
+    assert entry["entrypoint"]["workingDir"] == "/opt/pytorch-mnist-not-here"
+    assert out.splitlines()[-1] == (
+        "# Next: trainforge plan --stack dev (run-local runs this job from its "
+        "entrypoint.workingDir /opt/pytorch-mnist-not-here: no such directory on this machine: "
+        "it exists only in the job's image, where the pods run from it; create it here with the "
+        "files your code needs, or run the image (docker run ...) with the contract's variables)"
+    )
+    here = tmp_path / "app"
+    here.mkdir()
+    assert import_cli.main([str(_module_in(tmp_path, str(here))), "--project-dir", str(root)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "# Next: trainforge plan --stack dev; trainforge run-local --stack dev pytorch-simple"
+    )
+
+
+def test_an_imported_command_that_downloads_is_said_with_the_plans_reading(tmp_path, capsys):
+    """The command (and shipped code) is read as `trainforge plan` reads a container
+    (plan/checks/fetches.container_fetches): a download is said in the import's text."""
+    root = _project(tmp_path)
+    docs = list(yaml.safe_load_all((CORPUS / "simple.yaml").read_text()))
+    for spec in docs[0]["spec"]["pytorchReplicaSpecs"].values():
+        c = spec["template"]["spec"]["containers"][0]
+        c["command"] = ["bash", "-c", "set -e\npip install transformers\npython3 /opt/m.py"]
+    path = tmp_path / "pip.yaml"
+    path.write_text(yaml.safe_dump_all(docs))
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(
+        "# Downloads from the internet: on the cluster each call fails where the team's "
+        "namespace denies internet egress, as the platform's team NetworkPolicies do, and "
+        "`trainforge plan` refuses it (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network):"
+    )
+    assert out[at + 1] == (
+        "#   - entrypoint.command:2: pip install reaches a package index (pypi.org unless "
+        "--index-url)"
+    )
+    assert import_cli.main([str(CORPUS / "simple.yaml"), "--project-dir", str(root)]) == 0
+    assert "# Downloads from the internet" not in capsys.readouterr().out
+
+
 def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_path, capsys):
     root = _project(tmp_path)
     docs = list(yaml.safe_load_all(BLOG.read_text()))

@@ -106,6 +106,28 @@ def test_own_code_and_an_imported_command_are_read(tmp_path, capsys):
     assert "fix: stage it on the team's FSx volume, mounted at /fsx in these pods" in out
 
 
+def test_run_local_says_a_download_fails_on_the_cluster(tmp_path, capsys, monkeypatch):
+    """run-local of dev's `mnist-user` with a download added: it may work on this machine, so
+    run-local says before it runs, at the project file's line, what the plan refuses."""
+    from trainforge import local
+
+    root = project_copy(tmp_path, "dev")
+    script = root / "examples" / "mnist" / "train.py"
+    text = script.read_text()
+    script.write_text(
+        text + "\nimport torchvision\ntorchvision.datasets.MNIST('/d', download=True)\n"
+    )
+    monkeypatch.chdir(root)
+    assert local.main(["--stack", "dev", "mnist-user", "--dry-run"]) == 0
+    notes = [x for x in capsys.readouterr().err.splitlines() if " note: " in x]
+    assert notes == [
+        f"run-local: mnist-user: note: examples/mnist/train.py:{len(text.splitlines()) + 3}: "
+        "torchvision.datasets.MNIST(download=True) reaches the data set's mirrors on the "
+        "internet; it may work here, but on the cluster namespace research's NetworkPolicies "
+        f"block it, so the call fails there ({FC.RULE}; docs/teams.md, Network)"
+    ]
+
+
 class _Obj:
     def __init__(self, doc: dict) -> None:
         self.doc, self.kind = doc, doc["kind"]

@@ -21,7 +21,8 @@ with the same contract (docs/jobs.md):
 * no S3 mirror, metrics port 0 (as the runtime's local runs).
 
 A `command` job runs a program of its image, which this machine does not have: refused with
-what to do instead.
+what to do instead. A `module` of the image runs from `entrypoint.workingDir` when it has one, as
+its pods do: run here in that directory when this machine has it, else refused (`image_dir`).
 """
 
 from __future__ import annotations
@@ -366,6 +367,19 @@ def from_here_line(modules: tuple[str, ...], image: str | None) -> str:
     )
 
 
+def image_dir(working_dir: str | None) -> str | None:
+    """Why run-local cannot run code of the image from `working_dir` (entrypoint.workingDir,
+    the pods' working directory) on this machine, or None when it can: unset, or a directory
+    here. One answer for run-local's refusal and `trainforge import`'s next step."""
+    if working_dir is None or Path(working_dir).is_dir():
+        return None
+    return (
+        "no such directory on this machine: it exists only in the job's image, where the pods "
+        "run from it; create it here with the files your code needs, or run the image "
+        "(docker run ...) with the contract's variables"
+    )
+
+
 def launcher(workers: int, max_restarts: int) -> list[str]:
     """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
@@ -401,6 +415,8 @@ def user_code_run(
         raise ValueError(f"job {job.name!r} runs the bundled runtime; use local_argv_for_job")
     if (why := entrypoint.not_local(job)) is not None:
         raise JobConfigError(f"{where}.entrypoint.command", list(entry.command), why)
+    if (why := image_dir(entry.working_dir)) is not None:
+        raise JobConfigError(f"{where}.entrypoint.workingDir", entry.working_dir, why)
     project = Path(project_dir).resolve()
     volumes = dict(volumes or {})
     unknown = sorted(set(volumes) - {v.claim for v in job.volumes})
@@ -482,7 +498,8 @@ def user_code_run(
     return LocalRun(
         command=[*launch, *prog],
         env=env,
-        cwd=code_dir if code_dir is not None else project,
+        # shipped code runs from its copy, code of the image from its workingDir, as in the pods
+        cwd=code_dir or (Path(entry.working_dir) if entry.working_dir else project),
         run_dir=run_dir,
         code_dir=code_dir,
         workers=n,

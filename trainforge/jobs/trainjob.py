@@ -1,10 +1,11 @@
-"""Emitter: a resolved JobSpec + JobTarget -> Kubeflow Trainer v2 (v2.3) objects: the
+"""Emitter: a resolved JobSpec + JobTarget -> Kubeflow Trainer v2 objects (the pinned
+TRAINER_VERSION, core/versions.py: v2.2.1): the
 platform's ClusterTrainingRuntimes (what is the same on every pod, one per restart policy,
 code variant and grace class) and a TrainJob per job (its trainer fields and a runtime patch),
 both from the shared pod builder (`trainforge.jobs.pod`), so a TrainJob's pods are the pods
 its PyTorchJob would have. `effective_pod` rehearses what the Trainer controller builds from
 the two; `built_pod` is the one builder of that pod every reader sees. What each carries,
-why, and what v2.2/v2.3 cannot do per job: docs/jobs.md, "`trainjob`: the runtime and the
+why, and what the pinned Trainer cannot do per job: docs/jobs.md, "`trainjob`: the runtime and the
 TrainJob" and "When to use which".
 """
 
@@ -16,6 +17,7 @@ from typing import Any
 from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
+from trainforge.core.versions import TRAINER_VERSION
 from trainforge.jobs import pod, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.indexed_job import podmonitor_manifest  # noqa: F401 - the JobSet's Job's
@@ -33,12 +35,12 @@ RUNTIME_KIND = "ClusterTrainingRuntime"
 # trainjob_types.go: `managedBy`, immutable, one of trainer.kubeflow.org/trainjob-controller or
 # kueue.x-k8s.io/multikueue).
 MANAGED_BY = ("spec", "managedBy")
-CONTAINER = "node"  # constants.Node (Trainer v2.2.1, v2.3): the container the torch plugin wires
+CONTAINER = "node"  # constants.Node (Trainer v2.2.1): the container the torch plugin wires
 REPLICATED_JOB = "node"  # ... in the replicated job of this name
 ANCESTOR_LABEL = f"{GROUP}/trainjob-ancestor-step"
 ANCESTOR_TRAINER = "trainer"
 FRAMEWORK_LABEL = f"{GROUP}/framework"
-MASTER_PORT = 29500  # constants.ContainerTrainerPort (v2.2.1, v2.3); the plugin adds the port
+MASTER_PORT = 29500  # constants.ContainerTrainerPort (v2.2.1); the plugin adds the port
 # The label every pod of a TrainJob carries, whoever made the TrainJob (trainforge or the
 # Kubeflow SDK, whose TrainJobs have no trainforge.io/job label): the Trainer names the JobSet
 # after the TrainJob (v2.2.1 pkg/runtime/framework/plugins/jobset/jobset.go:
@@ -57,8 +59,9 @@ TORCH_RESERVED_ENV = (
     "PET_MASTER_ADDR",
     "PET_MASTER_PORT",
 )
-# One runtime per restart policy: restart behaviour is a Job-template field, which v2.3 does
-# not let a TrainJob patch.
+# One runtime per restart policy: restart behaviour is a Job-template field, which v2.2.1 does
+# not let a TrainJob patch (pkg/apis/trainer/v1alpha1/trainjob_types.go: JobSpecPatch has only
+# `template`, PodSpecPatch no restartPolicy; kubeflow/trainer v2.2.1 c505fc7c, read 2026-11-30).
 RUNTIMES = {
     "OnFailure": "trainforge-torch",
     "ExitCode": "trainforge-torch-exitcode",
@@ -98,8 +101,9 @@ def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Out
     return failures.jobset_outcome(jobset, REPLICATED_JOB, CONTAINER, code, disrupted=disrupted)
 
 
-# A job with its own code (an `entrypoint`) needs two pod fields that a v2.3 runtime patch
-# cannot set per job: `shareProcessNamespace` (so that SIGTERM reaches a script that installs
+# A job with its own code (an `entrypoint`) needs two pod fields that a v2.2.1 runtime patch
+# cannot set per job (v2.2.1 trainjob_types.go: PodSpecPatch has no shareProcessNamespace,
+# ContainerPatch no workingDir; c505fc7c, read 2026-11-30): `shareProcessNamespace` (so that SIGTERM reaches a script that installs
 # no handler, see trainforge.jobs.entrypoint) and, when its code is shipped, the container's
 # `workingDir` (the code's mount). The platform installs a variant of each runtime with them:
 # suffix -> (shareProcessNamespace, workingDir).
@@ -126,7 +130,7 @@ def runtime_name(job: JobSpec) -> str:
     return RUNTIMES[job.restart_policy] + variant(job) + grace_suffix(pod.termination_grace(job))
 
 
-# --- what v2.3 cannot express per job ------------------------------------------------------------
+# --- what the pinned Trainer (v2.2.1) cannot express per job ----------------------------------
 
 
 def check(job: JobSpec, target: JobTarget, where: str) -> None:
@@ -135,8 +139,8 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
         raise JobConfigError(
             f"{where}.preset",
             "elastic",
-            "Kubeflow Trainer v2.2 has no elastic PyTorch (its torch plugin runs a fixed "
-            "numNodes); use backend: pytorchjob for elastic jobs",
+            f"Kubeflow Trainer v{TRAINER_VERSION} has no elastic PyTorch (its torch plugin "
+            "runs a fixed numNodes); use backend: pytorchjob for elastic jobs",
         )
     if job.metrics_port not in (0, RUNTIME_METRICS_PORT):
         raise JobConfigError(
@@ -153,7 +157,8 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
             f"{where}.entrypoint.workingDir",
             job.entrypoint.working_dir,
             "a TrainJob's container takes its working directory from the "
-            "ClusterTrainingRuntime (Kubeflow Trainer v2.2 has no per-job field for it); "
+            f"ClusterTrainingRuntime (Kubeflow Trainer v{TRAINER_VERSION} has no per-job "
+            "field for it); "
             "give your command absolute paths and leave it unset, or use backend: "
             "pytorchjob / indexed-job",
         )
@@ -171,7 +176,8 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
             raise JobConfigError(
                 f"{where}.runPolicy.{key}",
                 value,
-                f"Kubeflow Trainer v2.2 takes it from the ClusterTrainingRuntime, not the "
+                f"Kubeflow Trainer v{TRAINER_VERSION} takes it from the ClusterTrainingRuntime, "
+                "not the "
                 f"TrainJob; the platform's runtimes use {runtime_value!r}. Leave it unset, or "
                 "use backend: pytorchjob / indexed-job",
             )
@@ -188,7 +194,8 @@ def _runtime_pod(
     template = {
         "metadata": {},
         "spec": {
-            # Here, not in the TrainJob's patch: Kueue drops it from the patch (pod.GRACE_CLASSES).
+            # Here, not in the TrainJob's patch: v2.2.1's PodSpecPatch has no such field
+            # (a later release added it), and Kueue re-encodes the patch with those types.
             "terminationGracePeriodSeconds": grace,
             # OnFailure restarts the container in place, as a PyTorchJob's OnFailure does;
             # ExitCode and Never need Never (a pod failure policy requires it).
@@ -355,10 +362,11 @@ def runtime_manifests() -> list[dict[str, Any]]:
 
 
 def _pod_patch(template: dict[str, Any]) -> dict[str, Any]:
-    """The per-job part of the pod, in the fields a v2.3 runtime patch accepts."""
+    """The per-job part of the pod, in the fields a v2.2.1 runtime patch accepts
+    (trainjob_types.go PodSpecPatch, ContainerPatch)."""
     spec = template["spec"]
     container = spec["containers"][0]
-    # No terminationGracePeriodSeconds: Kueue would drop it (the runtime carries it).
+    # No terminationGracePeriodSeconds: v2.2.1's PodSpecPatch has none (the runtime carries it).
     patch: dict[str, Any] = {
         "serviceAccountName": spec["serviceAccountName"],
         "securityContext": spec["securityContext"],
@@ -541,7 +549,7 @@ def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
 
 
 def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
-    """The pod template the Trainer v2.2.1 controller (v2.3 alike) gives `trainjob`'s `node` Job.
+    """The pod template the Trainer v2.2.1 controller gives `trainjob`'s `node` Job.
 
     Rehearses `TrainingRuntime.newRuntimeInfo` (runtime patches merged into the runtime's
     JobSet template), the JobSet plugin's Trainer builder (image, command, args, env) and
@@ -630,7 +638,8 @@ def built_pod(
 
 def num_nodes(doc: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
     """The TrainJob's pods: its `trainer.numNodes`, else its runtime's `mlPolicy.numNodes`,
-    else 1 (Trainer v2.3's torch plugin)."""
+    else 1 (Trainer v2.2.1 pkg/runtime/framework/plugins/torch/torch.go:
+    `ptr.Deref(trainerPS.Count, 1)`)."""
     for n in (
         pods.get(doc, "spec", "trainer", "numNodes"),
         pods.get(runtime, "spec", "mlPolicy", "numNodes"),
@@ -644,8 +653,8 @@ def num_nodes(doc: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
 
 
 def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound | None:
-    """Trainer v2.3 runs the Job of its runtime's replicated job `node` through a JobSet with
-    `failurePolicy.maxRestarts: 0`: the Kubernetes Job controller's bound of that Job, ended
+    """Trainer v2.2.1 runs the Job of its runtime's replicated job `node` through a JobSet,
+    which the platform's runtimes give `failurePolicy.maxRestarts: 0`: the Kubernetes Job controller's bound of that Job, ended
     in time by the TrainJob's activeDeadlineSeconds. None: the runtime is not known."""
     spec = doc.get("spec") or {}
     runtime = runtime_of(doc, inputs.runtimes)

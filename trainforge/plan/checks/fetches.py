@@ -75,54 +75,76 @@ def _configmap(ctx: PlanContext, namespace: str, name: str) -> dict[str, Any]:
     return {}
 
 
+def container_fetches(
+    argv: list[str],
+    where: str,
+    files: list[tuple[str, str]],
+    env: dict[str, str],
+    staged: tuple[str, ...],
+) -> list[F.Fetch]:
+    """What one container fetches: its command line (`argv`, named `where`) and the Python
+    `files` ((path, text)) it is given, less Hub calls its `env` keeps offline or in a cache
+    on a volume that outlives the pod (`staged`). Also `trainforge import`'s reading."""
+    found = F.command_fetches(argv, where, staged)
+    for path, text in files:
+        found += F.python_fetches(text, path, staged=staged)
+    offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
+        F.staged_path(env.get(k), staged) for k in HF_CACHES
+    )
+    return [f for f in found if not (offline and f.reaches == F.HUB)]
+
+
+def outside_aws(found: list[F.Fetch], region: str) -> list[F.Fetch]:
+    """`found` less what reaches AWS hosts of `region` (S3 and the VPC's endpoints), which
+    the team policies open."""
+    return [f for f in found if not f.reaches.endswith(f".{region}.amazonaws.com")]
+
+
 def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list[F.Fetch]:
     """What every container of pod `spec` fetches: its command line, and the Python files
     it mounts from ConfigMaps (named by their path in the pod)."""
     sdk_install = packages({"spec": spec}) is not None  # judged as RULE_PACKAGES
     out: list[F.Fetch] = []
     for c in pods.containers(spec):
-        mounts, staged = _mounts(spec, c), kept(spec, c)
-        found = F.command_fetches(pods.argv(c), f"container {c.get('name')} command", staged)
-        for v, m in mounts:
+        files = []
+        for v, m in _mounts(spec, c):
             data = _configmap(ctx, namespace, (v.get("configMap") or {}).get("name", ""))
             items = (v.get("configMap") or {}).get("items") or [{"key": k, "path": k} for k in data]
             for item in items:
                 if str(item.get("path")).endswith(".py") and item.get("key") in data:
                     path = posixpath.join(str(m.get("mountPath")), item["path"])
-                    found += F.python_fetches(data[item["key"]], path, staged=staged)
-        env = pods.literal_env(c)
-        offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
-            F.staged_path(env.get(k), staged) for k in HF_CACHES
-        )
+                    files.append((path, data[item["key"]]))
+        where = f"container {c.get('name')} command"
+        found = container_fetches(pods.argv(c), where, files, pods.literal_env(c), kept(spec, c))
         out += [
             f
             for f in found
-            if not (offline and f.reaches == F.HUB)
-            and not (sdk_install and f.fetcher == "pip install" and " command:" in f.where)
+            if not (sdk_install and f.fetcher == "pip install" and " command:" in f.where)
         ]
     return out
+
+
+def internet_fetches(ctx: PlanContext, o: Any) -> tuple[list[F.Fetch], list[Any]]:
+    """(what object `o`'s pods fetch from outside the stack's region's AWS hosts, its pod
+    templates): what this check and `trainforge run-local` (its note) read. ([], []) for an
+    object with no pods, or a malformed one (the schema and runtime checks say why)."""
+    if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
+        return [], []
+    try:
+        templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
+        found = [f for t in templates for f in code_fetches(ctx, o.namespace, t.spec)]
+    except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
+        return [], []
+    if found and hasattr(ctx, "inventory"):
+        found = outside_aws(found, C.plan_region(ctx.inventory))
+    return list(dict.fromkeys(found)), templates
 
 
 def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     lines: list[str] = []
-    # AWS hosts of the stack's region: S3 and the VPC's endpoints, which the team policies open
-    aws = f".{C.plan_region(ctx.inventory)}.amazonaws.com" if hasattr(ctx, "inventory") else "-"
     for o in ctx.objects:
-        if not o.namespace or o.kind in ("ConfigMap", "NetworkPolicy", "Secret"):
-            continue
-        try:
-            templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
-            found = list(
-                dict.fromkeys(
-                    f
-                    for t in templates
-                    for f in code_fetches(ctx, o.namespace, t.spec)
-                    if not f.reaches.endswith(aws)
-                )
-            )
-        except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
-            continue  # a malformed object: the schema and runtime checks say why
+        found, templates = internet_fetches(ctx, o)
         if not found:
             continue
         opened = open_egress(ctx, o.namespace)
