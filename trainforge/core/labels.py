@@ -13,6 +13,7 @@ import re
 
 HOSTNAME = "kubernetes.io/hostname"  # LabelHostname
 REGION = "topology.kubernetes.io/region"  # LabelTopologyRegion
+ZONE = "topology.kubernetes.io/zone"  # LabelTopologyZone
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"  # LabelInstanceTypeStable
 OS = "kubernetes.io/os"  # LabelOSStable
 ARCH = "kubernetes.io/arch"  # LabelArchStable
@@ -112,7 +113,7 @@ def karpenter_template_label_refusal(key: str) -> str:
 KUBELET_LABELS = frozenset(
     {
         HOSTNAME,
-        "topology.kubernetes.io/zone",
+        ZONE,
         REGION,
         "failure-domain.beta.kubernetes.io/zone",
         "failure-domain.beta.kubernetes.io/region",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.errors import JobConfigError
-from trainforge.core.labels import karpenter_type_labels
+from trainforge.core.labels import ZONE, karpenter_type_labels
 from trainforge.stack.base import StackError, one_of, problem
 from trainforge.stack.file import decode_value, namespace
 from trainforge.stack.model import unknown_keys
@@ -186,6 +186,39 @@ def _natural(value: str) -> tuple[int, str]:
     return (int(value), "") if value.isdigit() else (0, value)
 
 
+def _zone_problems(where: str, pool: Any, platform: Any) -> list[str]:
+    """A `topology.kubernetes.io/zone` label outside the zones the pool's nodes can be in.
+
+    Why: Karpenter gives each instance type the zones of its NodePool's subnets that offer it
+    (karpenter-provider-aws v1.14.1 types.go `computeRequirements`, LabelTopologyZone), and adds
+    the template label to the requirements: another zone matches no offering, no node launches.
+    The zones are Network's (private_subnet_zones) and EC2's offerings, read at preview; an EFA
+    pool's one zone is the one its EC2NodeClass selects (capacity_placement.zone_index)."""
+    from trainforge.platform import capacity_placement as cp  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.network import private_subnet_zones  # noqa: PLC0415
+
+    value = dict(pool.labels).get(ZONE)
+    if value is None:
+        return []
+    subnets = private_subnet_zones(platform.network)
+    if pool.efa:
+        zones = [subnets[cp.zone_index(where, pool.instance_types, subnets)]]
+    else:
+        offered = set().union(*(cp.offering_zones([t]) for t in pool.instance_types))
+        zones = [z for z in subnets if z in offered]
+    if value in zones:
+        return []
+    return [
+        problem(
+            f"{where}.labels.{ZONE}",
+            value,
+            f"a zone the pool's nodes can be in: {', '.join(zones) or 'none'} (the VPC's private "
+            "subnets' zones that offer its types; Karpenter adds template labels to the "
+            "NodePool's requirements: no node could launch), or no such label",
+        )
+    ]
+
+
 def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
     """Each node group or pool label the platform sets itself, each pool label whose key the
     pool's requirements or types restrict to other values, and a pool with more labels than
@@ -234,6 +267,7 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
                 )
                 out.append(problem(f"{where}.labels.{key}", value, expected))
         out += _type_label_problems(where, pool.labels, facts, skip=allowed)
+        out += _collect(out, _zone_problems, where, pool, platform) or []
     return out
 
 
