@@ -14,7 +14,7 @@ import yaml
 
 from trainforge.core import labels
 from trainforge.plan.core import known_rule_ids
-from trainforge.plan.mocks import TrainforgeMocks
+from trainforge.plan.mocks import TrainforgeMocks, run_mocked
 from trainforge.platform.instance_types import instance_type_facts
 from trainforge.platform.karpenter import pool_labels
 from trainforge.platform.node_groups import group_labels
@@ -240,5 +240,50 @@ def test_the_docs_name_what_is_refused():
         pool_labels(NodePoolConfig(name="p", instanceTypes=["g5.xlarge"]))
     )
     assert f"at most {room} (the CRD holds {NODEPOOL_LABELS_MAX}" in pool["labels"].description
+    derived = labels.karpenter_type_labels("g5.xlarge", 4, 16384, 1, "A10G")
+    for key in derived:  # `karpenter.k8s.aws/instance-family`, then `-size` and the others
+        short = key.replace("karpenter.k8s.aws/instance", "")
+        description = pool["labels"].description
+        assert f"`{key}`" in description or f"`{short}`" in description, key
+    assert f"`{labels.ZONE}`" in pool["labels"].description
     assert f"at most {EKS_GROUP_TAINTS_MAX} taints" in group["taints"].description
     assert f"keys of at most {EKS_TAINT_KEY_MAX} characters" in group["taints"].description
+
+
+# --- the zone label ----------------------------------------------------------------------------
+
+
+def zone_errors(stack: str, i: int, zone: str) -> list[str]:
+    """check_stack under the stack's own config (its region's zones and offerings)."""
+    config = copy.deepcopy(read_stack(ROOT, stack).config)
+    config["trainforge:nodePools"][i]["labels"] = {labels.ZONE: zone}
+    run = run_mocked(
+        lambda: check_stack(config, known_rules=known_rule_ids(), lookups=True), config
+    )
+    return run.result.errors
+
+
+def zone_line(stack: str, i: int, zone: str, zones: str) -> str:
+    return (
+        f"trainforge:nodePools[{i}].labels.{labels.ZONE}: got '{zone}'; expected a zone the "
+        f"pool's nodes can be in: {zones} (the VPC's private subnets' zones that offer its "
+        "types; Karpenter adds template labels to the NodePool's requirements: no node could "
+        "launch), or no such label"
+    )
+
+
+def test_a_zone_outside_the_stack_s_subnets_is_refused_naming_the_key():
+    """dev's new VPC has two zones (availabilityZones: 2): a third one holds no node."""
+    assert zone_errors("dev", 0, "us-west-2c") == [
+        zone_line("dev", 0, "us-west-2c", "us-west-2a, us-west-2b")
+    ]
+    assert zone_errors("dev", 0, "us-west-2b") == []
+
+
+def test_an_efa_pool_s_zone_is_its_one_subnet_s():
+    """prod's EFA p5 pool: one subnet, the first zone offering p5.48xlarge."""
+    errors = zone_errors("prod", 0, "mars-1a")
+    assert len(errors) == 1
+    zones = errors[0].split("can be in: ")[1].split(" (")[0]
+    assert len(zones.split(", ")) == 1
+    assert zone_errors("prod", 0, zones) == []
