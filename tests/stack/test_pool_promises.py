@@ -205,9 +205,17 @@ def test_a_node_group_taint_key_eks_refuses_is_refused_naming_it():
     raw = {"name": "g", "instanceTypes": ["g5.xlarge"], "taints": [{"key": long_key}]}
     errors: list[str] = []
     assert validate(NodeGroupConfig, raw, "trainforge:nodeGroups[0]", errors) is None
+    rule = (
+        f"a taint key EKS accepts: at most {EKS_TAINT_KEY_MAX} characters, not starting with "
+        "kubernetes.io/, k8s.io/, eks.amazonaws.com/"
+    )
+    assert errors == [f"trainforge:nodeGroups[0].taints[0].key: got '{long_key}'; expected {rule}"]
+    reserved = {**raw, "taints": [{"key": "eks.amazonaws.com/mine"}, {"key": "k8s.io/x"}]}
+    errors = []
+    assert validate(NodeGroupConfig, reserved, "trainforge:nodeGroups[0]", errors) is None
     assert errors == [
-        f"trainforge:nodeGroups[0].taints[0].key: got '{long_key}'; expected a taint key EKS "
-        f"accepts: at most {EKS_TAINT_KEY_MAX} characters"
+        f"trainforge:nodeGroups[0].taints[0].key: got 'eks.amazonaws.com/mine'; expected {rule}",
+        f"trainforge:nodeGroups[0].taints[1].key: got 'k8s.io/x'; expected {rule}",
     ]
     # a Karpenter pool's nodes take it (the API server's bound is the qualified name's)
     pool = {"name": "p", "instanceTypes": ["g5.xlarge"], "taints": [{"key": long_key}]}
@@ -248,6 +256,7 @@ def test_the_docs_name_what_is_refused():
     assert f"`{labels.ZONE}`" in pool["labels"].description
     assert f"at most {EKS_GROUP_TAINTS_MAX} taints" in group["taints"].description
     assert f"keys of at most {EKS_TAINT_KEY_MAX} characters" in group["taints"].description
+    assert all(f"`{p}`" in group["taints"].description for p in labels.EKS_RESERVED_LABEL_PREFIXES)
 
 
 # --- the zone label ----------------------------------------------------------------------------

@@ -28,7 +28,11 @@ from pydantic import (
 
 from trainforge.core import names
 from trainforge.core.contract import PoolLimits, Taint
-from trainforge.core.labels import karpenter_template_label_refusal, node_group_label_refusal
+from trainforge.core.labels import (
+    EKS_RESERVED_LABEL_PREFIXES,
+    karpenter_template_label_refusal,
+    node_group_label_refusal,
+)
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
 from trainforge.stack.base import (
@@ -498,11 +502,17 @@ EKS_TAINT_KEY_MAX = 63
 
 
 def _eks_taints(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
-    """A taint key EKS refuses, named at its index, before `pulumi up` asks EKS."""
+    """A taint key EKS refuses, named at its index, before `pulumi up` asks EKS: too long, or
+    with a prefix EKS reserves ("Taint cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
+    eks.amazonaws.com/]", quoted in aws/containers-roadmap#1451; read 2026-11-30)."""
+    rule = (
+        f"a taint key EKS accepts: at most {EKS_TAINT_KEY_MAX} characters, not starting with "
+        f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)}"
+    )
     Problems.raise_any(
-        ((i, "key"), t.key, f"a taint key EKS accepts: at most {EKS_TAINT_KEY_MAX} characters")
+        ((i, "key"), t.key, rule)
         for i, t in enumerate(taints)
-        if len(t.key) > EKS_TAINT_KEY_MAX
+        if len(t.key) > EKS_TAINT_KEY_MAX or t.key.startswith(EKS_RESERVED_LABEL_PREFIXES)
     )
     return taints
 
@@ -572,8 +582,9 @@ class NodeGroupConfig(Section):
     )
     taints: Annotated[TaintList, AfterValidator(_eks_taints)] = Field(
         (),
-        description="Extra taints `{key, value?, effect}`: keys of at most 63 characters, at "
-        "most 50 taints with the platform's (EKS refuses more); `nvidia.com/gpu=true:NoSchedule` "
+        description="Extra taints `{key, value?, effect}`: keys of at most 63 characters not "
+        "starting with `kubernetes.io/`, `k8s.io/` or `eks.amazonaws.com/`, at most 50 taints "
+        "with the platform's (EKS refuses others); `nvidia.com/gpu=true:NoSchedule` "
         "is always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx: "
         "one more with the key and effect of either is refused (a node would carry both).",
     )
