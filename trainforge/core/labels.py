@@ -9,8 +9,11 @@ mirrors on 2026-11-30.
 
 from __future__ import annotations
 
+import re
+
 HOSTNAME = "kubernetes.io/hostname"  # LabelHostname
 REGION = "topology.kubernetes.io/region"  # LabelTopologyRegion
+ZONE = "topology.kubernetes.io/zone"  # LabelTopologyZone
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"  # LabelInstanceTypeStable
 OS = "kubernetes.io/os"  # LabelOSStable
 ARCH = "kubernetes.io/arch"  # LabelArchStable
@@ -110,7 +113,7 @@ def karpenter_template_label_refusal(key: str) -> str:
 KUBELET_LABELS = frozenset(
     {
         HOSTNAME,
-        "topology.kubernetes.io/zone",
+        ZONE,
         REGION,
         "failure-domain.beta.kubernetes.io/zone",
         "failure-domain.beta.kubernetes.io/region",
@@ -145,3 +148,36 @@ def node_group_label_refusal(key: str) -> str:
             f"{' and '.join(KUBELET_LABEL_NAMESPACES)}: the node would never join"
         )
     return ""
+
+
+# The labels Karpenter derives from an instance type and puts in its requirements
+# (karpenter-provider-aws v1.14.1, commit bde0065 of 2026-08-20, pkg/providers/instancetype/
+# types.go `computeRequirements`, read 2026-11-30): a template label is added to the NodePool's
+# requirements too, so one of these whose value none of the pool's types gives matches no
+# type, and no node launches. Only those computed from what a type lookup holds (its name,
+# vCPUs, memory, GPUs); None: the type has none (Karpenter's DoesNotExist, no value matches).
+KARPENTER_INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+# `instanceTypeScheme` in types.go: category, an optional `-Ntb`, generation, then anything
+_TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
+
+
+def karpenter_type_labels(
+    instance_type: str, vcpus: int, memory_mib: int, gpus: int, gpu_name: str | None
+) -> dict[str, str | None]:
+    """The values Karpenter gives an instance type's well-known labels (types.go)."""
+    family, _, size = instance_type.partition(".")
+    scheme = _TYPE_SCHEME.match(instance_type)
+    gpu = gpus > 0 and gpu_name is not None
+    return {
+        INSTANCE_TYPE: instance_type,
+        "karpenter.k8s.aws/instance-category": scheme.group(1) if scheme else None,
+        "karpenter.k8s.aws/instance-generation": scheme.group(3) if scheme else None,
+        KARPENTER_INSTANCE_FAMILY: family if size else None,
+        "karpenter.k8s.aws/instance-size": size or None,
+        "karpenter.k8s.aws/instance-capability-flex": str("-flex" in family).lower(),
+        "karpenter.k8s.aws/instance-cpu": str(vcpus),
+        "karpenter.k8s.aws/instance-memory": str(memory_mib),
+        KARPENTER_GPU_COUNT: str(gpus) if gpu else None,
+        # lowerKabobCase(gpu.Name): "L40S" -> "l40s"
+        "karpenter.k8s.aws/instance-gpu-name": gpu_name.replace(" ", "-").lower() if gpu else None,
+    }

@@ -55,6 +55,15 @@ def s3_prefix_list_name(region: str) -> str:
     return f"com.amazonaws.{region}.s3"
 
 
+def private_subnet_zones(cfg: NetworkConfig) -> list[str]:
+    """The zone of each private subnet, as Network places them (read at preview): an existing
+    VPC's subnets' own, else the region's first `availabilityZones` available zones. The
+    stack's check reads the zones a pool's nodes can be in from here."""
+    if cfg.vpc_id:
+        return [aws.ec2.get_subnet(id=s).availability_zone for s in cfg.private_subnet_ids]
+    return list(aws.get_availability_zones(state="available").names[: cfg.availability_zones])
+
+
 @dataclass
 class NetworkArgs:
     cluster_name: str
@@ -90,9 +99,7 @@ class Network(pulumi.ComponentResource):
             self.vpc_id = pulumi.Output.from_input(cfg.vpc_id)
             self.vpc_cidr = pulumi.Output.from_input(aws.ec2.get_vpc(id=cfg.vpc_id).cidr_block)
             self.private_subnet_ids = [pulumi.Output.from_input(s) for s in cfg.private_subnet_ids]
-            self.private_subnet_zones = [
-                aws.ec2.get_subnet(id=s).availability_zone for s in cfg.private_subnet_ids
-            ]
+            self.private_subnet_zones = private_subnet_zones(cfg)
             if cfg.vpc_endpoints:
                 tables = [
                     aws.ec2.get_route_table(subnet_id=s).route_table_id
@@ -176,8 +183,8 @@ class Network(pulumi.ComponentResource):
 
     def _new_vpc(self, name: str, args: NetworkArgs, discovery: dict, child) -> None:
         cfg = args.config
-        zones = aws.get_availability_zones(state="available").names[: cfg.availability_zones]
-        self.private_subnet_zones = list(zones)
+        zones = private_subnet_zones(cfg)
+        self.private_subnet_zones = zones
         net = ipaddress.ip_network(cfg.cidr)
         blocks = list(net.subnets(prefixlen_diff=3))  # 8 blocks: private subnets get big ones
         public_blocks = list(blocks[-1].subnets(prefixlen_diff=2))

@@ -73,6 +73,15 @@ def efa_security_group(
     return sg
 
 
+def group_labels(cfg: NodeGroupConfig) -> dict[str, str]:
+    """A managed node group's node labels: the configured ones, then the platform's
+    (stack_check refuses a configured key the platform sets, read from here)."""
+    labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, GPU_NODE_LABEL: "true"}
+    if cfg.efa:
+        labels[EFA_NODE_LABEL] = "true"
+    return labels
+
+
 @dataclass
 class GpuNodeGroupArgs:
     cluster_name: str
@@ -183,9 +192,7 @@ class GpuNodeGroup(pulumi.ComponentResource):
         taints = [
             {**t, "effect": EFFECTS[t["effect"]]} for t in group_taints(cfg, args.fsx_startup_taint)
         ]
-        labels = {**dict(cfg.labels), POOL_LABEL: cfg.name, GPU_NODE_LABEL: "true"}
-        if cfg.efa:
-            labels[EFA_NODE_LABEL] = "true"
+        labels = group_labels(cfg)
         self.node_group = aws.eks.NodeGroup(
             f"{name}",
             cluster_name=args.cluster_name,

@@ -66,6 +66,28 @@ def group_taints(group: NodeGroupConfig, fsx: bool) -> list[dict]:
     return [platform_taint(True), *_own(group.taints), *startup_taints(fsx)]
 
 
+# EKS's most taints on a managed node group: "Maximum of 50 taints per node group" (the
+# pulumi_aws provider's NodeGroup `taints` doc, from the EKS API; botocore 1.44.5's `taintsList`
+# states no bound; read 2026-11-30). The platform's own count (group_taints).
+EKS_GROUP_TAINTS_MAX = 50
+
+
+def _too_many(where: str, group: NodeGroupConfig, fsx: bool) -> list[str]:
+    """A line when a group's configured taints with the platform's exceed EKS's bound."""
+    total = len(group_taints(group, fsx))
+    if total <= EKS_GROUP_TAINTS_MAX:
+        return []
+    room = EKS_GROUP_TAINTS_MAX - (total - len(group.taints))
+    return [
+        problem(
+            f"{where}.taints",
+            f"{len(group.taints)} taints",
+            f"at most {room} (EKS holds {EKS_GROUP_TAINTS_MAX} taints per node group, the "
+            "platform's among them)",
+        )
+    ]
+
+
 def _repeats(where: str, configured: Iterable[Any], platform: list[dict]) -> list[str]:
     """A line per configured taint whose key and effect one of `platform` has."""
     lines = []
@@ -99,6 +121,7 @@ def taint_problems(
         if g is not None:
             platform = [platform_taint(True), *startup_taints(fsx)]
             out += _repeats(f"{NS}:nodeGroups[{i}]", g.taints, platform)
+            out += _too_many(f"{NS}:nodeGroups[{i}]", g, fsx)
     for i, p in enumerate(pools):
         if p is not None:
             gpu = gpu_of.get(p.name, p.gpu)

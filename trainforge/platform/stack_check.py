@@ -14,12 +14,14 @@ keys are valid; otherwise each job's own keys are still checked, without that co
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.errors import JobConfigError
+from trainforge.core.labels import ZONE, karpenter_type_labels
 from trainforge.stack.base import StackError, one_of, problem
 from trainforge.stack.file import decode_value, namespace
 from trainforge.stack.model import unknown_keys
@@ -34,6 +36,8 @@ from trainforge.stack.policy import (
 from trainforge.stack.policy import NS as POLICY_NS
 
 JOBS_KEY = "trainforge:jobs"
+# The NodePool CRD's `spec.template.metadata.labels` maxProperties (pool_label_problems)
+NODEPOOL_LABELS_MAX = 100
 
 
 @dataclass
@@ -107,8 +111,118 @@ def check_stack(
 _JOB_AT = re.compile(re.escape(JOBS_KEY) + r"\[(\d+)\](?! \()")
 
 
+@functools.cache
+def platform_label_keys() -> frozenset[str]:
+    """Every label key the platform sets on its nodes, read off the emitters themselves: a
+    node group's (with and without EFA) and a Karpenter pool's, configured with no labels."""
+    from trainforge.platform.karpenter import pool_labels  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.node_groups import group_labels  # noqa: PLC0415
+    from trainforge.stack.platform import NodeGroupConfig, NodePoolConfig  # noqa: PLC0415
+
+    groups = [
+        group_labels(NodeGroupConfig.model_construct(name="n", labels=(), efa=efa))
+        for efa in (False, True)
+    ]
+    pool = pool_labels(NodePoolConfig.model_construct(name="n", labels=()))
+    return frozenset(k for emitted in (*groups, pool) for k in emitted)
+
+
+def _platform_label_problems(where: str, labels: tuple[tuple[str, str], ...]) -> list[str]:
+    """A line per configured label whose key the platform sets on its nodes: the emitter
+    replaces the value silently, and jobs and the device plugins select nodes by these keys
+    (a user's `nvidia.com/gpu.present` on a CPU pool would draw the GPU plugin there)."""
+    own = platform_label_keys()
+    return [
+        problem(
+            f"{where}.labels.{key}",
+            value,
+            f"a label key the platform does not set itself (it sets {', '.join(sorted(own))} "
+            "on its nodes, and jobs and device plugins select nodes by them), such as "
+            "example.com/team",
+        )
+        for key, value in labels
+        if key in own
+    ]
+
+
+def _type_label_problems(where: str, labels: Any, facts: Any, skip: Collection[str]) -> list[str]:
+    """A line per label Karpenter derives from the instance type (core/labels.
+    karpenter_type_labels) with a value none of the pool's types gives, or, each given by some
+    type, a set no one type gives all of (Karpenter needs one type meeting every requirement)."""
+    derived = [
+        karpenter_type_labels(t.name, t.vcpus, t.memory_mib, t.gpus, t.gpu_name)
+        for t in facts.per_type
+    ]
+    mine = {k: v for k, v in labels if k in (derived[0] if derived else {}) and k not in skip}
+    out = []
+    for key, value in mine.items():
+        given = sorted({d[key] for d in derived if d[key] is not None}, key=_natural)
+        if value not in given:
+            values = ", ".join(given) if given else "none (no type of the pool has this label)"
+            out.append(
+                problem(
+                    f"{where}.labels.{key}",
+                    value,
+                    f"a value one of the pool's instance types gives {key}: {values} "
+                    "(Karpenter adds template labels to the NodePool's requirements: no "
+                    "type would match and no node could launch), or no such label",
+                )
+            )
+    if not out and mine and not any(all(d[k] == v for k, v in mine.items()) for d in derived):
+        keys = ", ".join(f"{k}={v}" for k, v in mine.items())
+        out.append(
+            problem(
+                f"{where}.labels",
+                keys,
+                "labels one of the pool's instance types gives together (each is some type's, "
+                "no one type has them all: Karpenter adds them to the NodePool's "
+                "requirements and no node could launch)",
+            )
+        )
+    return out
+
+
+def _natural(value: str) -> tuple[int, str]:
+    return (int(value), "") if value.isdigit() else (0, value)
+
+
+def _zone_problems(where: str, pool: Any, platform: Any) -> list[str]:
+    """A `topology.kubernetes.io/zone` label outside the zones the pool's nodes can be in.
+
+    Why: Karpenter gives each instance type the zones of its NodePool's subnets that offer it
+    (karpenter-provider-aws v1.14.1 types.go `computeRequirements`, LabelTopologyZone), and adds
+    the template label to the requirements: another zone matches no offering, no node launches.
+    The zones are Network's (private_subnet_zones) and EC2's offerings, read at preview; an EFA
+    pool's one zone is the one its EC2NodeClass selects (capacity_placement.zone_index)."""
+    from trainforge.platform import capacity_placement as cp  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.network import private_subnet_zones  # noqa: PLC0415
+
+    value = dict(pool.labels).get(ZONE)
+    if value is None:
+        return []
+    subnets = private_subnet_zones(platform.network)
+    if pool.efa:
+        zones = [subnets[cp.zone_index(where, pool.instance_types, subnets)]]
+    else:
+        offered = set().union(*(cp.offering_zones([t]) for t in pool.instance_types))
+        zones = [z for z in subnets if z in offered]
+    if value in zones:
+        return []
+    return [
+        problem(
+            f"{where}.labels.{ZONE}",
+            value,
+            f"a zone the pool's nodes can be in: {', '.join(zones) or 'none'} (the VPC's private "
+            "subnets' zones that offer its types; Karpenter adds template labels to the "
+            "NodePool's requirements: no node could launch), or no such label",
+        )
+    ]
+
+
 def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
-    """Each node pool label whose key the pool's requirements restrict to other values.
+    """Each node group or pool label the platform sets itself, each pool label whose key the
+    pool's requirements or types restrict to other values, and a pool with more labels than
+    the NodePool CRD holds.
 
     Why: Karpenter adds a NodePool's template labels to its requirements
     (kubernetes-sigs/karpenter v1.14.1, `versions.KARPENTER_VERSION`,
@@ -117,13 +231,28 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
     2026-11-30): `kubernetes.io/arch: arm64` on an amd64 pool empties the intersection, no node
     can launch and the pods stay Pending. The requirements are the emitter's own
     (karpenter.node_pool_spec), built from the looked-up types as `pulumi up` builds them
-    (`type_facts`: TrainingPlatform's, by pool name; unset: looked up here)."""
+    (`type_facts`: TrainingPlatform's, by pool name; unset: looked up here). The CRD's
+    `spec.template.metadata.labels` has `maxProperties: 100` (the vendored
+    trainforge/plan/data/crds/karpenter.sh_nodepools.yaml, v1.14.1), counting the platform's."""
     from trainforge.platform.instance_types import resolve_pool  # noqa: PLC0415 - pulumi_aws
-    from trainforge.platform.karpenter import node_pool_spec  # noqa: PLC0415
+    from trainforge.platform.karpenter import node_pool_spec, pool_labels  # noqa: PLC0415
 
     out = []
+    for i, group in enumerate(platform.node_groups):
+        out += _platform_label_problems(f"trainforge:nodeGroups[{i}]", group.labels)
     for i, pool in enumerate(platform.node_pools):
         where = f"trainforge:nodePools[{i}]"
+        out += _platform_label_problems(where, pool.labels)
+        if len(emitted := pool_labels(pool)) > NODEPOOL_LABELS_MAX:
+            out.append(
+                problem(
+                    f"{where}.labels",
+                    f"{len(pool.labels)} labels",
+                    f"at most {NODEPOOL_LABELS_MAX - len(emitted) + len(pool.labels)} (the "
+                    f"NodePool CRD holds {NODEPOOL_LABELS_MAX} template labels, the platform's "
+                    "among them)",
+                )
+            )
         facts = (type_facts or {}).get(pool.name) or resolve_pool(pool, where, [])
         if facts is None:
             continue
@@ -137,6 +266,8 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
                     "NodePool's requirements: no node could launch), or no such label"
                 )
                 out.append(problem(f"{where}.labels.{key}", value, expected))
+        out += _type_label_problems(where, pool.labels, facts, skip=allowed)
+        out += _collect(out, _zone_problems, where, pool, platform) or []
     return out
 
 

@@ -28,7 +28,11 @@ from pydantic import (
 
 from trainforge.core import names
 from trainforge.core.contract import PoolLimits, Taint
-from trainforge.core.labels import karpenter_template_label_refusal, node_group_label_refusal
+from trainforge.core.labels import (
+    EKS_RESERVED_LABEL_PREFIXES,
+    karpenter_template_label_refusal,
+    node_group_label_refusal,
+)
 from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
 from trainforge.stack.base import (
@@ -490,6 +494,29 @@ def _eks_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], .
     return labels
 
 
+# EKS's own bound on a managed node group's taint: botocore's `taintKey` is 1 to 63 characters,
+# a prefixed key counting its prefix (Kubernetes allows a 253-character prefix more), and
+# `taintValue` 0 to 63 (Kubernetes' bound already). Same model and date as EKS_LABEL_MAX;
+# tests/stack/test_pool_labels.py reads it.
+EKS_TAINT_KEY_MAX = 63
+
+
+def _eks_taints(taints: tuple[Taint, ...]) -> tuple[Taint, ...]:
+    """A taint key EKS refuses, named at its index, before `pulumi up` asks EKS: too long, or
+    with a prefix EKS reserves ("Taint cannot contain reserved prefixes [kubernetes.io/, k8s.io/,
+    eks.amazonaws.com/]", quoted in aws/containers-roadmap#1451; read 2026-11-30)."""
+    rule = (
+        f"a taint key EKS accepts: at most {EKS_TAINT_KEY_MAX} characters, not starting with "
+        f"{', '.join(EKS_RESERVED_LABEL_PREFIXES)}"
+    )
+    Problems.raise_any(
+        ((i, "key"), t.key, rule)
+        for i, t in enumerate(taints)
+        if len(t.key) > EKS_TAINT_KEY_MAX or t.key.startswith(EKS_RESERVED_LABEL_PREFIXES)
+    )
+    return taints
+
+
 def _karpenter_labels(labels: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
     """The NodePool CRD refuses some template labels (core/labels.py): named here, at the
     key, rather than by the API server once `pulumi up` has begun."""
@@ -548,13 +575,17 @@ class NodeGroupConfig(Section):
         description="Extra node labels: keys and values of 1 to 63 characters; no key starting "
         "with `kubernetes.io/`, `k8s.io/` or `eks.amazonaws.com/` (EKS refuses them) nor in "
         "another `kubernetes.io` or `k8s.io` namespace but `node.kubernetes.io` and "
-        "`kubelet.kubernetes.io` (the kubelet refuses them and the node never joins).",
+        "`kubelet.kubernetes.io` (the kubelet refuses them and the node never joins); not "
+        "`trainforge.io/pool`, `nvidia.com/gpu.present` or `vpc.amazonaws.com/efa.present` "
+        "(the platform sets them).",
         json_schema_extra=NO_PAIRS,
     )
-    taints: TaintList = Field(
+    taints: Annotated[TaintList, AfterValidator(_eks_taints)] = Field(
         (),
-        description="Extra taints `{key, value?, effect}`; `nvidia.com/gpu=true:NoSchedule` is "
-        "always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx: "
+        description="Extra taints `{key, value?, effect}`: keys of at most 63 characters not "
+        "starting with `kubernetes.io/`, `k8s.io/` or `eks.amazonaws.com/`, at most 50 taints "
+        "with the platform's (EKS refuses others); `nvidia.com/gpu=true:NoSchedule` "
+        "is always set, and `fsx.csi.aws.com/agent-not-ready:NoExecute` when the stack has FSx: "
         "one more with the key and effect of either is refused (a node would carry both).",
     )
     subnet_id: SubnetId | None = Field(
@@ -634,8 +665,13 @@ class NodePoolConfig(Section):
         description="Extra node labels: not `kubernetes.io/hostname`, `karpenter.sh/nodepool` "
         "or another key of Karpenter's restricted domains (the NodePool CRD refuses them); a "
         "key the pool's requirements restrict (`kubernetes.io/arch`, `kubernetes.io/os`, "
-        "`node.kubernetes.io/instance-type`, `karpenter.sh/capacity-type`) only with a value "
-        "they allow.",
+        "`node.kubernetes.io/instance-type`, `karpenter.sh/capacity-type`) or Karpenter derives "
+        "from the instance type (`karpenter.k8s.aws/instance-family`, `-size`, `-category`, "
+        "`-generation`, `-cpu`, `-memory`, `-gpu-count`, `-gpu-name`, `-capability-flex`) only with values one of "
+        "the pool's types gives; `topology.kubernetes.io/zone` only with a zone of the VPC's "
+        "private subnets that offers them; not `trainforge.io/pool`, `nvidia.com/gpu.present` or "
+        "`vpc.amazonaws.com/efa.present` (the platform sets them); at most 99 (the CRD holds "
+        "100 with the platform's).",
         json_schema_extra=NO_PAIRS,
     )
     limits: Limits = Field(
