@@ -24,10 +24,11 @@ inside `train` (tests/training/test_teardown.py). Before, the interpreter's fina
 destroyed the group while it was finalizing, when Python 3.11 ends any thread that takes the
 GIL with `pthread_exit`; through a C++ noexcept frame that aborted the rank ("terminate called
 without an active exception", after a successful run). The freeze is here for the CPU it
-saves; it does not keep such a group out of finalization: a group that a user's own code
-leaves alive (torch._dynamo's import of torch.distributed.nn.functional after
-`init_process_group` holds it even past `destroy_process_group`) aborted about 1 rank in 8 at
-exit. `leave` ends a rank of your code without finalization (below).
+saves; it does not keep such a group out of finalization: gloo work of a group a user's own
+code left (a collective in flight; torch._dynamo's import of torch.distributed.nn.functional
+after `init_process_group` holds the group even past `destroy_process_group`) that completes
+while the interpreter finalizes aborts the rank (tests/training/test_usercode_exit.py; a CI
+run once). `leave` ends a rank of your code without finalization (below).
 
 `leave` ends a process once its exit status is known: what Python's exit does first (the
 threading module's shutdown: its atexit hooks and joining non-daemon threads; `atexit`

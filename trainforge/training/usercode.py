@@ -25,7 +25,7 @@ rank 0 registers the attempt when it starts, and every rank records why it ended
 
 Its process leaves without the interpreter's finalization once the code's exit code is known
 (trainforge/core/process.leave), keeping what the code left (its globals, its exception):
-a gloo group the code left alive aborted the rank there (exit 134) about 1 time in 8.
+gloo work of a group the code left that completed there aborted the rank (exit 134).
 """
 
 from __future__ import annotations
@@ -288,7 +288,7 @@ if __name__ == "__main__":
 
     freeze_first_import("torch")  # your code's import of it: not walked again by the collector
     # Your code has ended and its exit code is known: the process leaves without the
-    # interpreter's finalization, where a process group your code left alive aborted the
-    # rank (exit 134) about 1 time in 8 (core/process.py); what it left is kept to the end.
+    # interpreter's finalization, where gloo work of a group your code left could abort the
+    # rank (exit 134, core/process.py); what it left is kept to the end.
     _left: list[object] = []
     leave(exit_code(main(_left)))
