@@ -8,11 +8,12 @@ flight, and that work completes while the interpreter is finalizing.
 
 Rank 0 starts an all-reduce whose future has a Python callback (run on gloo's worker thread,
 which takes the GIL for it) and keeps an object to the end whose `__del__` (module clearing,
-in finalization) tells rank 1 to join the all-reduce and sleeps 3 s: when it completes, the worker takes the GIL of a finalizing Python 3.11 and is ended with
+in finalization) tells rank 1 to join the all-reduce and sleeps 3 s: when the all-reduce
+completes, the worker takes the GIL of a finalizing Python 3.11 and is ended with
 `pthread_exit` through C++ code: "terminate called without an active exception", SIGABRT,
-every run (the random version of this is a group left alive: about 1 rank in 8). Its code
-then ends as `raise` or `exit CODE` say (else it returns), after writing, without closing it,
-`unclosed.txt` in TRAINFORGE_OUTPUT_DIR and printing a line into a buffered stdout.
+in every run before `leave` (its random version: a group left alive, wave 14's CI flake).
+Its code then ends as `raise` or `exit CODE` say (else it returns), after writing, without
+closing it, `unclosed.txt` in TRAINFORGE_OUTPUT_DIR and printing into a buffered stdout.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ if dist.get_rank() == 0:
     kept = types.ModuleType("_kept_to_the_end")
     kept.pending, kept.last = pending, FreedInFinalization()
     sys.modules[kept.__name__] = kept
-    left_open = open(os.path.join(os.environ["TRAINFORGE_OUTPUT_DIR"], "unclosed.txt"), "w")  # noqa: SIM115
+    out = os.environ["TRAINFORGE_OUTPUT_DIR"]
+    left_open = open(os.path.join(out, "unclosed.txt"), "w")  # noqa: SIM115 - left open
     left_open.write("left open\n")
     print("rank 0: ended with an all-reduce in flight", flush=False)
     end = sys.argv[1:]

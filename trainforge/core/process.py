@@ -32,12 +32,13 @@ run once). `leave` ends a rank of your code without finalization (below).
 
 `leave` ends a process once its exit status is known: what Python's exit does first (the
 threading module's shutdown: its atexit hooks and joining non-daemon threads; `atexit`
-handlers; flushing the files `open()` made that are still open, the standard streams last), then `os._exit`, so
-the interpreter's finalization, which is where gloo's threads met `pthread_exit` (CPython 3.11
-`take_gil`; 3.14 hangs such threads instead: python/cpython#105805), never runs, and nothing
-still alive is destroyed (a group's destructor joins gloo's threads with the GIL held, which
-can deadlock). torch 2.13 has no exit hook of its own: pytorch/pytorch#179291 (an atexit
-`destroy_process_group`, closed unmerged 2026-04-16) names this abort; #190489 (open).
+handlers; flushing the files `open()` made that are still open, the standard streams last),
+then `os._exit`. So the interpreter's finalization, where gloo's threads met `pthread_exit`
+(CPython 3.11 `take_gil`; 3.14 hangs such threads instead: python/cpython#105805), never
+runs, and nothing still alive is destroyed at the end (a group's destructor waits for its
+work and joins gloo's threads; wave 14's try at freeing the group by a collection at exit
+could deadlock). torch 2.13 has no exit hook of its own: pytorch/pytorch#179291 (an atexit
+`destroy_process_group`, closed unmerged 2026-04-16) names this abort; #190489 is open.
 
 Only for a process's own entry point (`if __name__ == "__main__":`, the console script): a
 `main()` called in-process (the tests, a notebook) must not freeze its caller's heap.
