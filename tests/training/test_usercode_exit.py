@@ -14,6 +14,8 @@ from tests.training.runtime_helpers import ROOT, env, run_ranks_raw
 
 PROBE = str(ROOT / "tests" / "training" / "pending_collective_probe.py")
 WRAPPER = ("-m", "trainforge.training.usercode", PROBE)
+# stdout buffered as in a pod's container (empty: unset; the tests' own environment may set it)
+BUFFERED = {"PYTHONUNBUFFERED": ""}
 LOST_PEER = 202  # exits.PEER_LOST: rank 1 finds rank 0 (and its store) gone
 
 
@@ -23,7 +25,7 @@ LOST_PEER = 202  # exits.PEER_LOST: rank 1 finds rank 0 (and its store) gone
 def test_your_code_that_ends_with_gloo_work_in_flight_exits_with_its_own_code(end, code, tmp_path):
     """Before, rank 0 aborted (-6) in every run of its probe (the wrapper ran finalization)."""
     results = run_ranks_raw(
-        2, list(end), timeout=120, entry=WRAPPER, TRAINFORGE_OUTPUT_DIR=str(tmp_path)
+        2, list(end), timeout=120, entry=WRAPPER, TRAINFORGE_OUTPUT_DIR=str(tmp_path), **BUFFERED
     )
     (got, log), (peer, peer_log) = results
     assert "terminate called" not in log and got == code, f"rank 0 exited {got}:\n{log[-3000:]}"
@@ -37,10 +39,10 @@ def test_your_code_that_ends_with_gloo_work_in_flight_exits_with_its_own_code(en
 
 # What Python's exit does before its finalization, `leave` does too: the threading module's
 # shutdown (a non-daemon thread finishes), atexit handlers (in reverse order, one that raises
-# printed and the code kept), the files left open and the standard streams flushed.
+# printed and the code kept), the files left open, the standard streams and C's stdio flushed.
 EXITING = textwrap.dedent(
     """
-    import atexit, sys, threading, time
+    import atexit, ctypes, sys, threading, time
     from trainforge.core.process import exit_code, leave
 
     left_open = open(sys.argv[1], "w")
@@ -50,6 +52,7 @@ EXITING = textwrap.dedent(
     atexit.register(print, "atexit: last registered, first run")
     threading.Thread(target=lambda: (time.sleep(0.2), print("thread: finished"))).start()
     print("main: buffered")
+    ctypes.CDLL(None).printf(b"C: buffered\\n")  # a library's own output, in C's stdio
     leave(exit_code(int(sys.argv[2])))
     """
 )
@@ -60,13 +63,15 @@ def test_leave_does_what_an_exit_does_before_finalization(code, tmp_path):
     path = tmp_path / "left-open.txt"
     proc = subprocess.run(
         [sys.executable, "-c", EXITING, str(path), str(code)],
-        env=env(),
+        env=env(**BUFFERED),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == code, proc.stderr
-    assert proc.stdout.splitlines() == [
+    lines = proc.stdout.splitlines()
+    assert "C: buffered" in lines  # C's buffer and Python's reach the pipe in either order
+    assert [line for line in lines if line != "C: buffered"] == [
         "main: buffered",
         "thread: finished",
         "atexit: last registered, first run",

@@ -32,8 +32,8 @@ run once). `leave` ends a rank of your code without finalization (below).
 
 `leave` ends a process once its exit status is known: what Python's exit does first (the
 threading module's shutdown: its atexit hooks and joining non-daemon threads; `atexit`
-handlers; flushing the files `open()` made that are still open, the standard streams last),
-then `os._exit`. So the interpreter's finalization, where gloo's threads met `pthread_exit`
+handlers; flushing the files `open()` made that are still open, the standard streams last,
+then C's stdio buffers), then `os._exit`. So the interpreter's finalization, where gloo's threads met `pthread_exit`
 (CPython 3.11 `take_gil`; 3.14 hangs such threads instead: python/cpython#105805), never
 runs, and nothing still alive is destroyed at the end (a group's destructor waits for its
 work and joins gloo's threads; wave 14's try at freeing the group by a collection at exit
@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import gc
 import importlib.abc
 import importlib.machinery
@@ -98,6 +99,8 @@ def leave(code: int) -> NoReturn:
                 stream.flush()
         except Exception:  # noqa: BLE001 - Python exits 120 then; a failure keeps its code
             code = code or FLUSH_FAILED
+    with contextlib.suppress(Exception):  # C's stdio (a library's printf): exit() flushes it
+        ctypes.CDLL(None).fflush(None)
     os._exit(code)
 
 
