@@ -24,8 +24,21 @@ inside `train` (tests/training/test_teardown.py). Before, the interpreter's fina
 destroyed the group while it was finalizing, when Python 3.11 ends any thread that takes the
 GIL with `pthread_exit`; through a C++ noexcept frame that aborted the rank ("terminate called
 without an active exception", after a successful run). The freeze is here for the CPU it
-saves; it still keeps such a group out of finalization where nothing released it (a user's
-own script that leaves its group alive: the process's exit ends its threads).
+saves; it does not keep such a group out of finalization: gloo work of a group a user's own
+code left (a collective in flight; torch._dynamo's import of torch.distributed.nn.functional
+after `init_process_group` holds the group even past `destroy_process_group`) that completes
+while the interpreter finalizes aborts the rank (tests/training/test_usercode_exit.py; a CI
+run once). `leave` ends a rank of your code without finalization (below).
+
+`leave` ends a process once its exit status is known: what Python's exit does first (the
+threading module's shutdown: its atexit hooks and joining non-daemon threads; `atexit`
+handlers; flushing the files `open()` made that are still open, the standard streams last,
+then C's stdio buffers), then `os._exit`. So the interpreter's finalization, where gloo's threads met `pthread_exit`
+(CPython 3.11 `take_gil`; 3.14 hangs such threads instead: python/cpython#105805), never
+runs, and nothing still alive is destroyed at the end (a group's destructor waits for its
+work and joins gloo's threads; wave 14's try at freeing the group by a collection at exit
+could deadlock). torch 2.13 has no exit hook of its own: pytorch/pytorch#179291 (an atexit
+`destroy_process_group`, closed unmerged 2026-04-16) names this abort; #190489 is open.
 
 Only for a process's own entry point (`if __name__ == "__main__":`, the console script): a
 `main()` called in-process (the tests, a notebook) must not freeze its caller's heap.
@@ -48,18 +61,62 @@ cycles that `training.distributed.cleanup` collects) is collected as before.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import ctypes
 import gc
 import importlib.abc
 import importlib.machinery
+import io
+import os
 import sys
+import threading
 from collections.abc import Iterator
+from typing import NoReturn
 
 
 def exit_code(code: int | None) -> int:
     """`code` (None: 0), after freezing the heap for a quick exit; pass to `sys.exit`."""
     gc.freeze()
     return int(code or 0)
+
+
+# Py_FinalizeEx's status when flushing stdout or stderr fails (CPython 3.11 Py_Exit: 120)
+FLUSH_FAILED = 120
+
+
+def leave(code: int) -> NoReturn:
+    """End this process with `code` as Python's exit would, without its finalization (see
+    the module's docstring). Only for a process's own entry point, after `exit_code`."""
+    shutdown = getattr(threading, "_shutdown", None)  # what Py_FinalizeEx calls first
+    if shutdown is not None:
+        shutdown()
+    atexit._run_exitfuncs()  # a handler's error is printed, as at exit; the code stays
+    _flush_open_files()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:  # noqa: BLE001 - Python exits 120 then; a failure keeps its code
+            code = code or FLUSH_FAILED
+    with contextlib.suppress(Exception):  # C's stdio (a library's printf): exit() flushes it
+        ctypes.CDLL(None).fflush(None)
+    os._exit(code)
+
+
+def _flush_open_files() -> None:
+    """Flush the files `open()` made that are still open (text layers first): what their
+    finalizers did at exit, for a file a program left open. Not closed, and other file-like
+    objects (a GzipFile's trailer) are left as they are: a file you did not close is yours."""
+    gc.disable()  # nothing collects from here to the end
+    gc.unfreeze()  # gc.get_objects skips the permanent generation
+    kinds = (io.TextIOWrapper, io.BufferedWriter, io.BufferedRandom)
+    found = [o for o in gc.get_objects() if type(o) in kinds]
+    found.sort(key=lambda o: type(o) is not io.TextIOWrapper)
+    for f in found:
+        with contextlib.suppress(Exception):  # closed or detached: nothing to do
+            if not f.closed and f.writable():
+                f.flush()
 
 
 @contextlib.contextmanager

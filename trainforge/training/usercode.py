@@ -22,6 +22,10 @@ It also keeps the run ledger every job has (ledger.py, under TRAINFORGE_CHECKPOI
 rank 0 registers the attempt when it starts, and every rank records why it ended, so
 `trainforge report` shows attempts, restarts and their causes for any code. The pods and
 `trainforge run-local` both run user code through it (trainforge/jobs/entrypoint.py).
+
+Its process leaves without the interpreter's finalization once the code's exit code is known
+(trainforge/core/process.leave), keeping what the code left (its globals, its exception):
+gloo work of a group the code left that completed there aborted the rank (exit 134).
 """
 
 from __future__ import annotations
@@ -205,7 +209,11 @@ def _exit_code(value: object) -> int:
     return 1
 
 
-def run(argv: list[str]) -> int:
+def run(argv: list[str], keep: list[object] | None = None) -> int:
+    """Run your code and return the exit code its end promises. `keep` (the process's own
+    entry point): gets what the code left, its globals or its exception, so nothing of it
+    (a live process group) is destroyed before the process leaves (core/process.leave)."""
+    keep = [] if keep is None else keep
     if not argv or argv[0] in ("-h", "--help") or (argv[0] == "-m" and len(argv) < 2):
         print(USAGE, file=sys.stderr)
         return exits.CONFIG_ERROR.code
@@ -231,15 +239,18 @@ def run(argv: list[str]) -> int:
     check_on_resume(_stop_without_progress)
     _record_termination(ledger)
     try:
-        target()
+        keep.append(target())
         code = 0
     except SystemExit as e:
+        keep.append(e)
         code = _exit_code(e.code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        keep.append(e)
         traceback.print_exc()
         _record(ledger, exits.PREEMPTED, "interrupted (SIGINT): stopped, not failed")
         return 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
+        keep.append(e)
         shadow = shadowing.behind(e, script)
         if shadow is not None:  # a file of yours in a standard module's place: its line says it
             reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
@@ -268,12 +279,16 @@ def run(argv: list[str]) -> int:
     return code
 
 
-def main() -> int:
-    return run(sys.argv[1:])
+def main(keep: list[object] | None = None) -> int:
+    return run(sys.argv[1:], keep)
 
 
 if __name__ == "__main__":
-    from trainforge.core.process import exit_code, freeze_first_import
+    from trainforge.core.process import exit_code, freeze_first_import, leave
 
     freeze_first_import("torch")  # your code's import of it: not walked again by the collector
-    sys.exit(exit_code(main()))
+    # Your code has ended and its exit code is known: the process leaves without the
+    # interpreter's finalization, where gloo work of a group your code left could abort the
+    # rank (exit 134, core/process.py); what it left is kept to the end.
+    _left: list[object] = []
+    leave(exit_code(main(_left)))
