@@ -19,6 +19,7 @@ from typing import Any
 from trainforge.core import taints as T
 from trainforge.core.contract import NodeShape, PoolFacts
 from trainforge.core.pods import Shape, get
+from trainforge.core.quantity import figure
 from trainforge.jobs import capacity, packing, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
@@ -30,7 +31,6 @@ from trainforge.plan import kueue as K
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.scheduling import gi
 from trainforge.plan.kueue import GPU, RESOURCES, pod_need
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
@@ -99,12 +99,6 @@ class Workload:
     podsets: list[K.PodSet] | None = None
 
 
-def _fmt(resource: str, v: Fraction) -> str:
-    if resource == "memory":
-        return gi(v)
-    return f"{float(v):g}"
-
-
 class Simulation:
     def __init__(
         self,
@@ -144,9 +138,9 @@ class Simulation:
             limit = hard.get(r)
             if limit is not None and used.get(r, Fraction(0)) + need > limit:
                 return (
-                    f"waits for the team's total: {_fmt(r, need)} {r} more, but namespace "
+                    f"waits for the team's total: {figure(r, need)} {r} more, but namespace "
                     f"{w.namespace}'s ResourceQuota (the team's total over all pools) holds "
-                    f"{_fmt(r, limit)} and {_fmt(r, used.get(r, Fraction(0)))} are in use"
+                    f"{figure(r, limit)} and {figure(r, used.get(r, Fraction(0)))} are in use"
                 )
         return None
 
@@ -179,10 +173,10 @@ class Simulation:
             nominal = K.Quotas.nominal(q, f, r)
             if need > most:
                 return (
-                    f"needs {_fmt(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
-                    f"at most {_fmt(r, most)} there (nominal {_fmt(r, nominal)}"
+                    f"needs {figure(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
+                    f"at most {figure(r, most)} there (nominal {figure(r, nominal)}"
                     + (
-                        f" + up to {_fmt(r, most - nominal)} borrowed from cohort {q.cohort}"
+                        f" + up to {figure(r, most - nominal)} borrowed from cohort {q.cohort}"
                         if q.cohort
                         else ", no cohort to borrow from"
                     )
@@ -221,7 +215,7 @@ class Simulation:
         held = pool_capacity(room, GPU)
         why = ""
         if held is not None and total > held:
-            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {figure(GPU, held)}"
         elif room.kind == "karpenter" and room.nodes:
             why = self._karpenter(w, room)
         elif room.max_nodes is not None:
@@ -266,7 +260,7 @@ class Simulation:
         return (
             f"Karpenter places {len(pk.claims)} NodeClaim(s) of its {len(pods)} pod(s) in pool "
             f"{w.flavor} and leaves {len(pk.unplaced)} without a node: {pk.why}"
-            + (f" (limit {_fmt(GPU, gpus)} GPUs, {_fmt(GPU, used[GPU])} held by the nodes of "
+            + (f" (limit {figure(GPU, gpus)} GPUs, {figure(GPU, used[GPU])} held by the nodes of "
                "the gangs running there)" if gpus is not None else "")
         )  # fmt: skip
 
@@ -975,10 +969,10 @@ def _gpu_flavor(m: K.Kueue, f: str) -> bool:
 def amount(resource: str, v: Fraction) -> str:
     """An amount in the job's own terms: 8 GPUs, 94.8 cores, 64Gi."""
     if resource == GPU:
-        return f"{_fmt(GPU, v)} GPU{'s' if v != 1 else ''}"
+        return f"{figure(GPU, v)} GPU{'s' if v != 1 else ''}"
     if resource == "cpu":
-        return f"{_fmt('cpu', v)} cores"
-    return _fmt(resource, v)
+        return f"{figure('cpu', v)} cores"
+    return figure(resource, v)
 
 
 def summary(workloads: list[Workload]) -> str:
