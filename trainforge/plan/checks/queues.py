@@ -746,12 +746,13 @@ def admit_object(
     pod: dict[str, Any],
     need: dict[str, Fraction],
     pods: int = 1,
+    validated: list[K.PodSet] | None = None,
 ) -> ObjectAdmission:
     """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
     against the platform's rendered Kueue objects, into an idle cluster (`K.admit`: its
     queue, priority and flavor), and whether its gang `need` (all pods together, `pods`
     pods alike) fits. The workload's state is "admitted", "pending" or "never", with its
-    reason."""
+    reason. `validated`: Kueue's pod sets where they are not `pod`'s alone (`K.admit`)."""
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
@@ -760,7 +761,8 @@ def admit_object(
         if d.get("kind") == "LimitRange" and get(d, "metadata", "namespace") == namespace
     ]  # fmt: skip
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
-    got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), [ps])
+    queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
+    got = K.admit(m, namespace, queue, pclass, [ps], validated)
     out = ObjectAdmission(w, got.local_queue)
     if got.reason or got.queue is None or got.assignment is None:
         w.state, w.reason, w.invalid = "never", got.reason, got.invalid
@@ -1096,7 +1098,13 @@ def admit_submitted(
         per_pod = submitted_requests(ctx, doc, pod)
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
-    admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)
+    # a TrainJob's pod sets, as Kueue validates them: one per replicatedJob of its runtime's
+    # JobSet, in order (an initializer's before the node's), as the queue check reads them
+    checked = None
+    if doc.get("kind") == trainjob.KIND:
+        checked = K.trainjob_podsets(doc, runtime_docs(ctx), limit_ranges(ctx, ns))
+    docs = [o.doc for o in ctx.objects]
+    admission = admit_object(docs, ns, labels, spec, need, pods, checked)
     w = admission.workload
     if w.state == "never" or w.flavor is None:
         return w
