@@ -34,3 +34,11 @@ def test_a_million_cores_reads_the_same_in_both_sections() -> None:
     assert queues.amount("nvidia.com/gpu", million) == "1000000 GPUs"
     assert figure("memory", Fraction(3 * 2**29)) == "1.5Gi"
     assert _of("memory", Fraction(3 * 2**29), "2Gi") == "memory 1.5Gi of 2Gi"
+
+
+def test_the_sdk_sections_pod_size_uses_the_same_writer() -> None:
+    from trainforge.plan.checks.submitted import pod_size
+
+    req = {"nvidia.com/gpu": Fraction(2), "cpu": Fraction(10**6), "memory": Fraction(3 * 2**29)}
+    assert pod_size(req) == "2 GPU, cpu 1000000, memory 1.5Gi"
+    assert pod_size({"cpu": Fraction(1, 2), "memory": Fraction(0)}) == "cpu 0.5"
