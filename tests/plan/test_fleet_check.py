@@ -433,3 +433,44 @@ def test_s3_grants_match_actions_as_iam_does():
     for action in ("s3:*Object", "S3:PUTOBJECT", "s3:Put*", "*"):
         assert grants(action) == {"other"}, action
     assert grants("s3:Get*") == set()
+
+
+def test_image_regions_reads_the_hosts_image_routes_writes():
+    """China (aws-cn) registries are `<acct>.dkr.ecr.<region>.amazonaws.com.cn`, as
+    image_routes.registry_host writes them; a host no partition has is no ECR registry."""
+    from trainforge.core.image_routes import registry_host
+
+    def regions(*images: str) -> dict[str, str]:
+        return FC.image_regions([{"containers": [{"image": i} for i in images]}])
+
+    cn = f"{registry_host('123456789012', 'cn-northwest-1')}/trainforge/train:1"
+    us = f"{registry_host('123456789012', 'us-west-2')}/trainforge/train:1"
+    assert regions(cn, us) == {cn: "cn-northwest-1", us: "us-west-2"}
+    assert (
+        regions(
+            "123456789012.dkr.ecr.cn-north-1.amazonaws.com/x:1",  # cn- region under .com
+            "123456789012.dkr.ecr.us-west-2.amazonaws.com.cn/x:1",  # .com.cn outside China
+            "example.com/123456789012.dkr.ecr.us-west-2.amazonaws.com/x:1",  # a path, not the host
+        )
+        == {}
+    )
+
+
+def test_s3_grants_read_resources_with_iams_arn_matching():
+    """The buckets a role may write, by iam_eval's ARN matching: any partition (a China
+    stack's arn:aws-cn:s3:::), a wildcard service or region; other services' ARNs are none."""
+    import json
+
+    from trainforge.plan.runner import Inventory, Recorded
+
+    def grants(*resources: str) -> set[str]:
+        policy = {"Statement": {"Effect": "Allow", "Action": "s3:PutObject",
+                                "Resource": list(resources)}}  # fmt: skip
+        pol = Recorded("urn:p", "aws:iam/rolePolicy:RolePolicy", "p", None, True,
+                       {"policy": json.dumps(policy)})  # fmt: skip
+        return FC.s3_grants(Inventory("p", "s", [pol]))[1]
+
+    assert grants("arn:aws-cn:s3:::manager/research/*") == {"manager"}
+    assert grants("arn:aws:s*:::a/*", "arn:*:s3:*:*:b") == {"a", "b"}
+    assert grants("*") == {"*"}
+    assert grants("arn:aws:iam::123456789012:role/x", "arn:aws:sqs:*:*:s3") == set()

@@ -258,3 +258,47 @@ def test_a_sent_trainjob_kueue_refuses_for_its_limits_is_that_finding_not_never_
         "validation failed: spec.podSets[0].template.spec.containers[0]: Invalid value: "
         '["memory"]: requests must not exceed its limits'
     )
+
+
+def test_a_sent_trainjobs_pod_sets_are_its_runtimes_replicated_jobs_in_order():
+    """Kueue's pod sets of a TrainJob are the replicatedJobs of the JobSet its runtime builds,
+    in order (K.trainjob_podsets, which the queue check reads too): with a dataset-initializer
+    before `node`, the SDK rehearsal names the node's container over its limit podSets[1]
+    (it said podSets[0]), and refuses a job whose initializer is over its limit (it admitted
+    it: it validated the node alone)."""
+    import copy
+
+    from trainforge.jobs import trainjob
+    from trainforge.plan.checks import queues as Q
+    from trainforge.plan.checks.job_backends import runtime_docs
+
+    runtime = trainjob.sdk_runtime_manifest()
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    init = copy.deepcopy(rjobs[0])
+    init["name"] = "dataset-initializer"
+    rjobs.insert(0, init)
+    init_pod = init["template"]["spec"]["template"]["spec"]
+    # the team's LimitRange: a container naming no CPU limit is limited to 2
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l", "namespace": "vision"},
+          "spec": {"limits": [{"type": "Container", "default": {"cpu": "2"}}]}}  # fmt: skip
+
+    def sent(node_cpu: str) -> tuple[str, str]:
+        job = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+               "metadata": {"name": "sdk", "namespace": "vision"},
+               "spec": {"runtimeRef": {"name": trainjob.SDK_RUNTIME},
+                        "trainer": {"numNodes": 1,
+                                    "resourcesPerNode": {"requests": {"cpu": node_cpu}}}}}  # fmt: skip
+        ctx = _submitted_ctx([*_docs(), lr, runtime], [])
+        pod = trainjob.built_pod(job, runtime_docs(ctx))
+        w = Q.admit_submitted(ctx, job, pod, 1)
+        return w.state, w.reason
+
+    over = ': Invalid value: ["cpu"]: requests must not exceed its limits'
+    state, reason = sent("3")
+    assert state == "never" and f"spec.podSets[1].template.spec.containers[0]{over}" in reason
+    assert "podSets[0]" not in reason, reason
+    init_pod["containers"][0]["resources"] = {"requests": {"cpu": "3"}}
+    state, reason = sent("1")
+    assert state == "never" and f"spec.podSets[0].template.spec.containers[0]{over}" in reason
+    init_pod["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    assert sent("1") == ("admitted", "")

@@ -171,9 +171,29 @@ def routes_for(
     return CacheRoutes(registry, frozenset(prefixes))
 
 
+def _ecr_suffix(region: str) -> str:
+    """The DNS suffix of a region's partition: aws-cn regions (cn-*) are under .com.cn."""
+    return "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+
+
 def registry_host(account: str, region: str) -> str:
-    suffix = "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
-    return f"{account}.dkr.ecr.{region}.{suffix}"
+    return f"{account}.dkr.ecr.{region}.{_ecr_suffix(region)}"
+
+
+# an account ID is 12 digits (docs.aws.amazon.com/accounts/latest/reference/manage-acct-identifiers.html)
+_ECR_HOST = re.compile(
+    r"[0-9]{12}\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.(?P<suffix>amazonaws\.com(?:\.cn)?)\Z"
+)
+
+
+def ecr_region(image: str) -> str | None:
+    """The region of the ECR registry an image is pulled from, None when it is not a private
+    ECR registry: the reader of what `registry_host` writes (a host it would not write for
+    that region, such as a cn- region under .com, is not one)."""
+    m = _ECR_HOST.match(split(image)[0])
+    if m is None or _ecr_suffix(m["region"]) != m["suffix"]:
+        return None
+    return m["region"]
 
 
 # The stack's cache, current while TrainingPlatform declares what runs a pod (`routing`), so

@@ -78,6 +78,37 @@ def parse_quantity(text: str | int | float) -> Fraction:
     return -value if m.group(1) == "-" else value
 
 
+def plain(value: Fraction | int) -> str:
+    """A count or a number of cores in positional decimal, never in exponent form: a million
+    cores is "1000000", not `float`'s "1e+06". Whole values print exactly; others as `:g` does
+    (6 significant digits) while that has no exponent, else exact to the nano, the finest
+    amount `parse_quantity` keeps. Not apimachinery's canonical `String()` ("94800m", "1M"):
+    the plan's sentences count cores and GPUs in plain numbers ("94.8 cores"); what it prints
+    reads back through `parse_quantity` as the same amount."""
+    value = Fraction(value)
+    if value.denominator == 1:
+        return str(value.numerator)
+    text = f"{float(value):g}"
+    if "e" not in text:
+        return text
+    nanos = round(value * _NANO)
+    sign, nanos = ("-" if nanos < 0 else ""), abs(nanos)
+    whole, frac = divmod(nanos, _NANO)
+    return f"{sign}{whole}.{frac:09d}".rstrip("0").rstrip(".")
+
+
+def gibibytes(value: Fraction | int) -> str:
+    """Bytes in Gi with 4 significant digits, never in exponent form ("2.902e+04Gi"): how the
+    plan writes memory (its scheduling and queue sections)."""
+    gi = float(Fraction(value) / 2**30)
+    return f"{gi:.4g}Gi" if gi < 1000 else f"{gi:,.0f}Gi"
+
+
+def figure(resource: str, value: Fraction) -> str:
+    """One amount of `resource` as the plan prints it: memory in Gi, anything else `plain`."""
+    return gibibytes(value) if resource == "memory" else plain(value)
+
+
 def format_mebibytes(value: Fraction | int) -> str:
     """Bytes rounded down to whole Mi, the unit used for derived sizes such as /dev/shm."""
     return f"{int(value) // 2**20}Mi"

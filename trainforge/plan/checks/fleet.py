@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from trainforge.core.image_routes import ecr_region
 from trainforge.core.pods import containers, get
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
@@ -207,12 +208,21 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
             # IAM's own action matching (wildcards, any case): s3:*Object writes too
             if st.get("Effect") != "Allow" or not iam.action_matches(st.get("Action"), _WRITE):
                 continue
-            for res in iam.as_list(st.get("Resource")):
-                if res == "*":
-                    granted.add("*")
-                elif str(res).startswith("arn:aws:s3:::"):
-                    granted.add(str(res)[len("arn:aws:s3:::") :].split("/", 1)[0])
+            granted.update(filter(None, map(_bucket_of, iam.as_list(st.get("Resource")))))
     return own, granted
+
+
+def _bucket_of(pattern: Any) -> str | None:
+    """The bucket an IAM resource pattern names ("*": any), None when it covers no S3 bucket:
+    by the evaluator's ARN matching (`iam.arn_like`), so any partition (arn:aws-cn:s3:::, which
+    a China stack writes) and a wildcard over the service or the empty region and account."""
+    text = str(pattern)
+    if text == "*":
+        return "*"
+    parts = iam.arn_parts(text)
+    if parts is None or not iam.arn_like(text, f"arn:{parts[1]}:s3:::{parts[5]}"):
+        return None
+    return parts[5].split("/", 1)[0]
 
 
 def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
@@ -267,18 +277,16 @@ def _declared_in(docs: list[dict[str, Any]], namespace: str) -> set[tuple[str, s
     }
 
 
-_ECR = ".dkr.ecr."
-
-
 def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
-    """image -> the region of the ECR registry it is pulled from (ECR images only)."""
+    """image -> the region of the ECR registry it is pulled from (ECR images only), China
+    partition hosts too: the host grammar is image_routes' (`ecr_region`)."""
     out = {}
     for pod in pods:
         for c in containers(pod):
             image = str(c.get("image") or "")
-            host = image.split("/", 1)[0]
-            if _ECR in host and host.endswith(".amazonaws.com"):
-                out[image] = host.split(_ECR, 1)[1].split(".", 1)[0]
+            where = ecr_region(image)
+            if where:
+                out[image] = where
     return out
 
 

@@ -208,10 +208,16 @@ def _date(x: str) -> dt.datetime | None:
         return None
 
 
-def _arn_like(pattern: str, value: str) -> bool:
+def arn_parts(arn: str) -> list[str] | None:
+    """An ARN's six colon-separated parts (the last keeps its colons), None if it has fewer."""
+    parts = arn.split(":", 5)
+    return parts if len(parts) == 6 else None
+
+
+def arn_like(pattern: str, value: str) -> bool:
     """ArnLike/ArnEquals: six colon-separated parts, each matched with wildcards."""
-    p_parts, v_parts = pattern.split(":", 5), value.split(":", 5)
-    if len(p_parts) != 6 or len(v_parts) != 6:
+    p_parts, v_parts = arn_parts(pattern), arn_parts(value)
+    if p_parts is None or v_parts is None:
         return False
     return all(_glob(p, v) for p, v in zip(p_parts, v_parts, strict=True))
 
@@ -246,8 +252,8 @@ _MATCHERS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
     "StringEquals": (eq, True),
     "StringEqualsIgnoreCase": (lambda p, v: p.lower() == v.lower(), True),
     "StringLike": (_glob, True),
-    "ArnEquals": (_arn_like, True),
-    "ArnLike": (_arn_like, True),
+    "ArnEquals": (arn_like, True),
+    "ArnLike": (arn_like, True),
     "Bool": (lambda p, v: p.lower() == v.lower(), False),
     "BinaryEquals": (lambda p, v: base64.b64decode(p) == base64.b64decode(v), False),
     "IpAddress": (_ip_in, False),
@@ -293,7 +299,7 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
     negated, single, variables = _matcher(base)
     if variables:
         pvals = [s for s in (substitute(p, request) if "${" in p else p for p in pvals) if s]
-        if single not in (_glob, _arn_like):  # an exact comparison: no wildcards to keep apart
+        if single not in (_glob, arn_like):  # an exact comparison: no wildcards to keep apart
             pvals = [literal(p) for p in pvals]
 
     def matches_any(v: str) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 from trainforge.core import taints as T
 from trainforge.core.contract import NodeShape, PoolFacts
 from trainforge.core.pods import Shape, get
+from trainforge.core.quantity import figure
 from trainforge.jobs import capacity, packing, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
@@ -30,7 +31,6 @@ from trainforge.plan import kueue as K
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.scheduling import gi
 from trainforge.plan.kueue import GPU, RESOURCES, pod_need
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
@@ -99,12 +99,6 @@ class Workload:
     podsets: list[K.PodSet] | None = None
 
 
-def _fmt(resource: str, v: Fraction) -> str:
-    if resource == "memory":
-        return gi(v)
-    return f"{float(v):g}"
-
-
 class Simulation:
     def __init__(
         self,
@@ -144,9 +138,9 @@ class Simulation:
             limit = hard.get(r)
             if limit is not None and used.get(r, Fraction(0)) + need > limit:
                 return (
-                    f"waits for the team's total: {_fmt(r, need)} {r} more, but namespace "
+                    f"waits for the team's total: {figure(r, need)} {r} more, but namespace "
                     f"{w.namespace}'s ResourceQuota (the team's total over all pools) holds "
-                    f"{_fmt(r, limit)} and {_fmt(r, used.get(r, Fraction(0)))} are in use"
+                    f"{figure(r, limit)} and {figure(r, used.get(r, Fraction(0)))} are in use"
                 )
         return None
 
@@ -179,10 +173,10 @@ class Simulation:
             nominal = K.Quotas.nominal(q, f, r)
             if need > most:
                 return (
-                    f"needs {_fmt(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
-                    f"at most {_fmt(r, most)} there (nominal {_fmt(r, nominal)}"
+                    f"needs {figure(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
+                    f"at most {figure(r, most)} there (nominal {figure(r, nominal)}"
                     + (
-                        f" + up to {_fmt(r, most - nominal)} borrowed from cohort {q.cohort}"
+                        f" + up to {figure(r, most - nominal)} borrowed from cohort {q.cohort}"
                         if q.cohort
                         else ", no cohort to borrow from"
                     )
@@ -221,7 +215,7 @@ class Simulation:
         held = pool_capacity(room, GPU)
         why = ""
         if held is not None and total > held:
-            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {_fmt(GPU, held)}"
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {figure(GPU, held)}"
         elif room.kind == "karpenter" and room.nodes:
             why = self._karpenter(w, room)
         elif room.max_nodes is not None:
@@ -266,7 +260,7 @@ class Simulation:
         return (
             f"Karpenter places {len(pk.claims)} NodeClaim(s) of its {len(pods)} pod(s) in pool "
             f"{w.flavor} and leaves {len(pk.unplaced)} without a node: {pk.why}"
-            + (f" (limit {_fmt(GPU, gpus)} GPUs, {_fmt(GPU, used[GPU])} held by the nodes of "
+            + (f" (limit {figure(GPU, gpus)} GPUs, {figure(GPU, used[GPU])} held by the nodes of "
                "the gangs running there)" if gpus is not None else "")
         )  # fmt: skip
 
@@ -752,12 +746,13 @@ def admit_object(
     pod: dict[str, Any],
     need: dict[str, Fraction],
     pods: int = 1,
+    validated: list[K.PodSet] | None = None,
 ) -> ObjectAdmission:
     """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
     against the platform's rendered Kueue objects, into an idle cluster (`K.admit`: its
     queue, priority and flavor), and whether its gang `need` (all pods together, `pods`
     pods alike) fits. The workload's state is "admitted", "pending" or "never", with its
-    reason."""
+    reason. `validated`: Kueue's pod sets where they are not `pod`'s alone (`K.admit`)."""
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
@@ -766,7 +761,8 @@ def admit_object(
         if d.get("kind") == "LimitRange" and get(d, "metadata", "namespace") == namespace
     ]  # fmt: skip
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
-    got = K.admit(m, namespace, labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, ""), [ps])
+    queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
+    got = K.admit(m, namespace, queue, pclass, [ps], validated)
     out = ObjectAdmission(w, got.local_queue)
     if got.reason or got.queue is None or got.assignment is None:
         w.state, w.reason, w.invalid = "never", got.reason, got.invalid
@@ -975,10 +971,10 @@ def _gpu_flavor(m: K.Kueue, f: str) -> bool:
 def amount(resource: str, v: Fraction) -> str:
     """An amount in the job's own terms: 8 GPUs, 94.8 cores, 64Gi."""
     if resource == GPU:
-        return f"{_fmt(GPU, v)} GPU{'s' if v != 1 else ''}"
+        return f"{figure(GPU, v)} GPU{'s' if v != 1 else ''}"
     if resource == "cpu":
-        return f"{_fmt('cpu', v)} cores"
-    return _fmt(resource, v)
+        return f"{figure('cpu', v)} cores"
+    return figure(resource, v)
 
 
 def summary(workloads: list[Workload]) -> str:
@@ -1102,7 +1098,13 @@ def admit_submitted(
         per_pod = submitted_requests(ctx, doc, pod)
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
-    admission = admit_object([o.doc for o in ctx.objects], ns, labels, spec, need, pods)
+    # a TrainJob's pod sets, as Kueue validates them: one per replicatedJob of its runtime's
+    # JobSet, in order (an initializer's before the node's), as the queue check reads them
+    checked = None
+    if doc.get("kind") == trainjob.KIND:
+        checked = K.trainjob_podsets(doc, runtime_docs(ctx), limit_ranges(ctx, ns))
+    docs = [o.doc for o in ctx.objects]
+    admission = admit_object(docs, ns, labels, spec, need, pods, checked)
     w = admission.workload
     if w.state == "never" or w.flavor is None:
         return w

@@ -12,7 +12,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
-from trainforge.core.quantity import parse_quantity
+from trainforge.core.quantity import figure, parse_quantity
 from trainforge.jobs import capacity, packing
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
@@ -78,29 +78,13 @@ def _pool_lines(pool: PoolFacts) -> tuple[list[str], dict[str, Any]]:
     return lines, data
 
 
-def _fmt(resource: str, value: Fraction) -> str:
-    if resource == "memory":
-        return capacity.format_bytes(value)
-    return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
-
-
 def _of(resource: str, need: Fraction, limit: str | None) -> str:
     """`need` against a quota `limit`, both in one plain unit: "cpu 94.8 of 411.92 cores"."""
     unit = " cores" if resource == "cpu" else ""
     if limit is None:
-        return f"{resource} {_fmt(resource, need)}{unit} (no limit)"
+        return f"{resource} {figure(resource, need)}{unit} (no limit)"
     cap = parse_quantity(limit)
-    if resource == "memory":  # both in Gi, as people read them
-        return f"memory {gi(need)} of {gi(cap)}"
-    shown = f"{float(cap):g}" if resource == "cpu" else _fmt(resource, cap)
-    return f"{resource} {_fmt(resource, need)} of {shown}{unit}"
-
-
-def gi(value: Fraction) -> str:
-    """Bytes in Gi with 4 significant digits, never in exponent form ("2.902e+04Gi"): how the
-    plan writes memory quotas (here and in the queue section)."""
-    gi = float(value / 2**30)
-    return f"{gi:.4g}Gi" if gi < 1000 else f"{gi:,.0f}Gi"
+    return f"{resource} {figure(resource, need)} of {figure(resource, cap)}{unit}"
 
 
 def _usage(r: capacity.JobCapacity) -> str:
@@ -174,7 +158,7 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         problems = [p.message for p in r.problems]
         problems += [
-            f"{pods} pod(s) need {k} {_fmt(k, need)} but the team quota is {limit}"
+            f"{pods} pod(s) need {k} {figure(k, need)} but the team quota is {limit}"
             for k, need, limit in quota
             if limit is not None and need > parse_quantity(limit)
         ]
@@ -199,5 +183,5 @@ def check(ctx: PlanContext) -> CheckResult:
         parts = ", ".join(_of(k, v, limit) for k, (v, limit) in totals.items())
         # Several jobs over the quota together is queueing, not an error: each fits alone.
         lines.append(f"team {team}, all its jobs at once (informational): {parts}")
-        data["teams"][team] = {k: _fmt(k, v) for k, (v, _) in totals.items()}
+        data["teams"][team] = {k: figure(k, v) for k, (v, _) in totals.items()}
     return CheckResult(findings=findings, sections=[Section("Scheduling rehearsal", lines, data)])

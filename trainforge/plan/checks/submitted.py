@@ -16,6 +16,7 @@ from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.pods import PodTemplate
+from trainforge.core.quantity import figure
 from trainforge.jobs import capacity, trainjob
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
@@ -122,6 +123,15 @@ def _finding(ident: str, rule: str, message: str, fix: str, urn: str = "") -> Fi
     return Finding(ident, rule, message, fix, urn=urn, names=frozenset({ident}))
 
 
+def pod_size(req: dict[str, Fraction]) -> str:
+    """One pod's requests as the plan writes quantities (`figure`): "2 GPU, cpu 0.5, memory 1Gi"."""
+    gpus = int(req.get(GPU_RESOURCE, 0))
+    return ", ".join(
+        [f"{gpus} GPU"] * bool(gpus)
+        + [f"{r} {figure(r, req[r])}" for r in ("cpu", "memory") if req.get(r)]
+    )
+
+
 def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Finding]]:
     """One sent TrainJob: its pods, queue, node fit, packages and cost."""
     ident = o.ident
@@ -140,11 +150,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     w = Q.admit_submitted(ctx, doc, pod, pods, req)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
-    size = ", ".join(
-        [f"{gpus} GPU"] * bool(gpus)
-        + [f"cpu {float(cpu):g}"] * bool(cpu)
-        + [f"memory {capacity.format_bytes(memory)}"] * bool(memory)
-    )
+    size = pod_size(req)
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
     if w.state != "admitted":
