@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core import image_routes
-from trainforge.core.contract import BACKENDS
+from trainforge.core.contract import BACKENDS, MAX_PORT
 from trainforge.core.errors import JobConfigError
 from trainforge.core.names import DNS1035, DNS1035_LABEL_MAX
 from trainforge.stack.base import (
@@ -895,7 +895,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     metrics_port: Int = Field(
         9090,
         ge=0,
-        le=65535,
+        le=MAX_PORT,
         description="metrics port (0 = off; default 9090, 0 with an entrypoint)",
     )
     nccl_debug: Literal["VERSION", "WARN", "INFO", "TRACE"] = Field(
