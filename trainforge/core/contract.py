@@ -223,6 +223,12 @@ class TeamQuota:
     pods: str | None = None
 
 
+def fsx_claim_name(team: str) -> str:
+    """The team's FSx claim in its namespace (trainforge.platform.fsx makes it; run-local's
+    `--volume` names it to stand in for the team's FSx mount)."""
+    return f"fsx-{team}"
+
+
 @dataclass(frozen=True)
 class TeamFacts:
     """What a job needs to run as a team."""
