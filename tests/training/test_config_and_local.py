@@ -214,3 +214,18 @@ def test_the_metrics_port_bound_is_one_the_job_model_and_runtime_share(monkeypat
     monkeypatch.setenv(contract.METRICS_PORT, str(MAX_PORT + 1))
     with pytest.raises(contract.ContractError, match="TRAINFORGE_METRICS_PORT='65536'"):
         contract.job_env()
+
+
+def test_the_hang_timeout_bound_is_one_the_job_model_and_runtime_share(monkeypatch) -> None:
+    """--hang-timeout 1e20 overflowed the process group's timedelta (a traceback): hangTimeout,
+    --hang-timeout and TRAINFORGE_HANG_TIMEOUT now share one upper bound."""
+    from trainforge.stack.jobs import JobModel
+    from trainforge.training import contract
+    from trainforge.training.timeouts import MAX_HANG_TIMEOUT_S
+
+    hang = next(s for s in settings(TrainConfig) if s.flag == "--hang-timeout")
+    limits = [m.le for m in JobModel.model_fields["hang_timeout"].metadata if hasattr(m, "le")]
+    assert hang.le == MAX_HANG_TIMEOUT_S and limits == [MAX_HANG_TIMEOUT_S]
+    monkeypatch.setenv(contract.HANG_TIMEOUT, "1e20")
+    with pytest.raises(contract.ContractError, match="TRAINFORGE_HANG_TIMEOUT='1e20'"):
+        contract.job_env()

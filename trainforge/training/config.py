@@ -34,7 +34,7 @@ from typing import Any
 
 from trainforge.core.contract import MAX_PORT
 from trainforge.training.layout import CheckpointError
-from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, MAX_HANG_TIMEOUT_S
 
 
 class ConfigError(ValueError):
@@ -346,6 +346,7 @@ class TrainConfig:
         "timeouts derive from it (docs/reliability.md). 0 = watchdog off",
         group="reliability",
         ge=0,
+        le=MAX_HANG_TIMEOUT_S,
         metavar="SECONDS",
     )
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from trainforge.core.contract import MAX_PORT
 from trainforge.training.config import CheckpointConfig
-from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, MAX_HANG_TIMEOUT_S
 
 _CK = CheckpointConfig()  # the checkpoint settings' defaults, declared in config.py
 
@@ -92,7 +92,9 @@ def _int(name: str, default: int, minimum: int = 0, maximum: int | None = None) 
     return value
 
 
-def _seconds(name: str, default: float, zero_is_off: bool = False) -> float:
+def _seconds(
+    name: str, default: float, zero_is_off: bool = False, maximum: float | None = None
+) -> float:
     """Seconds from `name`: > 0, or >= 0 where 0 switches the feature off."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -105,6 +107,8 @@ def _seconds(name: str, default: float, zero_is_off: bool = False) -> float:
         raise ContractError(f"{name}={raw!r}: expected a number of seconds >= 0 (0 = off)")
     if not zero_is_off and not value > 0:
         raise ContractError(f"{name}={raw!r}: expected a number of seconds > 0")
+    if maximum is not None and not value <= maximum:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds <= {maximum:g}")
     return value
 
 
@@ -147,7 +151,9 @@ def job_env() -> JobEnv:
         grace_period=_seconds(GRACE_PERIOD, _CK.grace_period),
         metrics_port=_int(METRICS_PORT, 0, maximum=MAX_PORT),
         mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
-        hang_timeout=_seconds(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True),
+        hang_timeout=_seconds(
+            HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True, maximum=MAX_HANG_TIMEOUT_S
+        ),
         retry_on=retry_on(),
     )
 
