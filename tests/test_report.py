@@ -412,3 +412,31 @@ def test_a_second_run_appended_to_the_folder_is_not_a_restart(tmp_path, capsys):
     assert "restarts: 1: after logged step 70, resumed at step 40 (at least 30 steps redone), " \
         "attempt 2 ended with peer_lost (rank 0, step 70): lost rank 1" in text  # fmt: skip
     assert "runs in this folder: 3: metrics.jsonl's steps went back 2 time(s)" in text
+
+
+def test_a_continued_run_is_no_restart_and_a_later_failure_names_its_own_attempt(tmp_path):
+    """A finished run continued with more --steps (RunLedger.resumed) is one run: its attempts
+    line says so, restarts count only the failure after it, named by the attempt that failed
+    (not the finished one before the continuation)."""
+    from trainforge.training import exits
+    from trainforge.training.ledger import RunLedger
+
+    ckpt = tmp_path / "checkpoints"
+    ends = (exits.SUCCESS, exits.PEER_LOST, None)
+    for resumed, end in zip((0, 20, 25), ends, strict=True):
+        ledger = RunLedger(ckpt, rank=0, world_size=1, log=lambda m: None)
+        ledger.begin_attempt()
+        ledger.resumed(resumed)
+        ledger.current.resumed_step = resumed
+        ledger.current.last_step = resumed + 10
+        if end is not None:
+            ledger.record_exit(end, step=resumed + 10, detail="lost rank 1")
+    assert ledger.restarts == 1
+    run = report.load_run(tmp_path, ckpt)
+    assert run.restarts == 1
+    lines = report._attempt_lines(run)
+    assert lines[0] == (
+        "attempts: 3 (run ledger; attempt 2 continued the finished run from step 10; "
+        "the last not finished)"
+    )
+    assert lines[1].startswith("restarts: 1: ") and "attempt 1 ended with peer_lost" in lines[1]

@@ -138,3 +138,45 @@ def test_rates_only_in_the_units_the_run_logs(tmp_path):
     gpt = [{**r, "tokens_per_second": 250.0 * 1024} for r in cnn]
     text = report.summary_text(report.load_run(_write(tmp_path / "gpt", gpt)))
     assert "median 250 samples/s, 256,000 tokens/s over 5 log windows" in text
+
+
+def _runtime(out: Path, steps: int) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    argv = ["--steps", str(steps), "--checkpoint-every", "10", "--output-dir", str(out),
+            "--checkpoint-dir", str(out / "ck"), "--dataset-size", "512"]  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge.training", *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    return proc.stdout + proc.stderr
+
+
+def test_more_steps_after_a_finished_run_continue_it_in_log_ledger_goodput_and_report(tmp_path):
+    """--steps 20, then the same with --steps 30: it resumed from step 20 yet said 'the ledger
+    has no record of step 20', counted goodput on the second process alone, and the report said
+    'attempts: 1 ... restarts: 0' beside loss from step 10 and checkpoints 10, 20, 30."""
+    _runtime(tmp_path, 20)
+    out = _runtime(tmp_path, 30)
+    assert "resumed from" in out and "at step 20 " in out
+    assert "no record of step 20" not in out
+    ledger = json.loads((tmp_path / "ck" / ".trainforge" / "run.json").read_text())
+    first, second = ledger["attempts"]
+    assert first["finished"] and second["finished"] and second["continued_from"] == 20
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    gp = summary["goodput"]
+    assert gp["restarts"] == 0
+    # both processes' steps are productive; wall time spans both (not the pause between them)
+    steps = first["step_seconds"] + second["step_seconds"]
+    assert gp["productive_seconds"] == pytest.approx(steps, rel=1e-6)
+    ran = (first["updated_at"] - first["started_at"]) + (
+        second["updated_at"] - second["started_at"]
+    )
+    assert ran * 0.9 < gp["wall_seconds"] < ran * 1.1
+    text = report.summary_text(report.load_run(tmp_path, tmp_path / "ck"))
+    assert "attempts: 2 (run ledger; attempt 2 continued the finished run from step 20; " in text
+    assert "restarts: 0" in text

@@ -244,7 +244,8 @@ def user_code_parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="CLAIM=DIR",
-        help="a local directory standing for one of the job's claims (default ./runs/JOB/volumes/CLAIM)",
+        help="a local directory standing for one of the job's claims (default "
+        "./runs/JOB/volumes/CLAIM) or the team's FSx, fsx-TEAM (default ./runs/JOB/fsx)",
     )
     p.add_argument("--dry-run", action="store_true", help="print the command instead of running it")
     return p

@@ -100,8 +100,8 @@ class Run:
         copy of it), the one count that a second run appended to this folder does not raise.
         Without a ledger: the count the runtime logged from its ledger, else the steps that
         went back in metrics.jsonl (`appended_runs` is then unknown)."""
-        if self.ledger_attempts:
-            return len(self.ledger_attempts) - 1
+        if self.ledger_attempts:  # an attempt that continued a finished run is no restart
+            return sum(1 for a in self.ledger_attempts[1:] if not _continued(a))
         counted = max((r.get("restarts", 0) for r in self.records), default=0)
         return max(len(self.attempts) - 1, int(counted) if _finite(counted) else 0)
 
@@ -152,6 +152,8 @@ def resumes(run: Run) -> list[Resume]:
     k = 0  # the next metrics split (a step that went back) not yet matched to a restart
     one_to_one = len(ledger) - 1 == len(splits)
     for i in range(1, len(ledger)):
+        if _continued(ledger[i]):
+            continue  # no restart: it continued the finished run (no step went back)
         r = ledger[i].get("resumed_step")
         r = float(r) if _finite(r) else None
         last = ledger[i - 1].get("last_step")
@@ -176,6 +178,11 @@ def resumes(run: Run) -> list[Resume]:
     for prev, a in splits[k:]:  # steps that went back the matching above left unpaired
         out.append(Resume(a.resumed_from, prev.records[-1]["step"], a.records[0]["step"]))
     return out
+
+
+def _continued(attempt: dict[str, Any]) -> bool:
+    """Whether a ledger attempt continued a finished run (RunLedger.resumed)."""
+    return _finite(attempt.get("continued_from"))
 
 
 def _finite(v: Any) -> bool:
@@ -509,7 +516,12 @@ def _attempt_lines(run: Run) -> list[str]:
         state = "finished" if ledger[-1].get("finished") else "not finished"
         if not ledger[-1].get("finished") and ledger[-1].get("exit"):
             state = f"ended with {_cause(ledger[-1].get('exit'))}"
-        lines.append(f"attempts: {len(ledger)} ({source}; the last {state})")
+        went_on = [
+            f"attempt {i + 1} continued the finished run from step {a['continued_from']:g}"
+            for i, a in enumerate(ledger)
+            if _continued(a)
+        ]
+        lines.append(f"attempts: {len(ledger)} ({'; '.join([source, *went_on])}; the last {state})")
     n = run.restarts
     if run.appended_runs:
         k = run.appended_runs
@@ -523,6 +535,8 @@ def _attempt_lines(run: Run) -> list[str]:
         return lines
     parts = []
     found = resumes(run)
+    # the attempts a restart followed (one that continued a finished run follows none)
+    failed = [ledger[i - 1] for i in range(1, len(ledger)) if not _continued(ledger[i])]
     # Where a failed attempt got is its last metrics line: the step it died at only where the
     # run logs every step; else a later step may have run (and been redone) unlogged.
     each = _logs_every_step(run)
@@ -531,7 +545,7 @@ def _attempt_lines(run: Run) -> list[str]:
         r = found[i] if i < len(found) else None
         # ... or where it is the ledger's last step of an attempt that recorded its own end
         # (the ledger is written then; a killed one's last step is its last flush's)
-        rec = ledger[i] if i < len(ledger) else {}
+        rec = failed[i] if i < len(failed) else {}
         own_end = (rec.get("exit") or {}).get("reason") not in (None, "node_lost")
         last_step = rec.get("last_step")
         exact = each or (
@@ -548,9 +562,9 @@ def _attempt_lines(run: Run) -> list[str]:
                 f"{where}logging again from step {r.logged_from:g} (the resumed step is not "
                 "recorded)"
             )
-        if i < len(ledger):
+        if i < len(failed):
             bits.append(
-                f"attempt {ledger[i].get('attempt', i)} ended with {_cause(ledger[i].get('exit'))}"
+                f"attempt {failed[i].get('attempt', i)} ended with {_cause(failed[i].get('exit'))}"
             )
         else:
             bits.append("cause not recorded (no run ledger)")

@@ -234,8 +234,27 @@ def test_a_local_directory_can_stand_for_a_claim(user_project, tmp_path_factory)
     job = find_job("dev", "byo", user_project)
     run = user_code_run(job, user_project, volumes={"research-datasets": str(mine)})
     assert f"{mine}/mnist" in run.command
-    with pytest.raises(JobConfigError, match=r"--volume: got 'other'; not a claim of this job"):
+    with pytest.raises(
+        JobConfigError,
+        match=r"--volume: got 'other'; not a claim of this job \(its claims: research-datasets; "
+        r"the team's FSx: fsx-research, mounted at /fsx\)",
+    ):
         user_code_run(job, user_project, volumes={"other": str(mine)})
+
+
+def test_a_local_directory_can_stand_for_the_teams_fsx(user_project, tmp_path_factory):
+    """The team's FSx claim is mounted at /fsx in every pod: --volume fsx-<team>=DIR maps it."""
+    from trainforge.jobs.local import find_job, user_code_run
+
+    mine = tmp_path_factory.mktemp("fsx")
+    job = find_job("dev", "byo", user_project)
+    runs = (user_project / "runs" / "byo").resolve()
+    run = user_code_run(job, user_project, extra_args=["--cache", "/fsx/cache"])
+    assert run.command[-1] == f"{runs}/fsx/cache"  # the default stand-in
+    run = user_code_run(
+        job, user_project, volumes={"fsx-research": str(mine)}, extra_args=["/fsx/cache"]
+    )
+    assert run.command[-1] == f"{mine.resolve()}/cache" and mine.is_dir()
 
 
 def test_a_module_from_the_image_runs_from_this_environment(user_project):

@@ -187,3 +187,45 @@ def test_the_docs_flag_tables_name_every_flag_and_no_other() -> None:
     documented = {f for row in rows for f in re.findall(r"--[a-z][a-z0-9-]*", row.split("|")[1])}
     documented -= {"--workers", "--max-restarts", "--dry-run", "--stack", "--pod-restarts"}
     assert documented == {s.flag for s in settings(TrainConfig)} | {"--self-check"}
+
+
+@pytest.mark.parametrize(
+    "s", [s for s in settings(TrainConfig) if s.le is not None], ids=lambda s: s.flag
+)
+def test_an_upper_bound_is_refused_in_one_line_by_the_runtime_and_run_local(s, capsys) -> None:
+    """Above `le` (a port past 65535): the runtime's one-line error, not the socket's traceback,
+    and run-local refuses it before it launches anything."""
+    bad = s.type(s.le + 1)
+    message = f"{s.flag} must be {s.bounds()}, got {bad}"
+    assert message in _error([s.flag, str(bad)], capsys)
+    assert local.main([s.flag, str(bad), "--dry-run"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_metrics_port_bound_is_one_the_job_model_and_runtime_share(monkeypatch) -> None:
+    """metricsPort (the stack's job), --metrics-port and TRAINFORGE_METRICS_PORT: one bound."""
+    from trainforge.core.contract import MAX_PORT
+    from trainforge.stack.jobs import JobModel
+    from trainforge.training import contract
+
+    port = next(s for s in settings(TrainConfig) if s.flag == "--metrics-port")
+    limits = [m.le for m in JobModel.model_fields["metrics_port"].metadata if hasattr(m, "le")]
+    assert port.le == MAX_PORT == 65535 and limits == [MAX_PORT]
+    monkeypatch.setenv(contract.METRICS_PORT, str(MAX_PORT + 1))
+    with pytest.raises(contract.ContractError, match="TRAINFORGE_METRICS_PORT='65536'"):
+        contract.job_env()
+
+
+def test_the_hang_timeout_bound_is_one_the_job_model_and_runtime_share(monkeypatch) -> None:
+    """--hang-timeout 1e20 overflowed the process group's timedelta (a traceback): hangTimeout,
+    --hang-timeout and TRAINFORGE_HANG_TIMEOUT now share one upper bound."""
+    from trainforge.stack.jobs import JobModel
+    from trainforge.training import contract
+    from trainforge.training.timeouts import MAX_HANG_TIMEOUT_S
+
+    hang = next(s for s in settings(TrainConfig) if s.flag == "--hang-timeout")
+    limits = [m.le for m in JobModel.model_fields["hang_timeout"].metadata if hasattr(m, "le")]
+    assert hang.le == MAX_HANG_TIMEOUT_S and limits == [MAX_HANG_TIMEOUT_S]
+    monkeypatch.setenv(contract.HANG_TIMEOUT, "1e20")
+    with pytest.raises(contract.ContractError, match="TRAINFORGE_HANG_TIMEOUT='1e20'"):
+        contract.job_env()

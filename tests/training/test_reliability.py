@@ -397,6 +397,7 @@ def test_a_process_after_a_finished_attempt_starts_a_new_run_not_a_restart(tmp_p
     first.record_exit(exits.SUCCESS, step=None, detail="")
     again = RunLedger(tmp_path, rank=0, world_size=1, log=lambda m: None)
     assert again.begin_attempt() == 1
+    again.resumed(0)  # at step 0: a new run (more steps from its checkpoint continue it)
     assert again.restarts == 0 and again.previous_exit() is None
     assert [a.attempt for a in again.attempts] == [1]
     again.record_exit(exits.USER_ERROR, step=3, detail="ValueError: x")

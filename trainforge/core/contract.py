@@ -39,6 +39,10 @@ DEFAULT_BACKEND = "pytorchjob"
 # From the GPU/instance catalog (core/data/gpu_catalog.json, families.*.rdma).
 RDMA_FAMILIES = catalog.rdma_families()
 
+# The highest TCP port (a port is 16 bits): the job model's metricsPort and the runtime's
+# --metrics-port / TRAINFORGE_METRICS_PORT refuse anything above it, before a socket sees it.
+MAX_PORT = 65535
+
 # The UID/GID training containers run as unless the team config says otherwise.
 DEFAULT_TRAINING_UID = 1000
 
@@ -217,6 +221,12 @@ class TeamQuota:
     cpu: str | None = None
     memory: str | None = None
     pods: str | None = None
+
+
+def fsx_claim_name(team: str) -> str:
+    """The team's FSx claim in its namespace (trainforge.platform.fsx makes it; run-local's
+    `--volume` names it to stand in for the team's FSx mount)."""
+    return f"fsx-{team}"
 
 
 @dataclass(frozen=True)

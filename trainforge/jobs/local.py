@@ -42,6 +42,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
 from trainforge.core import failures
+from trainforge.core.contract import fsx_claim_name
 from trainforge.core.errors import JobConfigError
 from trainforge.stack import file as stack_file
 
@@ -419,18 +420,24 @@ def user_code_run(
         raise JobConfigError(f"{where}.entrypoint.workingDir", entry.working_dir, why)
     project = Path(project_dir).resolve()
     volumes = dict(volumes or {})
-    unknown = sorted(set(volumes) - {v.claim for v in job.volumes})
+    target = _local_target(job)
+    pod_fsx = target.fsx_mount_path
+    fsx_claim = fsx_claim_name(job.team)  # the team's FSx, mounted at pod_fsx in every pod
+    unknown = sorted(set(volumes) - {v.claim for v in job.volumes} - {fsx_claim})
     if unknown:
         claims = ", ".join(v.claim for v in job.volumes) or "none"
         raise JobConfigError(
-            "--volume", unknown[0], f"not a claim of this job (its claims: {claims})"
+            "--volume",
+            unknown[0],
+            f"not a claim of this job (its claims: {claims}; the team's FSx: {fsx_claim}, "
+            f"mounted at {pod_fsx})",
         )
     run_dir = project / "runs" / job.name
     if prepare:
         run_dir.mkdir(parents=True, exist_ok=True)
-    target = _local_target(job)
-    pod_fsx = target.fsx_mount_path
-    local_fsx = run_dir / "fsx"
+    local_fsx = Path(volumes.get(fsx_claim) or run_dir / "fsx").expanduser().resolve()
+    if prepare and fsx_claim in volumes:
+        local_fsx.mkdir(parents=True, exist_ok=True)
     # pod path -> the local directory standing for it (a claim's mount shows its subPath)
     mapping: list[tuple[str, str]] = []
     for v in job.volumes:

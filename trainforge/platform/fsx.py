@@ -33,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.core.contract import DEFAULT_TRAINING_UID
+from trainforge.core.contract import fsx_claim_name as claim_name
 from trainforge.core.image_routes import cached
 from trainforge.core.labels import ROOT_REASON
 from trainforge.jobs.pod import TEAM_LABEL
@@ -67,10 +68,6 @@ class FsxLustreArgs:
     # made theirs. Teams not listed get DEFAULT_TRAINING_UID.
     team_ids: dict[str, tuple[int, int]] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
-
-
-def claim_name(team: str) -> str:
-    return f"fsx-{team}"
 
 
 def volume_name(team: str) -> str:

@@ -32,7 +32,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from trainforge.core import image_routes
-from trainforge.core.contract import BACKENDS
+from trainforge.core.contract import BACKENDS, MAX_PORT
 from trainforge.core.errors import JobConfigError
 from trainforge.core.names import DNS1035, DNS1035_LABEL_MAX
 from trainforge.stack.base import (
@@ -50,7 +50,7 @@ from trainforge.stack.base import (
 from trainforge.stack.services import ClaimName
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
-from trainforge.training.timeouts import MIN_HANG_TIMEOUT_S, STARTUP_MULTIPLE
+from trainforge.training.timeouts import MAX_HANG_TIMEOUT_S, MIN_HANG_TIMEOUT_S, STARTUP_MULTIPLE
 
 Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
@@ -887,7 +887,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     hang_timeout: Int | None = Field(
         None,
         ge=0,
-        le=86400,
+        le=MAX_HANG_TIMEOUT_S,
         description="watchdog floor in seconds (the runtime's --hang-timeout; 0 = off; "
         "default the runtime's 300); collective and rendezvous timeouts derive from it",
     )
@@ -895,7 +895,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
     metrics_port: Int = Field(
         9090,
         ge=0,
-        le=65535,
+        le=MAX_PORT,
         description="metrics port (0 = off; default 9090, 0 with an entrypoint)",
     )
     nccl_debug: Literal["VERSION", "WARN", "INFO", "TRACE"] = Field(
@@ -1084,7 +1084,7 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
             else "NCCL setup, compilation and cold data reads take minutes"
         )
         return (
-            f"0 (watchdog off) or {low} to 86400 seconds: the first steps after a (re)start get "
+            f"0 (watchdog off) or {low} to {MAX_HANG_TIMEOUT_S} seconds: the first steps after a (re)start get "
             f"{STARTUP_MULTIPLE:g} x hangTimeout and {why}; set hangTimeout: {max(low, 300)} "
             "(the default is 300) or leave it unset"
         )

@@ -30,7 +30,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from trainforge.core import names
-from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND
+from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND, fsx_claim_name
 from trainforge.core.quantity import parse_quantity
 from trainforge.stack.base import (
     MISSING,
@@ -705,7 +705,7 @@ class TeamConfig(StackModel):
     @field_validator("claims")
     @classmethod
     def _claims(cls, claims: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
-        fsx = f"fsx-{info.data.get('name')}"  # trainforge.platform.fsx.claim_name (pulumi)
+        fsx = fsx_claim_name(str(info.data.get("name")))
         Problems.raise_any(
             ((i,), c, "another claim: the team's FSx claim is always mounted")
             if c == fsx

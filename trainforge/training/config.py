@@ -32,8 +32,9 @@ import types
 import typing
 from typing import Any
 
+from trainforge.core.contract import MAX_PORT
 from trainforge.training.layout import CheckpointError
-from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, MAX_HANG_TIMEOUT_S
 
 
 class ConfigError(ValueError):
@@ -320,7 +321,10 @@ class TrainConfig:
     seed: int = _opt(0, "seeds the model init, the synthetic data and the data order", ge=0)
     log_every: int = _obs(10, "log (and sync the loss to the host) every N optimizer steps", gt=0)
     metrics_port: int = _obs(
-        0, "serve Prometheus text metrics on this port from rank 0 (0 = off)", ge=0
+        0,
+        "serve Prometheus text metrics on this port from rank 0 (0 = off)",
+        ge=0,
+        le=MAX_PORT,
     )
     output_dir: str | None = _obs(
         None,
@@ -342,6 +346,7 @@ class TrainConfig:
         "timeouts derive from it (docs/reliability.md). 0 = watchdog off",
         group="reliability",
         ge=0,
+        le=MAX_HANG_TIMEOUT_S,
         metavar="SECONDS",
     )
 

@@ -21,8 +21,9 @@ import dataclasses
 import os
 from pathlib import Path
 
+from trainforge.core.contract import MAX_PORT
 from trainforge.training.config import CheckpointConfig
-from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S
+from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, MAX_HANG_TIMEOUT_S
 
 _CK = CheckpointConfig()  # the checkpoint settings' defaults, declared in config.py
 
@@ -76,7 +77,7 @@ class ContractError(ValueError):
     """A contract variable holds a value its reader cannot use (names the variable)."""
 
 
-def _int(name: str, default: int, minimum: int = 0) -> int:
+def _int(name: str, default: int, minimum: int = 0, maximum: int | None = None) -> int:
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -86,10 +87,14 @@ def _int(name: str, default: int, minimum: int = 0) -> int:
         raise ContractError(f"{name}={raw!r}: expected an integer") from None
     if value < minimum:
         raise ContractError(f"{name}={raw!r}: expected an integer >= {minimum}")
+    if maximum is not None and value > maximum:
+        raise ContractError(f"{name}={raw!r}: expected an integer <= {maximum}")
     return value
 
 
-def _seconds(name: str, default: float, zero_is_off: bool = False) -> float:
+def _seconds(
+    name: str, default: float, zero_is_off: bool = False, maximum: float | None = None
+) -> float:
     """Seconds from `name`: > 0, or >= 0 where 0 switches the feature off."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -102,6 +107,8 @@ def _seconds(name: str, default: float, zero_is_off: bool = False) -> float:
         raise ContractError(f"{name}={raw!r}: expected a number of seconds >= 0 (0 = off)")
     if not zero_is_off and not value > 0:
         raise ContractError(f"{name}={raw!r}: expected a number of seconds > 0")
+    if maximum is not None and not value <= maximum:
+        raise ContractError(f"{name}={raw!r}: expected a number of seconds <= {maximum:g}")
     return value
 
 
@@ -142,9 +149,11 @@ def job_env() -> JobEnv:
         async_checkpoint=os.environ.get(ASYNC_CHECKPOINT, "").strip() in ("1", "true"),
         checkpoint_s3=os.environ.get(CHECKPOINT_S3) or None,
         grace_period=_seconds(GRACE_PERIOD, _CK.grace_period),
-        metrics_port=_int(METRICS_PORT, 0),
+        metrics_port=_int(METRICS_PORT, 0, maximum=MAX_PORT),
         mlflow_tracking_uri=os.environ.get(MLFLOW_TRACKING_URI) or None,
-        hang_timeout=_seconds(HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True),
+        hang_timeout=_seconds(
+            HANG_TIMEOUT, DEFAULT_HANG_TIMEOUT_S, zero_is_off=True, maximum=MAX_HANG_TIMEOUT_S
+        ),
         retry_on=retry_on(),
     )
 

@@ -46,6 +46,7 @@ class Goodput:
         cur.resumed_step = resumed_step
         cur.last_step = resumed_step
         cur.loop_started_at = self.clock()
+        self.ledger.resumed(resumed_step)
         if resumed_step == 0:
             self._base = 0.0
         else:

@@ -118,6 +118,7 @@ class Attempt:
     checkpoint_seconds: float = 0.0  # time training was blocked by checkpoints
     finished: bool = False
     exit: dict[str, Any] | None = None  # {"reason", "code", "rank", "step", "detail"}
+    continued_from: int | None = None  # the finished run's last step this attempt continued
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Attempt:
@@ -150,6 +151,9 @@ class RunLedger:
         self.productive_by_step: dict[int, float] = {}
         self.attempt_no = int(os.environ.get("TORCHELASTIC_RESTART_COUNT") or 0)
         self._warned = False
+        # the finished run this process's attempt followed (attempts, productive, started_at),
+        # until `resumed` knows whether it continues it
+        self._finished: tuple[list[Attempt], dict[int, float], float] | None = None
 
     # -- files ----------------------------------------------------------------------------
 
@@ -190,9 +194,11 @@ class RunLedger:
             self.attempt_no = prev.attempt + 1
             if prev.finished:
                 # The run it belonged to ended: this process starts a new one (run-local again
-                # in the same directory, a finished job created again), not a restart of it.
-                # Its numbers go on, so exit records of the old run's attempts are never read
-                # as this one's.
+                # in the same directory, a finished job created again), not a restart of it,
+                # unless it resumes from that run's checkpoint (`resumed`: more --steps). Its
+                # numbers go on, so exit records of the old run's attempts are never read as
+                # this one's.
+                self._finished = (self.attempts, self.productive_by_step, self.started_at)
                 self.attempts, self.productive_by_step = [], {}
                 self.started_at = self.process_started_at
         current = Attempt(attempt=self.attempt_no, started_at=self.process_started_at)
@@ -200,6 +206,21 @@ class RunLedger:
         self.save()
         resume_note.register(self)  # CheckpointManager.restore notes the resumed step here
         return self.attempt_no
+
+    def resumed(self, step: int) -> None:
+        """After restore, for an attempt right after a finished one: resuming from that run's
+        checkpoint (step > 0) continues it (its attempts, productive seconds and time come
+        back; the time between the runs is not its wall time); at step 0 it stays a new run."""
+        if self._finished is None or step <= 0 or len(self.attempts) != 1:
+            return
+        (attempts, productive, started_at), self._finished = self._finished, None
+        prev, cur = attempts[-1], self.attempts[0]
+        cur.continued_from = prev.last_step
+        self.attempts = [*attempts, cur]
+        self.productive_by_step = {**productive, **self.productive_by_step}
+        gap = max(cur.started_at - (prev.updated_at or cur.started_at), 0.0)
+        self.started_at = started_at + gap
+        self.save()
 
     def collect_exits(self, attempt: int) -> dict[str, Any]:
         """The root cause of a failed attempt, from its ranks' exit records."""
@@ -274,9 +295,10 @@ class RunLedger:
 
     @property
     def restarts(self) -> int:
-        """Restarts of this run so far: torchrun restarts and pod re-creations alike."""
+        """Restarts of this run so far: torchrun restarts and pod re-creations alike (an
+        attempt that continued a finished run is none)."""
         if self.persistent and self.attempts:
-            return max(len(self.attempts) - 1, 0)
+            return sum(1 for a in self.attempts[1:] if a.continued_from is None)
         return self.attempt_no
 
     def save(self) -> None:

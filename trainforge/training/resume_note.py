@@ -42,6 +42,7 @@ def note_resumed(step: int) -> None:
     with contextlib.suppress(Exception):
         cur = ledger.current
         cur.resumed_step = int(step)
+        ledger.resumed(int(step))
         if cur.last_step is None or cur.last_step < step:
             cur.last_step = int(step)
         ledger.save()

@@ -37,6 +37,10 @@ COLLECTIVE_MARGIN_S = 60.0
 # GPU node, so a floor of a few seconds fires on every restart and the job restarts forever.
 # 60 s gives them 3 minutes (and a collective timeout of 4 minutes).
 MIN_HANG_TIMEOUT_S = 60
+# The highest watchdog floor, a day: the job model's hangTimeout and the runtime's
+# --hang-timeout / TRAINFORGE_HANG_TIMEOUT refuse more (a huge one overflowed the process
+# group's timedelta: a traceback, not a message).
+MAX_HANG_TIMEOUT_S = 86400
 # torch's own NCCL default collective timeout; used when the watchdog is off (--hang-timeout 0)
 TORCH_DEFAULT_COLLECTIVE_S = 600.0
 # Pod re-creation after a failure: rescheduling, a new node from Karpenter (~1-3 min for a GPU
