@@ -1,5 +1,7 @@
 """Bad stack config fails before any resource is declared, naming key, value and what is valid."""
 
+from pathlib import Path
+
 import pytest
 
 from trainforge.core.contract import PoolLimits, Taint
@@ -299,3 +301,25 @@ def test_component_args_use_the_same_rules():
                 ],
             }
         )
+
+
+def test_consolidate_after_takes_what_karpenters_nodepool_takes():
+    """The stack refused `consolidateAfter: Never`, which Karpenter's NodePool accepts: the
+    stack's pattern is the vendored CRD's."""
+    import yaml
+
+    from trainforge.stack.platform import CONSOLIDATE_AFTER
+
+    crd = yaml.safe_load(
+        (
+            Path(__file__).parents[2] / "trainforge/plan/data/crds/karpenter.sh_nodepools.yaml"
+        ).read_text()
+    )
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    field = spec["disruption"]["properties"]["consolidateAfter"]
+    assert field["pattern"] == f"^({CONSOLIDATE_AFTER})$"
+    cfg = parse_config(
+        pools({"name": "a", "instanceTypes": ["g5.xlarge"], "consolidateAfter": "Never"})
+    )
+    assert cfg.node_pools[0].consolidate_after == "Never"

@@ -78,6 +78,10 @@ InstanceType = matching(
     r"[a-z][a-z0-9-]*\.[a-z0-9-]+", "an EC2 instance type such as g5.xlarge or m6i.large"
 )
 Duration = matching(r"([0-9]+(s|m|h))+", "a duration such as 30s, 10m or 1h")
+# A NodePool's spec.disruption.consolidateAfter, Karpenter's own pattern (the vendored
+# karpenter.sh_nodepools.yaml: `^(([0-9]+(s|m|h))+|Never)$`; a test keeps them equal)
+CONSOLIDATE_AFTER = r"([0-9]+(s|m|h))+|Never"
+ConsolidateAfter = matching(CONSOLIDATE_AFTER, "a duration such as 30s, 10m or 1h, or Never")
 SubnetId = matching(r"subnet-[0-9a-f]+", "a subnet id (subnet-...)")
 IamPrincipal = matching(
     r"arn:aws[a-z-]*:(iam|sts)::[0-9]{12}:(role|user|assumed-role)/.+",
@@ -678,10 +682,11 @@ class NodePoolConfig(Section):
         default_factory=PoolLimits,
         description="Pool ceilings (`cpu`, `memory`, `gpus`); unset: none.",
     )
-    consolidate_after: Duration = Field(
+    consolidate_after: ConsolidateAfter = Field(
         "10m",
         description="How long a node must be empty before it is removed (pools consolidate only "
-        "empty nodes and nodes never expire, so running jobs are never evicted).",
+        "empty nodes and nodes never expire, so running jobs are never evicted); `Never` keeps "
+        "empty nodes (and pays for them) until the pool is changed.",
     )
     root_volume_gib: Int = Field(
         100, ge=20, le=16384, alias="rootVolumeGiB", description="Encrypted gp3 root volume (GiB)."
