@@ -266,3 +266,13 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     first = {path: i for i, path in enumerate(RUN_FIRST)}
     items.sort(key=lambda item: first.get(item.nodeid.split("::", 1)[0], len(first)))
+
+
+def full_report(result, tmp_path, summary: bool = True) -> str:
+    """The text `trainforge plan` writes to its report file for `result` (plan/cli.write_report)."""
+    from types import SimpleNamespace  # noqa: PLC0415
+
+    from trainforge.plan import cli  # noqa: PLC0415
+
+    args = SimpleNamespace(summary=summary, report=tmp_path / "report.txt", stack="test")
+    return cli.write_report(result, args, ROOT, None).read_text()

@@ -8,10 +8,10 @@ import pathlib
 import pytest
 import yaml
 
+from tests.conftest import full_report
 from trainforge.plan import check_types as T
 from trainforge.plan import core
 from trainforge.plan import registry as C
-from trainforge.plan.cli import print_report
 
 # The dev stack's jobs, in declaration order (read from the stack file, not restated).
 DEV_JOBS = [
@@ -49,7 +49,7 @@ def seen_check(monkeypatch):
     return seen
 
 
-def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, capsys):
+def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, tmp_path):
     result = core.plan_project(repo_root, "dev", standins=False)
     ctx = seen_check[0]
     (contract,) = ctx.declared.contracts
@@ -62,11 +62,7 @@ def test_a_check_sees_the_declared_contract_and_jobs(seen_check, repo_root, caps
     (section,) = [s for s in result.to_json()["sections"] if s["title"] == "Test check"]
     assert section["data"] == {"jobs": DEV_JOBS}
 
-    class Args:
-        summary = True
-
-    print_report(result, Args())
-    out = capsys.readouterr().out
+    out = full_report(result, tmp_path)
     assert f"Test check:\n  jobs: {', '.join(DEV_JOBS)}" in out
 
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 from test_plan_stacks import ROOT, project_copy
 
-from tests.conftest import prod_own_values, shipped_plan
+from tests.conftest import full_report, prod_own_values, shipped_plan
 from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core import versions
@@ -392,7 +392,7 @@ def test_the_jobs_expected_duration_annotation_is_the_costs_run():
     )
 
 
-def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
+def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, tmp_path):
     result, report = prod
     (job,) = report.jobs
     # two 4-GPU pods: one NodeClaim that only a g5.48xlarge holds (trainforge.jobs.packing)
@@ -429,11 +429,7 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, capsys):
     assert "FSx for Lustre PERSISTENT_2 250 MB/s/TiB" in report.fixed_unknown
 
     # and `trainforge plan --stack prod` prints it, with the facts table's date
-    class Args:
-        summary = True
-
-    cli.print_report(result, Args())
-    out = capsys.readouterr().out
+    out = full_report(result, tmp_path)
     section = out[out.index("\nCost:") :]
     assert f"price facts table of {price_facts.FACTS_DATE}" in section
     assert re.search(

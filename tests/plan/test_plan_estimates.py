@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from tests.conftest import shipped_plan
+from tests.conftest import full_report, shipped_plan
 from trainforge.plan.checks.estimates import TITLE
-from trainforge.plan.cli import print_report
 
 
 def _section(result):
@@ -12,7 +11,7 @@ def _section(result):
     return section
 
 
-def test_prod_plan_shows_memory_and_duration_of_every_job(capsys):
+def test_prod_plan_shows_memory_and_duration_of_every_job(tmp_path):
     result = shipped_plan("prod")
     section = _section(result)
     (data,) = section.data  # the prod stack declares one job
@@ -26,11 +25,7 @@ def test_prod_plan_shows_memory_and_duration_of_every_job(capsys):
     dlo, dhi = data["duration_range"]
     assert dlo <= data["duration_seconds"] <= dhi and data["steps"] == 20000
 
-    class Args:
-        summary = True
-
-    print_report(result, Args())
-    out = capsys.readouterr().out
+    out = full_report(result, tmp_path)
     assert f"{TITLE}:\n  vision/gpt-350m-fsdp on gpu-workloads: 8 x A10G" in out
     assert "memory per GPU: est. " in out and " of 22.4 GiB (" in out
     assert "tokens/s" in out and "duration: 20,000 steps in " in out

@@ -7,17 +7,16 @@ nothing (the dev stack's "no alert receivers" warning; a team quota bigger than 
 
 from __future__ import annotations
 
-import io
 import pathlib
-from types import SimpleNamespace
 
-from trainforge.plan import cli, core, verdict
+from tests.conftest import full_report
+from trainforge.plan import core, verdict
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 RECEIVERS = "trainforge:monitoring.receivers: none configured"
 
 
-def test_program_warnings_are_in_the_verdict_and_the_report(capsys):
+def test_program_warnings_are_in_the_verdict_and_the_report(capsys, tmp_path):
     result = core.plan_project(ROOT, "dev", standins=False, echo_warnings=False)
     assert RECEIVERS not in capsys.readouterr().err  # not echoed: the verdict shows it
     (section,) = [s for s in result.sections if s.title == core.PROGRAM_WARNINGS]
@@ -25,9 +24,7 @@ def test_program_warnings_are_in_the_verdict_and_the_report(capsys):
     first = verdict.verdict_lines(result, stack="dev")
     at = first.index("Warnings (1):")
     assert first[at + 1].startswith(f"  Program warnings: {RECEIVERS}")
-    buf = io.StringIO()
-    cli.print_report(result, SimpleNamespace(summary=True), buf)
-    assert f"warning: {RECEIVERS}" in buf.getvalue()
+    assert f"warning: {RECEIVERS}" in full_report(result, tmp_path)
 
 
 def test_plan_project_echoes_them_on_stderr_by_default(capsys):

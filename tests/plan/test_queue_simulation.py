@@ -11,6 +11,7 @@ import pytest
 
 from trainforge.core import taints as T
 from trainforge.core.contract import PoolFacts, PoolLimits
+from trainforge.core.quantity import figure
 from trainforge.jobs.capacity import Gang, PodRequest
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
@@ -133,16 +134,16 @@ def test_tolerations_follow_the_kubernetes_rules():
 
 
 def test_quantities_are_printed_in_their_unit():
-    assert Q._fmt("memory", K.quantity("1536Mi")) == "1.5Gi"
-    assert Q._fmt("memory", K.quantity("64Gi")) == "64Gi"
-    assert Q._fmt("cpu", K.quantity("500m")) == "0.5"
-    assert Q._fmt(GPU, K.quantity(8)) == "8"
+    assert figure("memory", K.quantity("1536Mi")) == "1.5Gi"
+    assert figure("memory", K.quantity("64Gi")) == "64Gi"
+    assert figure("cpu", K.quantity("500m")) == "0.5"
+    assert figure(GPU, K.quantity(8)) == "8"
 
 
 def test_a_large_memory_quota_is_printed_as_the_scheduling_section_prints_it():
     """A team's ResourceQuota of 29,016Gi (prod's) was "2.902e+04Gi" in the queue's wait text."""
-    assert Q._fmt("memory", K.quantity("29016Gi")) == "29,016Gi"
-    assert Q._fmt("memory", K.quantity("337.9Gi")) == "337.9Gi"
+    assert figure("memory", K.quantity("29016Gi")) == "29,016Gi"
+    assert figure("memory", K.quantity("337.9Gi")) == "337.9Gi"
 
 
 def test_the_namespace_backstop_holds_a_job_its_queue_would_admit():
@@ -414,7 +415,7 @@ def test_tolerations_compare_effects_keys_and_values_by_equality():
     assert T.untolerated([taint], [{"key": f["key"], "operator": fresh("Exists")}]) is None
     tol = {"key": f["key"], "value": f["value"], "effect": f["effect"]}
     assert T.untolerated([taint], [tol]) is None
-    assert Q._fmt(fresh("memory"), K.quantity("2Gi")) == "2Gi"
+    assert figure(fresh("memory"), K.quantity("2Gi")) == "2Gi"
 
 
 def test_the_backstop_holds_the_first_job_of_a_namespace_too():

@@ -62,7 +62,7 @@ def test_hang_timeout_flag(capsys) -> None:
     assert parse_args([]).hang_timeout == 300.0
     with pytest.raises(SystemExit):
         parse_args(["--hang-timeout", "-3"])
-    assert "--hang-timeout must be >= 0, got -3" in capsys.readouterr().err
+    assert "--hang-timeout must be >= 0 and <= 86400, got -3" in capsys.readouterr().err
 
 
 # --------------------------------------------------------------------------------- watchdog
