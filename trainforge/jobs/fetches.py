@@ -14,6 +14,7 @@ or a model id held in a variable is not guessed at, so a finding is never a gues
 from __future__ import annotations
 
 import ast
+import functools
 import ipaddress
 import posixpath
 import re
@@ -205,10 +206,20 @@ def python_fetches(
     """Every recognised download in Python `source`, each at `where:line` (line numbers from
     `first_line`); `staged`: mount paths of volumes that outlive a pod (FSx), where data may
     already be. A file that does not parse is not read (Python itself refuses it)."""
+    return list(_python_fetches(source, where, first_line, staged))
+
+
+@functools.lru_cache(maxsize=4096)
+def _python_fetches(
+    source: str, where: str, first_line: int, staged: tuple[str, ...]
+) -> tuple[Fetch, ...]:
+    """python_fetches, once per file: every container of every pod of a plan mounts the
+    same runtime files from its ConfigMaps (prod: 291 reads of ~20 files, a third of the
+    plan's time under cProfile before this cache)."""
     try:
         tree = ast.parse(textwrap.dedent(source))
     except (SyntaxError, ValueError):
-        return []
+        return ()
     aliases = _aliases(tree)
     out = []
     for node in ast.walk(tree):
@@ -216,7 +227,7 @@ def python_fetches(
             found = _call(node, _dotted(node.func, aliases), staged)
             if found:
                 out.append(Fetch(f"{where}:{first_line + node.lineno - 1}", *found))
-    return sorted(out, key=lambda f: int(f.where.rsplit(":", 1)[1]))
+    return tuple(sorted(out, key=lambda f: int(f.where.rsplit(":", 1)[1])))
 
 
 # --- shell -------------------------------------------------------------------------------------
