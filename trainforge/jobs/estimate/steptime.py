@@ -19,7 +19,9 @@ Collectives per optimizer step (N ranks, k per pod, W pods, bytes S):
   v2.30.7-1 src/misc/utils.cc getHostHashOnce, src/transport/p2p.cc, shm.cc), so their
   traffic takes NCCL's network transport (docs/performance.md).
 Overlap: DDP all-reduces buckets during backward (2/3 of compute); FSDP2 prefetches
-all-gathers and reduce-scatters during forward and backward. Best case: only what does not
+all-gathers and reduce-scatters during forward and backward: the step is the longer of the
+compute plus the first group's collectives (before any compute) and the collectives plus the
+last group's compute (after which its reduce-scatter goes). Best case: only what does not
 fit under that compute is exposed; worst case: nothing overlaps. The expected value takes
 the overlapped time at the middle MFU; the range spans best MFU + full overlap to worst MFU
 + no overlap.
@@ -147,8 +149,12 @@ def step_time(
 
     def overlapped(c: float, comm: float) -> float:
         if r.strategy == "fsdp":
-            first = comm / max(len(shape.blocks) + 1, 1)  # the first all-gather is exposed
-            return c + max(0.0, comm - c) + first
+            # groups in sequence on the compute stream and on the network (one collective at a
+            # time): compute-bound, the first all-gather runs before any compute; network-
+            # bound, the network never waits but for the last group's compute (its first
+            # all-gather is part of `comm`, not added to it)
+            n = max(len(shape.blocks) + 1, 1)
+            return max(c + comm / n, comm + c / n)
         return c + max(0.0, comm - c * 2 / 3)
 
     c_mid, c_best, c_worst = compute(m_mid, s_mid), compute(m_hi, s_hi), compute(m_lo, s_lo)
