@@ -191,3 +191,31 @@ def test_limits_filter_new_nodeclaims_by_the_largest_candidate():
 def test_spread_limit_reads_the_pod_template(spec, most):
     got, why = packing.spread_limit({"metadata": {"labels": {"job": "a"}}, "spec": spec})
     assert got == most and bool(why) == (most is not None)
+
+
+def test_karpenter_sums_exact_cpu_and_the_scheduler_binds_whole_millicores_per_pod():
+    """Karpenter v1.14.1 (6e7eab7a0f48) packs a NodeClaim by its pods' exact requests
+    (pkg/utils/resources/resources.go `RequestsForPods`/`Merge`: Quantity.Add; `Fits`: Cmp);
+    the kube-scheduler binds by whole millicores rounded up per pod (`Resource.Add`:
+    MilliValue; quantity.counted). 7 pods of 557.1m: 3,899.7m exactly, which one 3,900m node
+    holds for Karpenter; 7 x 558m = 3,906m for the scheduler, so one of them stays Pending."""
+    big = _fake("big", cpu=4, mem_gi=4, pods=110)
+    pods = _pods(7, cpu="557100u")
+    assert pods[0].cpu_m == 558 and pods[0].cpu_exact == Fraction(5571, 10000)
+    out, launched = _run([big], pods)
+    assert [len(c.pods) for c in out.claims] == [7] and launched == ["big"]
+    assert out.claims[0].unbound == ("big",)
+    # whole millicores: the two agree
+    even, _ = _run([big], _pods(7, cpu="557m"))
+    assert [(len(c.pods), c.unbound) for c in even.claims] == [(7, ())]
+
+
+def test_the_rehearsal_refuses_pods_karpenter_places_where_the_scheduler_cannot_bind_them():
+    # CPU_POOL's nodes leave 15,680m: 3 x 5,226.6m = 15,679.8m exactly, 3 x 5,227m rounded
+    req = capacity.PodRequest.of("5226600u", "1Gi")
+    r = capacity.rehearse(req, 3, CPU_POOL)
+    assert r.nodes_needed == 1  # what Karpenter launches
+    (p,) = [p for p in r.problems if p.key == "cpu"]
+    assert "15,680m" not in p.message and "15680m left" in p.message
+    assert "5227m per pod (15681m)" in p.message and "cpu: 5227m" in p.message
+    assert capacity.rehearse(capacity.PodRequest.of("5226m", "1Gi"), 3, CPU_POOL).ok

@@ -38,7 +38,7 @@ from trainforge.core.contract import (
     TeamQuota,
     efa_count,
 )
-from trainforge.core.quantity import parse_quantity
+from trainforge.core.quantity import counted, parse_quantity, plain
 from trainforge.jobs import node_facts, packing
 
 if TYPE_CHECKING:
@@ -49,21 +49,34 @@ MI = packing.MI
 
 @dataclass(frozen=True)
 class PodRequest:
-    """What one pod of the job requests (requests == limits in every emitter)."""
+    """What one pod of the job requests (requests == limits in every emitter).
 
-    cpu_m: int  # millicores, rounded up
+    CPU twice, as each upstream counts it: `cpu_m` the scheduler's (and Kueue's) whole
+    millicores, rounded up per pod (`quantity.counted`), `cpu` the exact cores Karpenter's
+    packing sums (`with_cpu`; None: exactly `cpu_m`)."""
+
+    cpu_m: int  # millicores, rounded up per pod: what the kube-scheduler binds by
     memory_mib: Fraction  # exact (a request need not be whole Mi)
     gpus: int = 0
     efa: int = 0
+    cpu: Fraction | None = None  # exact cores, Karpenter's sum; None: cpu_m / 1000
+
+    @property
+    def cpu_exact(self) -> Fraction:
+        return Fraction(self.cpu_m, 1000) if self.cpu is None else self.cpu
+
+    @classmethod
+    def with_cpu(
+        cls, cores: Fraction, memory_mib: Fraction, gpus: int = 0, efa: int = 0
+    ) -> PodRequest:
+        """A pod of `cores` exactly: the scheduler's millicores from the one rounding rule."""
+        cpu_m = int(counted("cpu", cores) * 1000)
+        exact = None if cores * 1000 == cpu_m else cores
+        return cls(cpu_m=cpu_m, memory_mib=memory_mib, gpus=gpus, efa=efa, cpu=exact)
 
     @classmethod
     def of(cls, cpu: str, memory: str, gpus: int = 0, efa: int = 0) -> PodRequest:
-        return cls(
-            cpu_m=math.ceil(parse_quantity(cpu) * 1000),
-            memory_mib=parse_quantity(memory) / MI,
-            gpus=gpus,
-            efa=efa,
-        )
+        return cls.with_cpu(parse_quantity(cpu), parse_quantity(memory) / MI, gpus, efa)
 
 
 @dataclass(frozen=True)
@@ -302,9 +315,9 @@ def pod_request(
     then the namespace's `limit_ranges`, the pod's own requests as the API server defaults
     them, init containers, sidecars, overhead; not Kueue's order), with its EFA devices."""
     r = core_pods.scheduled_pod_requests(pod_spec, limit_ranges)
-    return PodRequest(
-        cpu_m=math.ceil(r.get("cpu", Fraction(0)) * 1000),
-        memory_mib=r.get("memory", Fraction(0)) / MI,
+    return PodRequest.with_cpu(
+        r.get("cpu", Fraction(0)),
+        r.get("memory", Fraction(0)) / MI,
         gpus=math.ceil(r.get(GPU_RESOURCE, Fraction(0))),
         efa=math.ceil(r.get(EFA_RESOURCE, Fraction(0))),
     )
@@ -390,6 +403,9 @@ def _karpenter_limits(out: JobCapacity) -> None:
                 out.pool_usage.append((name, fmt(need), "unlimited"))
             continue
         out.pool_usage.append((name, fmt(need), limit))
+    unbound = next((c for c in counted.claims if c.unbound), None)
+    if unbound is not None:
+        out.problems.append(Problem("cpu", _unbound(pool, out.request, unbound)))
     if limited.unplaced:
         out.problems.append(
             Problem(
@@ -398,6 +414,20 @@ def _karpenter_limits(out: JobCapacity) -> None:
                 "workers or raise the pool's limits",
             )
         )
+
+
+def _unbound(pool: PoolFacts, req: PodRequest, claim: packing.Claim) -> str:
+    """Why some of a NodeClaim's pods never bind: Karpenter sums their CPU exactly, the
+    kube-scheduler in whole millicores rounded up per pod (packing's module doc)."""
+    n, t = len(claim.pods), claim.unbound[0]
+    room = next(r for r in rooms(pool) if r.node.instance_type == t)
+    return (
+        f"cpu {plain(req.cpu_exact)} per pod is a fraction of a millicore: Karpenter sums "
+        f"{n} pods exactly ({plain(req.cpu_exact * n)} cores) and puts them on one {t} node "
+        f"({room.cpu_m}m left after the kubelet and DaemonSets), but the kube-scheduler counts "
+        f"{req.cpu_m}m per pod ({req.cpu_m * n}m), so a pod stays Pending there (Karpenter "
+        f"nominates it to that node). Request whole millicores, e.g. cpu: {req.cpu_m}m"
+    )
 
 
 def _over_limits(pool: PoolFacts, unlimited: packing.Packing) -> str:

@@ -18,6 +18,12 @@ v1.14.1's go.mod builds with; read 2026-11-29), pkg/controllers/provisioning/sch
 - scheduler.go `addToNewNodeClaim`/`filterByRemainingResources`/`subtractMax`: with pool
   `limits`, a new NodeClaim may only use types whose capacity fits what the limits have
   left, and takes the largest capacity among its types off them.
+- what it sums: each pod's requests as exact Quantities (pkg/utils/resources/resources.go
+  `RequestsForPods`/`Merge`: `Quantity.Add`, `Fits`: `Cmp`), never rounded; the kube-scheduler
+  that then binds them counts CPU in whole millicores rounded up per pod (`Resource.Add`:
+  `MilliValue`). Sub-millicore requests make the two differ: Karpenter may put on a NodeClaim
+  pods the scheduler cannot all bind there, and the one left over stays Pending (Karpenter
+  nominates it to that node, where its exact sum still fits). `Claim.unbound` names the types.
 - the launch (`launch`): the NodeClaim's remaining types go to the cloud provider, which
   launches the cheapest; the caller passes the prices, this layer has none.
 
@@ -57,12 +63,16 @@ class Room(Protocol):
 
 
 class Pod(Protocol):
-    """One pod's requests (`capacity.PodRequest`)."""
+    """One pod's requests (`capacity.PodRequest`): CPU as the scheduler counts it (`cpu_m`)
+    and exactly, as Karpenter sums it (`cpu_exact`)."""
 
     cpu_m: int
     memory_mib: Fraction
     gpus: int
     efa: int
+
+    @property
+    def cpu_exact(self) -> Fraction: ...
 
 
 @dataclass(frozen=True)
@@ -72,6 +82,9 @@ class Claim:
 
     pods: tuple[int, ...]
     candidates: tuple[str, ...]
+    # candidates on which the kube-scheduler cannot bind all the pods (their millicores,
+    # rounded up per pod, exceed what Karpenter's exact sum fitted): one stays Pending there
+    unbound: tuple[str, ...] = ()
 
 
 @dataclass
@@ -196,15 +209,16 @@ def holds(room: Room, pods: Sequence[Pod], most: int | None = None) -> bool:
 class _Sum:
     """The summed requests of a NodeClaim's pods (kept per NodeClaim, not re-added per try)."""
 
-    cpu_m: int = 0
+    cpu_m: int = 0  # the scheduler's: whole millicores per pod
     memory_mib: Fraction = Fraction(0)
     gpus: int = 0
     efa: int = 0
     count: int = 0
+    cpu: Fraction = Fraction(0)  # Karpenter's: exact cores
 
     def plus(self, p: Pod) -> _Sum:
         return _Sum(self.cpu_m + p.cpu_m, self.memory_mib + p.memory_mib, self.gpus + p.gpus,
-                    self.efa + p.efa, self.count + 1)  # fmt: skip
+                    self.efa + p.efa, self.count + 1, self.cpu + p.cpu_exact)  # fmt: skip
 
     @classmethod
     def of(cls, pods: Iterable[Pod]) -> _Sum:
@@ -215,9 +229,10 @@ class _Sum:
 
 
 def _room_holds(room: Room, total: _Sum, most: int | None) -> bool:
+    """Karpenter's `Fits`: the exact sum (the scheduler's millicores: `_binds`)."""
     n = room.node
     return (
-        total.cpu_m <= room.cpu_m
+        total.cpu * 1000 <= room.cpu_m
         and total.memory_mib <= room.memory_mib
         and total.gpus <= n.gpus
         and total.efa <= n.efa
@@ -234,7 +249,7 @@ def pack_rooms(
 ) -> Packing:
     """Karpenter's provisioning of one batch of pending `pods` onto fresh NodeClaims of a
     pool whose types leave `node_rooms` (see the module docstring for the upstream code)."""
-    order = sorted(range(len(pods)), key=lambda i: (-pods[i].cpu_m, -pods[i].memory_mib))
+    order = sorted(range(len(pods)), key=lambda i: (-pods[i].cpu_exact, -pods[i].memory_mib))
     remaining = dict(limits or {})
     by_name = {r.node.instance_type: r for r in node_rooms}
     out = Packing(counted={k: Fraction(0) for k in ("cpu", "memory", GPU_RESOURCE)})
@@ -279,7 +294,10 @@ def pack_rooms(
             out.counted[k] += most_k
             if k in remaining:
                 remaining[k] -= most_k
-    out.claims = [Claim(tuple(m), tuple(c)) for m, c in zip(members, cands, strict=True)]
+    out.claims = [
+        Claim(tuple(m), tuple(c), tuple(t for t in c if sums[k].cpu_m > by_name[t].cpu_m))
+        for k, (m, c) in enumerate(zip(members, cands, strict=True))
+    ]
     return out
 
 
