@@ -217,5 +217,22 @@ def test_the_rehearsal_refuses_pods_karpenter_places_where_the_scheduler_cannot_
     assert r.nodes_needed == 1  # what Karpenter launches
     (p,) = [p for p in r.problems if p.key == "cpu"]
     assert "15,680m" not in p.message and "15680m left" in p.message
-    assert "5227m per pod (15681m)" in p.message and "cpu: 5227m" in p.message
+    assert (
+        "5227m per pod (15681m)" in p.message
+        and "cpu: 5226m (all on one node) or 5227m" in p.message
+    )
     assert capacity.rehearse(capacity.PodRequest.of("5226m", "1Gi"), 3, CPU_POOL).ok
+
+
+def test_a_job_of_such_pods_is_refused_in_one_line_naming_its_cpu():
+    from tests.jobs.helpers import target
+    from trainforge.core.errors import JobConfigError
+    from trainforge.jobs.spec import parse_job
+    from trainforge.jobs.wiring import resolve_job
+
+    job = {"name": "x", "team": "research", "pool": "training-workloads", "workers": 3,
+           "memory": "1Gi"}  # fmt: skip
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(parse_job({**job, "cpu": "5226600u"}), target(CPU_POOL))
+    assert str(e.value).startswith("job.cpu: got '5226600u'; ") and "\n" not in str(e.value)
+    resolve_job(parse_job({**job, "cpu": "5226m"}), target(CPU_POOL))

@@ -426,7 +426,8 @@ def _unbound(pool: PoolFacts, req: PodRequest, claim: packing.Claim) -> str:
         f"{n} pods exactly ({plain(req.cpu_exact * n)} cores) and puts them on one {t} node "
         f"({room.cpu_m}m left after the kubelet and DaemonSets), but the kube-scheduler counts "
         f"{req.cpu_m}m per pod ({req.cpu_m * n}m), so a pod stays Pending there (Karpenter "
-        f"nominates it to that node). Request whole millicores, e.g. cpu: {req.cpu_m}m"
+        f"nominates it to that node). Request whole millicores, e.g. cpu: "
+        f"{math.floor(req.cpu_exact * 1000)}m (all on one node) or {req.cpu_m}m"
     )
 
 
