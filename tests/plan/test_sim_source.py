@@ -98,3 +98,32 @@ def test_the_cost_row_is_the_queues_run(patch):
     w, row = _figures(ctx)
     assert w.duration == run.duration.seconds == row["durationSeconds"]
     assert row["onDemandPerHour"] == run.hourly
+
+
+def test_an_sdk_style_trainjob_is_charged_the_pods_the_trainer_builds(monkeypatch):
+    """A TrainJob whose resourcesPerNode asks 5 cores where its spec says 3 (as an SDK
+    TrainJob's trainer writes its own): the Trainer builds its pods with 5 (Trainer v2.2.1
+    resourcesPerNode merge, `trainjob.effective_pod`), so the queue charges 2 x 5 cores, as the
+    Cost packs them (the queue charged the spec's 3 per pod)."""
+    from tests.plan.test_check_queues import job, plan
+    from trainforge.jobs import trainjob
+
+    real = trainjob.workload_manifest
+
+    def five_cores(*a, **kw):
+        doc = real(*a, **kw)
+        res = doc["spec"]["trainer"]["resourcesPerNode"]
+        doc["spec"]["trainer"]["resourcesPerNode"] = {
+            "requests": {**res["requests"], "cpu": "5"},
+            "limits": {**res["limits"], "cpu": "5"},
+        }
+        return doc
+
+    monkeypatch.setattr(trainjob, "workload_manifest", five_cores)
+    result = plan([job("sdk", "vision", 2, cpu="3", backend="trainjob")])
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
+    (w,) = Q.simulate(ctx)[0]
+    gang = cost_check.gang(ctx, inv.declared.jobs[0])
+    assert [p.cpu_m for p in gang.pods] == [5000, 5000]
+    assert w.pods == 2 and w.need["cpu"] == Fraction(10)
