@@ -448,3 +448,40 @@ def test_s3_mirror_on_an_image_without_boto3_says_what_the_mirror_is():
     own = resolve_job(job(**raw, entrypoint={"script": "examples/mnist/train.py"}),
                       target(CPU_POOL), W)  # fmt: skip
     assert own.checkpoint.s3_mirror is True
+
+
+@pytest.mark.parametrize(
+    ("quota", "kw", "need", "fix"),
+    [
+        # 8 cores over 3 pods: "2.66667" x 3 is over 8; the fix must fit, in millicores
+        (TeamQuota(cpu="8"), {"cpu": "3", "workers": 3}, "need cpu 9 ",
+         "use cpu of at most 2666m per pod, or give team 'research' a quota.cpu of at least 9"),
+        # memory in Gi as the plan writes it, never in bytes; a per-pod fix that fits, in Mi
+        (TeamQuota(memory="100Gi"), {"memory": "50.5Gi", "workers": 3}, "need memory 151.5Gi ",
+         "use memory of at most 34133Mi per pod, or give team 'research' a quota.memory of at "
+         "least 151.5Gi"),
+        (TeamQuota(memory="3000Mi"), {"memory": "1001Mi", "workers": 3}, "need memory 2.933Gi ",
+         "use memory of at most 1000Mi per pod, or give team 'research' a quota.memory of at "
+         "least 3003Mi"),
+    ],
+)  # fmt: skip
+def test_the_quota_error_writes_amounts_as_the_plan_does_and_a_fix_that_fits(quota, kw, need, fix):
+    """The quota error's amounts go through the plan's one writer (core/quantity `figure`):
+    memory in Gi, not "162671886336" bytes; the values it tells the user to write read back
+    as quantities that hold (a per-pod size at most the quota's share, a quota at least the
+    need), not a rounded `:g` figure over the quota."""
+    from fractions import Fraction
+
+    from trainforge.core.quantity import parse_quantity
+
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(**kw), target(GPU_POOL, quota=quota), W)
+    text = str(err.value)
+    assert need in text, text
+    assert text.endswith(f"the job could never start: {fix} (trainforge:teams)"), text
+    name = "cpu" if "cpu" in kw else "memory"
+    per_pod = fix.split(" of at most ")[1].split(" per pod")[0]
+    cap = parse_quantity(getattr(quota, name))
+    assert parse_quantity(per_pod) * kw["workers"] <= cap
+    assert parse_quantity(fix.rsplit(" ", 1)[1]) >= parse_quantity(kw[name]) * kw["workers"]
+    assert Fraction(parse_quantity(per_pod)) > 0

@@ -474,3 +474,46 @@ def test_s3_grants_read_resources_with_iams_arn_matching():
     assert grants("arn:aws:s*:::a/*", "arn:*:s3:*:*:b") == {"a", "b"}
     assert grants("*") == {"*"}
     assert grants("arn:aws:iam::123456789012:role/x", "arn:aws:sqs:*:*:s3") == set()
+
+
+def _grants(*statements: dict) -> set[str]:
+    import json
+
+    from trainforge.plan.runner import Inventory, Recorded
+
+    pol = Recorded("urn:p", "aws:iam/rolePolicy:RolePolicy", "p", None, True,
+                   {"policy": json.dumps({"Statement": list(statements)})})  # fmt: skip
+    return FC.s3_grants(Inventory("p", "s", [pol]))[1]
+
+
+def test_s3_grants_read_not_resource_and_deny_as_iam_does():
+    """`Allow s3:PutObject NotResource: [bucket-a/*]` lets the role write every other bucket
+    (IAM's NotResource, iam_eval `_element`): read as "*", not as no grant; a Deny in the same
+    document takes away what its Allow gives; NotAction grants what it does not name."""
+    put = {"Effect": "Allow", "Action": "s3:PutObject"}
+    assert _grants({**put, "NotResource": ["arn:aws:s3:::bucket-a/*"]}) == {"*"}
+    assert _grants({**put, "NotResource": "*"}) == set()
+    deny = {"Effect": "Deny", "Action": "s3:*", "NotResource": "arn:aws:s3:::bucket-a/*"}
+    assert _grants({**put, "Resource": "*"}, deny) == {"bucket-a"}
+    assert _grants({**put, "Resource": ["arn:aws:s3:::a/*", "arn:aws:s3:::b/*"]},
+                   {**deny, "NotResource": "arn:aws:s3:::a/*"}) == {"a"}  # fmt: skip
+    assert _grants({"Effect": "Allow", "NotAction": "s3:Get*", "Resource": "*"}) == {"*"}
+    assert _grants({"Effect": "Allow", "NotAction": "s3:Put*", "Resource": "*"}) == set()
+    # a China stack's NotResource grants the other buckets of its own partition
+    cn = {**put, "NotResource": "arn:aws-cn:s3:::bucket-a/*"}
+    assert _grants(cn) == {"*"}
+
+
+def test_s3_grants_count_a_write_through_an_access_point():
+    """A write through an S3 access point (arn:aws:s3:<region>:<account>:accesspoint/<name>,
+    its objects under /object/) lands in the bucket the access point was made for, which the
+    policy does not name: the grant is the access point's, not none."""
+    put = {"Effect": "Allow", "Action": "s3:PutObject"}
+    ap = "arn:aws:s3:us-west-2:123456789012:accesspoint/ckpt"
+    assert _grants({**put, "Resource": f"{ap}/object/research/*"}) == {ap}
+    assert _grants({**put, "Resource": "arn:aws:s3:*:*:accesspoint/*"}) == {
+        "arn:aws:s3:*:*:accesspoint/*"
+    }
+    assert _grants({"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{ap}/*"}) == set()
+    # a bucket named "accesspoint" is a bucket (no region, no account)
+    assert _grants({**put, "Resource": "arn:aws:s3:::accesspoint/x"}) == {"accesspoint"}

@@ -144,7 +144,7 @@ def test_a_mixed_pool_runs_and_prices_the_type_karpenter_launches():
     assert "A10G" in pool_wide.detail and jc.duration.seconds < pool_wide.seconds
     assert jc.run_cost == pytest.approx(_od("g6.xlarge") * jc.duration.seconds / 3600)
     # every figure of the plan reads the same per-type estimate
-    assert cost.expected_run(job, MIXED, "us-east-1") == jc.duration
+    assert cost.choose_nodes(job, MIXED, "us-east-1").duration == jc.duration
     assert jc.to_json()["durationSeconds"] == jc.duration.seconds
     worst = jc.worst
     assert (worst.instance_type, worst.duration.hardware) == ("g5.xlarge", "1 x A10G")

@@ -13,6 +13,7 @@ see `trainforge.core.contract`.
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from trainforge.core import catalog, versions
@@ -22,7 +23,7 @@ from trainforge.core.contract import (
     efa_count,
 )
 from trainforge.core.errors import JobConfigError
-from trainforge.core.quantity import format_mebibytes, parse_quantity
+from trainforge.core.quantity import figure, format_mebibytes, parse_quantity, plain
 from trainforge.jobs import backends, capacity, image_facts, images, storage
 from trainforge.jobs import images as images_mod
 from trainforge.jobs.estimate import check_fit
@@ -432,20 +433,20 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
                 whose = (
                     f"quota.{name} guarantees {mine}"
                     if name == "gpus"
-                    else f"quota guarantees {_fmt(parse_quantity(mine))} (quota.{name} in CPU "
+                    else f"quota guarantees {figure(name, parse_quantity(mine))} (quota.{name} in CPU "
                     f"pools plus the {name} that comes with its GPUs in GPU pools)"
                 )
                 held = (
-                    f"team {job.team!r} may hold at most {_fmt(parse_quantity(limit))}: its "
+                    f"team {job.team!r} may hold at most {figure(name, parse_quantity(limit))}: its "
                     f"{whose} and it may borrow up to "
-                    f"{_fmt(parse_quantity(limit) - parse_quantity(mine))} more from its cohort"
+                    f"{figure(name, parse_quantity(limit) - parse_quantity(mine))} more from its cohort"
                 )
             else:
                 held = f"team {job.team!r} has a quota of {limit}"
             raise JobConfigError(
                 f"{where}.{key}",
                 value,
-                f"{how} need {name} {_fmt(need)} but {held} in namespace "
+                f"{how} need {name} {figure(name, need)} but {held} in namespace "
                 f"{target.namespace!r}; the job could never start: "
                 f"{_quota_fix(job.team, key, name, need, parse_quantity(limit), pods)}",
             )
@@ -461,8 +462,9 @@ def _quota_fix(team: str, key: str, name: str, need: Fraction, cap: Fraction, po
         fit = int(cap // pods)
         smaller = f"gpusPerWorker: {fit}" if fit >= 1 else ""
     else:  # cpu or memory per pod
-        smaller = f"{key} of at most {_fmt(cap / pods)} per pod"
-    bigger = f"give team {team!r} a quota.{name} of at least {_fmt(need)} (trainforge:teams)"
+        smaller = f"{key} of at most {_setting(name, cap / pods, up=False)} per pod"
+    at_least = _setting(name, need, up=True)
+    bigger = f"give team {team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
     return f"use {smaller}, or {bigger}" if smaller else bigger
 
 
@@ -471,9 +473,21 @@ def _one_to(n: int) -> str:
     return "1" if n == 1 else f"1 to {n}"
 
 
-def _fmt(value: Fraction) -> str:
-    if value.denominator == 1:
-        if value >= 2**30 and value % 2**30 == 0:
-            return f"{value // 2**30}Gi"
-        return str(value.numerator)
-    return f"{float(value):g}"
+def _setting(name: str, value: Fraction, *, up: bool) -> str:
+    """A value of quota or pod size `name` for the user to write into the stack: the plan's
+    writer (`figure`) where that reads back as `value`, else `value` rounded the way that still
+    holds (`up`: at least it, else at most) to the unit Kueue counts (`counted`: millicores for
+    CPU, whole GPUs and pods) or whole Mi for memory. Why not always `figure`: its 4 significant
+    Gi and `:g` cores round either way (8 cores over 3 pods read "2.66667", which 3 pods exceed),
+    and 1000Gi and more print with a thousands comma, which is no quantity."""
+    text = figure(name, value)
+    try:
+        if parse_quantity(text) == value:
+            return text
+    except ValueError:
+        pass
+    step = Fraction(2**20) if name == "memory" else Fraction(1, 1000) if name == "cpu" else 1
+    units = math.ceil(value / step) if up else math.floor(value / step)
+    if name == "memory":
+        return f"{units}Mi"
+    return f"{units}m" if name == "cpu" and units % 1000 else plain(units * step)

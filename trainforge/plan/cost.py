@@ -280,12 +280,6 @@ def plan_region(inventory: Any) -> str:
     return region(inventory.config) or DEFAULT_REGION
 
 
-def expected_run(job: JobSpec, pool: PoolFacts, region: str) -> Duration:
-    """The job's expected run as every figure of the plan reads it (the cost table, the queue
-    simulation): on the type the pool launches for it (`choose_nodes`), else the pool's."""
-    return _run_on(choose_nodes(job, pool, region), job, pool)
-
-
 def _run_on(choice: NodeChoice | None, job: JobSpec, pool: PoolFacts) -> Duration:
     if choice is not None and choice.duration is not None:
         return choice.duration

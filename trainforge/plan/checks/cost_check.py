@@ -6,6 +6,7 @@ each rule judges, and how to waive it: docs/cost.md, "Caps".
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 from typing import Any
 
 from trainforge.jobs import capacity
@@ -71,10 +72,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
             row = C.JobCost(d.spec.name, d.spec.team, d.target.pool.name, resource, None,
                             False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
-        else:
-            report.jobs.append(
-                C.job_cost(d.spec, d.target.pool, region, resource, state, gang=gang(ctx, d))
-            )
+        else:  # the queue's own run of the job (its object's nodes and duration)
+            run = queues.job_run(ctx, d)
+            report.jobs.append(replace(run, admission=state[0], admission_reason=state[1]))
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     placed = [(p, region) for p in pools.values()]

@@ -190,8 +190,12 @@ _WRITE = "s3:PutObject"  # what a checkpoint mirror's upload asks
 
 
 def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
-    """(the buckets a stack creates, the buckets its IAM policies let a role write), from its
-    planned documents; None when the documents are not known (a preview without stand-ins)."""
+    """(the buckets a stack creates, the buckets its IAM policies let a role write: "*" for
+    every bucket its statements do not name, an access point's ARN for one it may write
+    through, whose bucket no policy names), from its planned documents; None when the
+    documents are not known (a preview without stand-ins). Each document is decided by the
+    plan's IAM evaluator (`iam.evaluate`: NotAction, NotResource, Deny, wildcards) for a write
+    to every S3 resource its statements name and to a bucket none names."""
     own: set[str] = set()
     granted: set[str] = set()
     for r in getattr(inv, "resources", None) or []:
@@ -204,12 +208,43 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
         doc = iam.policy_doc(r.inputs.get("policy"))
         if doc is None:
             return None  # not known at preview: the worker was not planned with stand-ins
-        for st in iam.as_list(doc.get("Statement")):
-            # IAM's own action matching (wildcards, any case): s3:*Object writes too
-            if st.get("Effect") != "Allow" or not iam.action_matches(st.get("Action"), _WRITE):
-                continue
-            granted.update(filter(None, map(_bucket_of, iam.as_list(st.get("Resource")))))
+        policy = iam.Policy(r.name, doc)
+        for arn, where in _s3_targets(policy):
+            if iam.evaluate(iam.Request("role/any", _WRITE, arn), [policy]).allowed:
+                granted.add(where)
     return own, granted
+
+
+# a bucket no statement names: what a NotResource or a wildcard lets a role write besides
+_ELSEWHERE = "another-stacks-bucket-of-trainforge"
+
+
+def _s3_targets(policy: Any) -> list[tuple[str, str]]:
+    """(a write's resource ARN, what it reaches) for each S3 resource `policy` names (the
+    pattern itself, which its own wildcards match) and for a bucket it does not name ("*")."""
+    partitions = {"aws"}
+    out = []
+    for st in policy.statements():
+        for pattern in iam.as_list(st.get("Resource")) + iam.as_list(st.get("NotResource")):
+            parts = iam.arn_parts(str(pattern))
+            if parts is not None and parts[1] and "*" not in parts[1]:
+                partitions.add(parts[1])
+            where = _access_point(str(pattern)) or _bucket_of(pattern)
+            if where is not None:
+                out.append((str(pattern), where))
+    return out + [(f"arn:{p}:s3:::{_ELSEWHERE}/{_ELSEWHERE}", "*") for p in sorted(partitions)]
+
+
+def _access_point(pattern: str) -> str | None:
+    """The S3 access point an ARN pattern names ("arn:aws:s3:us-east-1:123456789012:
+    accesspoint/ckpt", with /object/<key> for its objects), None when it names none: a write
+    through it lands in whichever bucket the access point was made for."""
+    parts = iam.arn_parts(pattern)
+    if parts is None or not (parts[3] and parts[4]):  # a bucket's ARN has neither
+        return None
+    if not iam.arn_like(f"arn:{parts[1]}:s3:*:*:accesspoint/*", pattern):
+        return None
+    return ":".join(parts[:5]) + ":accesspoint/" + parts[5].split("/")[1]
 
 
 def _bucket_of(pattern: Any) -> str | None:

@@ -11,7 +11,7 @@ queue". Findings (waivable): RULES below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from typing import Any
@@ -560,6 +560,30 @@ def object_gang(ctx: PlanContext, obj: Any, spec: Any, pool: PoolFacts) -> capac
     return memo[key]
 
 
+def job_run(ctx: PlanContext, d: Any) -> C.JobCost:
+    """Declared job `d` on its pool as its object has it (`object_gang`): the nodes Karpenter
+    launches, their prices and the run timed on them. One per job and plan (`ctx.memo`): the
+    queue's durations and the Cost's row are this one, never the spec's own figure."""
+    memo = ctx.memo.setdefault("queues.runs", {})
+    key = (d.spec.team, d.spec.name)
+    if key not in memo:
+        obj = workload_object(ctx, d.spec.name, d.target.namespace)
+        where = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
+        gang = object_gang(ctx, obj, d.spec, d.target.pool)
+        region = C.plan_region(ctx.inventory)
+        memo[key] = C.job_cost(d.spec, d.target.pool, region, where, gang=gang)
+    return memo[key]
+
+
+def _pod_need(spec: Any, pod: Mapping[str, Any] | None, lrs: list[dict[str, Any]]):
+    """What Kueue charges for one pod of a template (its requests once the namespace's
+    LimitRanges defaulted them, `K.pod_requests`), in the quota's resources; as the job's spec
+    says (`K.pod_need`) only where no pod of its object can be read."""
+    if pod is None:
+        return {r: v for r, v in K.pod_need(spec).items() if v}
+    return {r: v for r, v in K.pod_requests(pod, lrs).items() if r in RESOURCES and v}
+
+
 def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
     """Fields of the job's object that Kueue owns once it manages the job; `flavor` is the one
     its first pod template's pods land on, which the plan runs the whole job on."""
@@ -600,7 +624,6 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         return [], [], None
     findings: list[Finding] = []
     workloads: list[Workload] = []
-    region = C.plan_region(ctx.inventory)
 
     def finding(w: Workload, rule: str, message: str, obj: Any = None) -> None:
         ident = obj.ident if obj is not None else f"{w.namespace}/job/{w.job}"
@@ -632,7 +655,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             # a fleet manager: the job holds its quota here while it runs on a worker
             w.duration, w.duration_note = _longest_run(where)
         else:
-            w.duration = C.expected_run(spec, target.pool, region).seconds
+            w.duration = job_run(ctx, dj).duration.seconds
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
         shape = job_shape(obj.doc) if obj is not None else None
@@ -640,18 +663,27 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             never(w, RULE_NO_OBJECT, no_object(spec.name, target.namespace), obj)
             continue
         w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
-        per_pod = K.pod_need(spec)
-        w.need = {r: v * w.pods for r, v in per_pod.items() if v}
         w.gang = object_gang(ctx, obj, spec, target.pool)
         templates = pod_templates(obj.doc, build=False)
         lrs = limit_ranges(ctx, target.namespace)
+        # what each pod asks, read from the object's pods (a TrainJob's as the Trainer builds
+        # them from its runtime), as Kueue's Workload and the Cost's gang read them
+        built = pod_templates(obj.doc, runtimes=runtime_docs(ctx))
+        per_pod = _pod_need(spec, built[0].spec if built else None, lrs)
         ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods, lrs)
         # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
         # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere)
         sets = [
-            replace(K.podset(t.template, per_pod, t.replicas, lrs), name=t.name or ps.name)
+            replace(
+                K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
+                name=t.name or ps.name,
+            )
             for t in templates
         ]
+        w.need = {}
+        for p in sets if obj.doc.get("kind") != trainjob.KIND else [ps]:
+            for r, v in p.total().items():
+                w.need[r] = w.need.get(r, Fraction(0)) + v
         checked = None
         if obj.doc.get("kind") == trainjob.KIND:
             # Kueue validates the pods its controller builds (a TrainJob's, from its runtime:
