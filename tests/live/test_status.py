@@ -1079,3 +1079,42 @@ def test_why_says_kueue_never_admits_it_or_holds_it_not_quota(capsys, api):
         "active again.\n"
     )
     assert "expected" not in out
+
+
+# what `status` and `why` read of a pending job (gather's reads): the expected start's reads
+# (ResourceFlavors, the namespace's Workloads and LocalQueues, each queue's pending workloads,
+# the jobs ahead) come after these
+GATHER_READS = 8
+
+
+@pytest.mark.parametrize("main", [cli.status_main, cli.why_main])
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("Inadmissible", "LocalQueue training doesn't exist"),  # refused
+        ("Inadmissible", "ClusterQueue llm is inactive"),  # held
+    ],
+)
+def test_no_expected_start_is_read_for_a_workload_refused_or_held(
+    capsys, api, main, reason, message
+):
+    """status and why computed an expected start (ResourceFlavors, Workloads, LocalQueues,
+    queue positions, the jobs ahead: 11 more reads here) for a Workload Kueue never admits or
+    an inactive queue holds, and then did not print it; now they make none of those reads."""
+    api.seen.clear()
+    code, out, err = run(
+        capsys, main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and "expected" in out  # the plain pending job's estimate
+    assert len(api.seen) > GATHER_READS
+    _kueue_says(api, reason, message)
+    api.seen.clear()
+    code, out, err = run(
+        capsys, main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and "expected" not in out
+    assert len(api.seen) == GATHER_READS, api.seen[GATHER_READS:]
+    assert not any(p.endswith(("/resourceflavors/efa-training", "/workloads", "/localqueues"))
+                   for p in api.seen)  # fmt: skip
