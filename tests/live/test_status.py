@@ -959,10 +959,10 @@ NEVER = [
     ),
     (
         "Pending",
-        "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu in "
-        "flavor efa-training, previously considered podsets requests (8) + current podset "
-        "request (24) > maximum capacity (16), flavor gpu-workloads doesn't match node "
-        "affinity",
+        "couldn't assign flavors to pod set worker: flavor gpu-workloads doesn't match node "
+        "affinity, insufficient quota for nvidia.com/gpu in flavor efa-training, previously "
+        "considered podsets requests (8) + current podset request (24) > maximum capacity "
+        "(16)",  # Kueue sorts a pod set's reasons (Status.Message)
     ),
     ("Misconfigured", "ClusterQueue llm not found"),  # UnadmittedWorkloadsObservability on
 ]
@@ -1118,3 +1118,4 @@ def test_no_expected_start_is_read_for_a_workload_refused_or_held(
     assert len(api.seen) == GATHER_READS, api.seen[GATHER_READS:]
     assert not any(p.endswith(("/resourceflavors/efa-training", "/workloads", "/localqueues"))
                    for p in api.seen)  # fmt: skip
+
