@@ -1119,3 +1119,42 @@ def test_no_expected_start_is_read_for_a_workload_refused_or_held(
     assert not any(p.endswith(("/resourceflavors/efa-training", "/workloads", "/localqueues"))
                    for p in api.seen)  # fmt: skip
 
+
+def _limit_ranges(api, *cpus: str) -> None:
+    """LimitRanges lr-0, lr-1, ... of namespace llm, each defaulting a container to `cpu`."""
+    items = [
+        {"metadata": {"name": f"lr-{i}", "namespace": "llm"},
+         "spec": {"limits": [{"type": "Container", "default": {"cpu": cpu},
+                              "defaultRequest": {"cpu": cpu}}]}}
+        for i, cpu in enumerate(cpus)
+    ]  # fmt: skip
+    api.routes[LIMIT_RANGES] = {"kind": "LimitRangeList", "apiVersion": "v1", "items": items}
+
+
+ORDER = (
+    "which LimitRange decides is not fixed: namespace llm's LimitRanges lr-0, lr-1 default "
+    "this job differently in different orders, and Kueue takes them in its informer's order, "
+    "which the API does not fix; shown: in the order listed"
+)
+
+
+def test_which_of_several_limit_ranges_decides_is_said_not_fixed(capsys, api):
+    """Kueue keeps the first LimitRange default of a resource in its informer's order, which
+    the API does not fix: status showed the listed order's figure as if it were Kueue's. Now
+    it says in one line that the order decides (and why says the same), only where it does."""
+    _no_requests(api)
+    _limit_ranges(api, "1", "2")
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert "asks:       1 x master pod, each 1 cores\n" in out
+    assert f"note:       {ORDER}\n" in out
+    code, why, err = run(
+        capsys, cli.why_main, "gpt-13b", "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and f"  note: {ORDER}\n" in why
+    # the same default in both, or a container that names its own requests: no order decides
+    _limit_ranges(api, "1", "1000m")
+    assert "LimitRange decides" not in status(capsys, api, "llm", "gpt-13b")
+    _limit_ranges(api, "1", "2")
+    api.routes[PENDING_WORKLOAD] = recorded.ROUTES[PENDING_WORKLOAD]
+    assert "LimitRange decides" not in status(capsys, api, "llm", "gpt-13b")
