@@ -1158,3 +1158,44 @@ def test_which_of_several_limit_ranges_decides_is_said_not_fixed(capsys, api):
     _limit_ranges(api, "1", "2")
     api.routes[PENDING_WORKLOAD] = recorded.ROUTES[PENDING_WORKLOAD]
     assert "LimitRange decides" not in status(capsys, api, "llm", "gpt-13b")
+
+
+# release-0.19 c90ed700c1 pkg/controller/core/workload_controller.go: a Workload past
+# waitForPodsReady's requeuing backoffLimitCount is deactivated ("exceeding the maximum number
+# of re-queuing retries", its DeactivationTarget), evicted with reason
+# ReasonWithCause(Deactivated, RequeuingLimitExceeded), and the job reconciler
+# (jobframework/reconciler.go) clears its quota with the eviction's message
+DEACTIVATED = (
+    "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
+)
+
+
+def test_a_deactivated_workload_is_never_admitted_until_reactivated(capsys, api):
+    """Kueue queues no Workload whose spec.active is false (IsAdmissible): why called it "not
+    enough quota" and wait waited for ever; now wait stops at once (exit 1) and status and why
+    say it is deactivated and what queues it again."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["spec"]["active"] = False
+    (c,) = wl["status"]["conditions"]
+    c["reason"], c["message"] = "Pending", DEACTIVATED
+    wl["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "message": DEACTIVATED,
+         "reason": "DeactivatedDueToRequeuingLimitExceeded"}
+    )  # fmt: skip
+    api.routes[PENDING_WORKLOAD] = answer
+    said = (
+        "Kueue never admits it while it is deactivated (its spec.active is false; Evicted, "
+        f"reason DeactivatedDueToRequeuingLimitExceeded: {DEACTIVATED}): Kueue queues it "
+        "again only once its spec.active is true"
+    )
+    code, out, err, polls = _wait(capsys, api, "--for", "admitted")
+    assert (code, polls, err) == (1, 1, f"trainforge wait: {recorded.PENDING}: {said}\n")
+    text = status(capsys, api, "llm", recorded.PENDING)
+    assert f"refused:    {said}\n" in text and "expected:" not in text
+    code, out, err = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and out.startswith(f"{said}.\nSee docs/"), out
+    assert "not enough quota" not in out

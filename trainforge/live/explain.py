@@ -730,6 +730,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
                 "request), or a container or pod is outside the LimitRange's min or max: it "
                 "never waits its turn, only a change of the job or the LimitRange helps"
             )
+        elif invalid and K.deactivated(wl):
+            reasons.append(invalid + ".")
         elif invalid:
             reasons.append(invalid)
             reasons.append(

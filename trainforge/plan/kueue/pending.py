@@ -102,6 +102,14 @@ def reason(wl: Mapping[str, Any] | None) -> str:
     return str((c or {}).get("reason") or "")
 
 
+def deactivated(wl: Mapping[str, Any] | None) -> bool:
+    """Whether the Workload's spec.active is false: Kueue queues only an active one until it
+    is set true again (release-0.19 c90ed700c1 pkg/workload/workload.go `IsAdmissible` ->
+    `IsActive`, which pkg/cache/queue/manager.go asks before it queues a Workload; Kueue itself
+    deactivates one past waitForPodsReady's requeuing backoffLimitCount)."""
+    return ((wl or {}).get("spec") or {}).get("active") is False
+
+
 def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
     """What `status`, `why` and `wait` say of a Workload Kueue never admits as things stand,
     "" when it may: Kueue's own condition where `outlook` says never (with its reason), else
@@ -110,6 +118,16 @@ def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, An
     only what their defaults and bounds add; it refuses nothing Kueue admits."""
     if wl is None:
         return ""
+    if deactivated(wl):
+        conds = (wl.get("status") or {}).get("conditions") or []
+        ev = next(
+            (c for c in conds if c.get("type") == "Evicted" and c.get("status") == "True"), {}
+        )
+        said = f"; Evicted, reason {ev.get('reason')}: {ev.get('message')}" if ev else ""
+        return (
+            f"Kueue never admits it while it is deactivated (its spec.active is false{said}): "
+            "Kueue queues it again only once its spec.active is true"
+        )
     kind, message = outlook(wl)
     if kind == NEVER:
         return f"Kueue never admits it (QuotaReserved False, reason {reason(wl)}): {message}"
