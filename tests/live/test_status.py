@@ -1199,3 +1199,25 @@ def test_a_deactivated_workload_is_never_admitted_until_reactivated(capsys, api)
     )  # fmt: skip
     assert (code, err) == (0, "") and out.startswith(f"{said}.\nSee docs/"), out
     assert "not enough quota" not in out
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "The workload has failed admission checks",  # release-0.19 pkg/scheduler/scheduler.go nominate
+        # pkg/scheduler/scheduler_tas_test.go:2135 (release-0.19 c90ed700c1): nodes, not quota
+        'couldn\'t assign flavors to pod set worker: topology "default" allows to fit only 1 '
+        "out of 2 pod(s)",
+    ],
+)
+def test_why_calls_only_a_quota_message_not_enough_quota(capsys, api, message):
+    """why said "not enough quota" for any QuotaReserved False message it did not place; now
+    only where Kueue names a resource short, else Kueue's own message."""
+    _kueue_says(api, "Pending", message)
+    code, out, err = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.startswith(f"Kueue has not admitted it: {message}\n"), out
+    assert "not enough quota" not in out

@@ -740,9 +740,13 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             )
         elif held:
             reasons.append(held + ".")
-        elif blocked:
+        elif blocked and _INSUFFICIENT.search(
+            (condition(wl, "QuotaReserved") or {}).get("message", "")
+        ):
             reasons.append("Kueue has not admitted it: not enough quota.")
             reasons += [f"  {b}" for b in blocked]
+        elif blocked:  # Kueue's message names no quota short (an admission check, a topology)
+            reasons.append(f"Kueue has not admitted it: {blocked[0]}")
         elif condition(wl, "Evicted"):
             ev = condition(wl, "Evicted") or {}
             reasons.append(
