@@ -1160,14 +1160,11 @@ def test_which_of_several_limit_ranges_decides_is_said_not_fixed(capsys, api):
     assert "LimitRange decides" not in status(capsys, api, "llm", "gpt-13b")
 
 
-# release-0.19 c90ed700c1 pkg/controller/core/workload_controller.go: a Workload past
-# waitForPodsReady's requeuing backoffLimitCount is deactivated ("exceeding the maximum number
-# of re-queuing retries", its DeactivationTarget), evicted with reason
-# ReasonWithCause(Deactivated, RequeuingLimitExceeded), and the job reconciler
-# (jobframework/reconciler.go) clears its quota with the eviction's message
-DEACTIVATED = (
-    "The workload is deactivated due to exceeding the maximum number of re-queuing retries"
-)
+# release-0.19 c90ed700c1 pkg/controller/core/workload_controller.go: a Workload whose
+# spec.active someone set false (the platform sets no requeuing backoffLimitCount, Kueue's
+# other way to deactivate one) is evicted with reason Deactivated and this message; the job
+# reconciler (jobframework/reconciler.go) then clears its quota with the eviction's message
+DEACTIVATED = "The workload is deactivated"
 
 
 def test_a_deactivated_workload_is_never_admitted_until_reactivated(capsys, api):
@@ -1181,12 +1178,12 @@ def test_a_deactivated_workload_is_never_admitted_until_reactivated(capsys, api)
     c["reason"], c["message"] = "Pending", DEACTIVATED
     wl["status"]["conditions"].append(
         {"type": "Evicted", "status": "True", "message": DEACTIVATED,
-         "reason": "DeactivatedDueToRequeuingLimitExceeded"}
+         "reason": "Deactivated"}
     )  # fmt: skip
     api.routes[PENDING_WORKLOAD] = answer
     said = (
         "Kueue never admits it while it is deactivated (its spec.active is false; Evicted, "
-        f"reason DeactivatedDueToRequeuingLimitExceeded: {DEACTIVATED}): Kueue queues it "
+        f"reason Deactivated: {DEACTIVATED}): Kueue queues it "
         "again only once its spec.active is true"
     )
     code, out, err, polls = _wait(capsys, api, "--for", "admitted")

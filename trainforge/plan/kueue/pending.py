@@ -105,8 +105,8 @@ def reason(wl: Mapping[str, Any] | None) -> str:
 def deactivated(wl: Mapping[str, Any] | None) -> bool:
     """Whether the Workload's spec.active is false: Kueue queues only an active one until it
     is set true again (release-0.19 c90ed700c1 pkg/workload/workload.go `IsAdmissible` ->
-    `IsActive`, which pkg/cache/queue/manager.go asks before it queues a Workload; Kueue itself
-    deactivates one past waitForPodsReady's requeuing backoffLimitCount)."""
+    `IsActive`, which pkg/cache/queue/manager.go asks before it queues a Workload): a person
+    set it so, or Kueue past a requeuing backoffLimitCount (the platform sets none)."""
     return ((wl or {}).get("spec") or {}).get("active") is False
 
 
