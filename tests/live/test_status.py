@@ -1218,3 +1218,28 @@ def test_why_calls_only_a_quota_message_not_enough_quota(capsys, api, message):
     assert (code, err) == (0, "")
     assert out.startswith(f"Kueue has not admitted it: {message}\n"), out
     assert "not enough quota" not in out
+
+
+def test_why_of_a_reserved_workload_once_evicted_says_it_is_reserved(capsys, api):
+    """Kueue turns Evicted False ("Previously: ...", reason QuotaReserved) when it reserves
+    quota again (release-0.19 c90ed700c1 pkg/workload/workload.go SetQuotaReservation,
+    resetActiveCondition): why read any Evicted condition as an eviction, "it is requeued"."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["status"]["conditions"] = [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+         "message": "Quota reserved in ClusterQueue llm"},
+        {"type": "Evicted", "status": "False", "reason": "QuotaReserved",
+         "message": "Previously: Preempted to accommodate a workload due to prioritization"},
+    ]  # fmt: skip
+    wl["status"]["admissionChecks"] = [{"name": "check", "state": "Ready", "message": ""}]
+    api.routes[PENDING_WORKLOAD] = answer
+    code, out, err = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.startswith("Kueue reserved its quota; it is admitted once every admission check"), (
+        out
+    )
+    assert "evicted" not in out and "expected" not in out

@@ -747,7 +747,12 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons += [f"  {b}" for b in blocked]
         elif blocked:  # Kueue's message names no quota short (an admission check, a topology)
             reasons.append(f"Kueue has not admitted it: {blocked[0]}")
-        elif condition(wl, "Evicted"):
+        elif is_true(wl, "QuotaReserved"):  # its checks all Ready (fleet_why names waiting ones)
+            reasons.append(
+                "Kueue reserved its quota; it is admitted once every admission check is Ready "
+                "(Kueue's Admitted condition: quota reserved and all checks Ready)."
+            )
+        elif is_true(wl, "Evicted"):  # Kueue sets it False ("Previously: ...") once readmitted
             ev = condition(wl, "Evicted") or {}
             reasons.append(
                 f"Kueue evicted it ({ev.get('reason')}: {ev.get('message')}); it is requeued."
