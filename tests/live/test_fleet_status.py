@@ -140,3 +140,19 @@ def test_docs_fleet_md_quotes_what_why_prints(capsys, api):
     doc = (ROOT / "docs" / "fleet.md").read_text()
     quoted = "\n".join(out.splitlines()[:2])
     assert quoted in doc, f"docs/fleet.md lacks:\n{quoted}"
+
+
+def test_no_expected_start_is_read_for_a_workload_whose_quota_is_reserved(capsys, api):
+    """status estimated a start (its ResourceFlavors, the namespace's Workloads and
+    LocalQueues, its queues' pending workloads) for a Workload whose quota Kueue has reserved, waiting
+    for its admission checks, and printed none: now it reads none of that."""
+    api.routes[f"{KUEUE}/clusterqueues/{NS}"] = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": NS},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": "default", "resources": [{"name": "cpu", "nominalQuota": "64"}]}]}]},
+    }  # fmt: skip
+    api.seen.clear()
+    _run(capsys, api, cli.status_main, "mnist-ddp")
+    reads = [p for p in api.seen if p.endswith(("/workloads", "/localqueues"))
+             or "/resourceflavors/" in p]  # fmt: skip
+    assert reads == [], reads

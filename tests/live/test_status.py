@@ -959,10 +959,10 @@ NEVER = [
     ),
     (
         "Pending",
-        "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu in "
-        "flavor efa-training, previously considered podsets requests (8) + current podset "
-        "request (24) > maximum capacity (16), flavor gpu-workloads doesn't match node "
-        "affinity",
+        "couldn't assign flavors to pod set worker: flavor gpu-workloads doesn't match node "
+        "affinity, insufficient quota for nvidia.com/gpu in flavor efa-training, previously "
+        "considered podsets requests (8) + current podset request (24) > maximum capacity "
+        "(16)",  # Kueue sorts a pod set's reasons (Status.Message)
     ),
     ("Misconfigured", "ClusterQueue llm not found"),  # UnadmittedWorkloadsObservability on
 ]
@@ -1079,3 +1079,167 @@ def test_why_says_kueue_never_admits_it_or_holds_it_not_quota(capsys, api):
         "active again.\n"
     )
     assert "expected" not in out
+
+
+# what `status` and `why` read of a pending job (gather's reads): the expected start's reads
+# (ResourceFlavors, the namespace's Workloads and LocalQueues, each queue's pending workloads,
+# the jobs ahead) come after these
+GATHER_READS = 8
+
+
+@pytest.mark.parametrize("main", [cli.status_main, cli.why_main])
+@pytest.mark.parametrize(
+    ("reason", "message"),
+    [
+        ("Inadmissible", "LocalQueue training doesn't exist"),  # refused
+        ("Inadmissible", "ClusterQueue llm is inactive"),  # held
+    ],
+)
+def test_no_expected_start_is_read_for_a_workload_refused_or_held(
+    capsys, api, main, reason, message
+):
+    """status and why computed an expected start (ResourceFlavors, Workloads, LocalQueues,
+    queue positions, the jobs ahead: 11 more reads here) for a Workload Kueue never admits or
+    an inactive queue holds, and then did not print it; now they make none of those reads."""
+    api.seen.clear()
+    code, out, err = run(
+        capsys, main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and "expected" in out  # the plain pending job's estimate
+    assert len(api.seen) > GATHER_READS
+    _kueue_says(api, reason, message)
+    api.seen.clear()
+    code, out, err = run(
+        capsys, main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and "expected" not in out
+    assert len(api.seen) == GATHER_READS, api.seen[GATHER_READS:]
+    assert not any(p.endswith(("/resourceflavors/efa-training", "/workloads", "/localqueues"))
+                   for p in api.seen)  # fmt: skip
+
+
+def _limit_ranges(api, *cpus: str) -> None:
+    """LimitRanges lr-0, lr-1, ... of namespace llm, each defaulting a container to `cpu`."""
+    items = [
+        {"metadata": {"name": f"lr-{i}", "namespace": "llm"},
+         "spec": {"limits": [{"type": "Container", "default": {"cpu": cpu},
+                              "defaultRequest": {"cpu": cpu}}]}}
+        for i, cpu in enumerate(cpus)
+    ]  # fmt: skip
+    api.routes[LIMIT_RANGES] = {"kind": "LimitRangeList", "apiVersion": "v1", "items": items}
+
+
+ORDER = (
+    "which LimitRange decides is not fixed: namespace llm's LimitRanges lr-0, lr-1 default "
+    "this job differently in different orders, and Kueue takes them in its informer's order, "
+    "which the API does not fix; shown: in the order listed"
+)
+
+
+def test_which_of_several_limit_ranges_decides_is_said_not_fixed(capsys, api):
+    """Kueue keeps the first LimitRange default of a resource in its informer's order, which
+    the API does not fix: status showed the listed order's figure as if it were Kueue's. Now
+    it says in one line that the order decides (and why says the same), only where it does."""
+    _no_requests(api)
+    _limit_ranges(api, "1", "2")
+    out = status(capsys, api, "llm", "gpt-13b")
+    assert "asks:       1 x master pod, each 1 cores\n" in out
+    assert f"note:       {ORDER}\n" in out
+    code, why, err = run(
+        capsys, cli.why_main, "gpt-13b", "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and f"  note: {ORDER}\n" in why
+    # the same default in both, or a container that names its own requests: no order decides
+    _limit_ranges(api, "1", "1000m")
+    assert "LimitRange decides" not in status(capsys, api, "llm", "gpt-13b")
+    _limit_ranges(api, "1", "2")
+    api.routes[PENDING_WORKLOAD] = recorded.ROUTES[PENDING_WORKLOAD]
+    assert "LimitRange decides" not in status(capsys, api, "llm", "gpt-13b")
+
+
+# release-0.19 c90ed700c1 pkg/controller/core/workload_controller.go: a Workload whose
+# spec.active someone set false (the platform sets no requeuing backoffLimitCount, Kueue's
+# other way to deactivate one) is evicted with reason Deactivated and this message; the job
+# reconciler (jobframework/reconciler.go) then clears its quota with the eviction's message
+DEACTIVATED = "The workload is deactivated"
+
+
+def test_a_deactivated_workload_is_never_admitted_until_reactivated(capsys, api):
+    """Kueue queues no Workload whose spec.active is false (IsAdmissible): why called it "not
+    enough quota" and wait waited for ever; now wait stops at once (exit 1) and status and why
+    say it is deactivated and what queues it again."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["spec"]["active"] = False
+    (c,) = wl["status"]["conditions"]
+    c["reason"], c["message"] = "Pending", DEACTIVATED
+    wl["status"]["conditions"].append(
+        {"type": "Evicted", "status": "True", "message": DEACTIVATED,
+         "reason": "Deactivated"}
+    )  # fmt: skip
+    api.routes[PENDING_WORKLOAD] = answer
+    said = (
+        "Kueue never admits it while it is deactivated (its spec.active is false; Evicted, "
+        f"reason Deactivated: {DEACTIVATED}): Kueue queues it "
+        "again only once its spec.active is true"
+    )
+    code, out, err, polls = _wait(capsys, api, "--for", "admitted")
+    assert (code, polls, err) == (1, 1, f"trainforge wait: {recorded.PENDING}: {said}\n")
+    text = status(capsys, api, "llm", recorded.PENDING)
+    assert f"refused:    {said}\n" in text and "expected:" not in text
+    code, out, err = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "") and out.startswith(f"{said}.\nSee docs/"), out
+    assert "not enough quota" not in out
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "The workload has failed admission checks",  # release-0.19 pkg/scheduler/scheduler.go nominate
+        # pkg/scheduler/scheduler_tas_test.go:2135 (release-0.19 c90ed700c1): nodes, not quota
+        'couldn\'t assign flavors to pod set worker: topology "default" allows to fit only 1 '
+        "out of 2 pod(s)",
+    ],
+)
+def test_why_calls_only_a_quota_message_not_enough_quota(capsys, api, message):
+    """why said "not enough quota" for any QuotaReserved False message it did not place; now
+    only where Kueue names a resource short, else Kueue's own message."""
+    _kueue_says(api, "Pending", message)
+    code, out, err = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.startswith(f"Kueue has not admitted it: {message}\n"), out
+    assert "not enough quota" not in out
+
+
+def test_why_of_a_reserved_workload_once_evicted_says_it_is_reserved(capsys, api):
+    """Kueue turns Evicted False ("Previously: ...", reason QuotaReserved) when it reserves
+    quota again (release-0.19 c90ed700c1 pkg/workload/workload.go SetQuotaReservation,
+    resetActiveCondition): why read any Evicted condition as an eviction, "it is requeued"."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["status"]["conditions"] = [
+        {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
+         "message": "Quota reserved in ClusterQueue llm"},
+        {"type": "Evicted", "status": "False", "reason": "QuotaReserved",
+         "message": "Previously: Preempted to accommodate a workload due to prioritization"},
+    ]  # fmt: skip
+    wl["status"]["admissionChecks"] = [{"name": "check", "state": "Ready", "message": ""}]
+    api.routes[PENDING_WORKLOAD] = answer
+    code, out, err = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", "llm", "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.startswith("Kueue reserved its quota; it is admitted once every admission check"), (
+        out
+    )
+    assert "evicted" not in out and "expected" not in out

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 from fractions import Fraction
+from itertools import permutations
 
 from trainforge.core import failures
 from trainforge.core.contract import GPU_RESOURCE
@@ -205,6 +206,30 @@ def requests(g: Gathered) -> list[str]:
         )
         out.append(f"{ps.get('count', 1)} x {ps.get('name', 'pod')} pod, each {asks}")
     return out
+
+
+def limit_range_order(g: Gathered) -> str:
+    """One line when what Kueue counts of the Workload (its pod sets' requests and refusals,
+    `K.workload_podsets`) depends on the order of the namespace's LimitRanges; "" when not.
+
+    Why: Kueue keeps the first `default`/`defaultRequest` of each resource over the
+    LimitRanges it lists (kubernetes-sigs/kueue release-0.19 c90ed700c1, read 2026-11-30:
+    pkg/util/limitrange/limitrange.go `Summarize`; pkg/workload/resources.go lists them from
+    its informer cache, an index whose order the API does not fix), while the model takes
+    them as the API listed them. Every order is tried (rotations past 5 LimitRanges)."""
+    lrs, wl = g.limit_ranges, g.workload
+    if wl is None or len(lrs) < 2:
+        return ""
+    orders = permutations(lrs) if len(lrs) <= 5 else (lrs[i:] + lrs[:i] for i in range(len(lrs)))
+    shown = K.workload_podsets(wl, lrs)
+    if all(K.workload_podsets(wl, list(o)) == shown for o in orders):
+        return ""
+    names = ", ".join(str((lr.get("metadata") or {}).get("name", "?")) for lr in lrs)
+    return (
+        f"which LimitRange decides is not fixed: namespace {g.namespace}'s LimitRanges "
+        f"{names} default this job differently in different orders, and Kueue takes them in "
+        "its informer's order, which the API does not fix; shown: in the order listed"
+    )
 
 
 # --- pods ---------------------------------------------------------------------------------------
@@ -619,6 +644,9 @@ def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:
                 f"{g.position.get('positionInClusterQueue', 0) + 1} in ClusterQueue {cq}"
             )
         out += [f"asks:       {r}" for r in requests(g)]
+        order = limit_range_order(g)
+        if order:
+            out.append(f"note:       {order}")
         invalid, held = refused(g), K.held(wl)
         if invalid:
             out.append(f"refused:    {invalid}")
@@ -702,6 +730,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
                 "request), or a container or pod is outside the LimitRange's min or max: it "
                 "never waits its turn, only a change of the job or the LimitRange helps"
             )
+        elif invalid and K.deactivated(wl):
+            reasons.append(invalid + ".")
         elif invalid:
             reasons.append(invalid)
             reasons.append(
@@ -710,10 +740,19 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             )
         elif held:
             reasons.append(held + ".")
-        elif blocked:
+        elif blocked and _INSUFFICIENT.search(
+            (condition(wl, "QuotaReserved") or {}).get("message", "")
+        ):
             reasons.append("Kueue has not admitted it: not enough quota.")
             reasons += [f"  {b}" for b in blocked]
-        elif condition(wl, "Evicted"):
+        elif blocked:  # Kueue's message names no quota short (an admission check, a topology)
+            reasons.append(f"Kueue has not admitted it: {blocked[0]}")
+        elif is_true(wl, "QuotaReserved"):  # its checks all Ready (fleet_why names waiting ones)
+            reasons.append(
+                "Kueue reserved its quota; it is admitted once every admission check is Ready "
+                "(Kueue's Admitted condition: quota reserved and all checks Ready)."
+            )
+        elif is_true(wl, "Evicted"):  # Kueue sets it False ("Previously: ...") once readmitted
             ev = condition(wl, "Evicted") or {}
             reasons.append(
                 f"Kueue evicted it ({ev.get('reason')}: {ev.get('message')}); it is requeued."
@@ -724,6 +763,9 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons += [f"  {k}: {v}" for k, v in wait.lines(g.expected)]
         if g.limit_ranges_unread:
             reasons.append(f"  note: {g.limit_ranges_unread}")
+        order = limit_range_order(g)
+        if order:
+            reasons.append(f"  note: {order}")
         reasons.append(
             "See docs/troubleshooting.md#requests-over-limits-never-admitted"
             if invalid and K.for_resources(invalid)

@@ -222,9 +222,15 @@ def _pending_in(api: Api, ns: str, lq: str) -> list[dict[str, Any]]:
 
 def expected_start(api: Api, g: Gathered, now: datetime) -> Expected | None:
     """The expected start of `g`, a job whose Workload Kueue holds pending; None when it is
-    not pending in a queue."""
+    not pending in a queue (admitted, or its quota reserved: it waits for admission checks),
+    or when Kueue never admits it as things stand or an inactive queue holds it (`K.refused`,
+    `K.held`): status and why print no figure then, so no read is made for one."""
     wl = g.workload
-    if wl is None or (condition(wl, "Admitted") or {}).get("status") == "True":
+    if wl is None or any(
+        (condition(wl, c) or {}).get("status") == "True" for c in ("Admitted", "QuotaReserved")
+    ):
+        return None
+    if K.refused(wl, g.limit_ranges) or K.held(wl):
         return None
     cq_doc = g.cluster_queue
     cq_name = (g.local_queue or {}).get("spec", {}).get("clusterQueue", "?")

@@ -27,7 +27,7 @@ from trainforge.plan.kueue.objects import (
     quantity,
     read,
 )
-from trainforge.plan.kueue.pending import for_resources, held, outlook, refused
+from trainforge.plan.kueue.pending import deactivated, for_resources, held, outlook, refused
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import (
     NEVER_ADMITS,
@@ -45,7 +45,7 @@ from trainforge.plan.kueue.workload import (
 __all__ = [
     "FIT", "GPU", "NEVER_ADMITS", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES",
     "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
-    "for_resources", "held", "outlook", "refused",
+    "deactivated", "for_resources", "held", "outlook", "refused",
     "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",
     "quantity", "read", "refusal", "trainjob_podsets", "workload_invalid", "workload_need", "workload_podsets",
 ]  # fmt: skip

@@ -10,9 +10,11 @@ the workload controller "Inadmissible" for a queue that is missing or inactive
 (`resolveLegacyUnadmittedQuotaReservedCondition`). So the message decides, as Kueue words it
 (kubernetes-sigs/kueue release-0.19 c90ed700c1, read 2026-11-30):
 - pkg/controller/core/workload_controller.go `getQueueBlocker`: "LocalQueue %s doesn't
-  exist", "ClusterQueue %s doesn't exist" (never), "LocalQueue %s is inactive" (its
-  stopPolicy), "ClusterQueue %s is inactive" (held: Kueue requeues it once the queue is
-  active again);
+  exist", "ClusterQueue %s doesn't exist" (never; an empty name leaves two spaces, its own
+  test's case), "LocalQueue %s is inactive" (its stopPolicy), "ClusterQueue %s is
+  inactive" (held: Kueue requeues it once the queue is active again); for one whose quota
+  it reserved, not yet admitted, `reconcileOn{Local,Cluster}QueueActiveState`: "... is
+  terminating or missing" (never), "... is stopped" (held);
 - pkg/scheduler/scheduler.go `nominate`: "ClusterQueue %s not found" (never), "ClusterQueue
   %s is inactive" (held), and ValidateAdmissibility's errors (pkg/workload/resources.go):
   ErrNamespaceMismatch, ErrInvalidWLResources, ErrLimitRangeConstraintsUnsatisfiedResources
@@ -21,8 +23,11 @@ the workload controller "Inadmissible" for a queue that is missing or inactive
   flavors to pod set %s: " and each flavor's reasons, sorted and joined by ", "; a pod set
   none of whose reasons can change without a change of the ClusterQueue, its flavors or the
   job (`_FOR_GOOD`: over the maximum capacity, nominal plus what the cohort may lend; an
-  untolerated taint; a node affinity the flavor does not match; a flavor or resource the
-  queue does not have; a topology the flavor does not offer) is never admitted.
+  untolerated taint, a corev1.Taint value as Go's %s prints it, "{key value effect
+  <nil>}"; a node affinity the flavor does not match; a flavor or resource the queue does
+  not have; a topology the flavor does not offer) is never admitted. The scheduler may add
+  ". Pending the preemption of N workload(s)" (`markPreemptionOutcome`): not never.
+Tested with Kueue's own expected messages (tests/live/test_kueue_words.py).
 """
 
 from __future__ import annotations
@@ -37,13 +42,13 @@ from trainforge.plan.kueue.workload import NEVER_ADMITS, workload_invalid
 NEVER, HELD = "never", "held"
 
 _NEVER_MESSAGES = (
-    re.compile(r"LocalQueue \S+ doesn't exist$"),
-    re.compile(r"ClusterQueue \S+ (doesn't exist|not found)$"),
+    re.compile(r"(LocalQueue|ClusterQueue) \S* (doesn't exist|is terminating or missing)$"),
+    re.compile(r"ClusterQueue \S+ not found$"),
     re.compile(r"workload namespace doesn't match ClusterQueue selector$"),
     re.compile(r"resources validation failed: "),
     re.compile(r"resources didn't satisfy LimitRange constraints: "),
 )
-_HELD = re.compile(r"(LocalQueue|ClusterQueue) \S+ is inactive$")
+_HELD = re.compile(r"(LocalQueue|ClusterQueue) \S+ is (inactive|stopped)$")
 
 _NAME = r"[\w.-]+"
 _FOR_GOOD = re.compile(
@@ -51,7 +56,7 @@ _FOR_GOOD = re.compile(
         (
             rf"insufficient quota for [\w./-]+ in flavor {_NAME}, previously considered podsets "
             r"requests \([^)]*\) \+ current podset request \([^)]*\) > maximum capacity \([^)]*\)",
-            rf"untolerated taint .*? in flavor {_NAME}",
+            rf"untolerated taint \{{[^{{}}]*\}} in flavor {_NAME}",
             rf"flavor {_NAME} doesn't match node affinity",
             rf"flavor {_NAME} not found",
             r"resource [\w./-]+ unavailable in ClusterQueue",
@@ -97,6 +102,14 @@ def reason(wl: Mapping[str, Any] | None) -> str:
     return str((c or {}).get("reason") or "")
 
 
+def deactivated(wl: Mapping[str, Any] | None) -> bool:
+    """Whether the Workload's spec.active is false: Kueue queues only an active one until it
+    is set true again (release-0.19 c90ed700c1 pkg/workload/workload.go `IsAdmissible` ->
+    `IsActive`, which pkg/cache/queue/manager.go asks before it queues a Workload): a person
+    set it so, or Kueue past a requeuing backoffLimitCount (the platform sets none)."""
+    return ((wl or {}).get("spec") or {}).get("active") is False
+
+
 def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
     """What `status`, `why` and `wait` say of a Workload Kueue never admits as things stand,
     "" when it may: Kueue's own condition where `outlook` says never (with its reason), else
@@ -105,6 +118,16 @@ def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, An
     only what their defaults and bounds add; it refuses nothing Kueue admits."""
     if wl is None:
         return ""
+    if deactivated(wl):
+        conds = (wl.get("status") or {}).get("conditions") or []
+        ev = next(
+            (c for c in conds if c.get("type") == "Evicted" and c.get("status") == "True"), {}
+        )
+        said = f"; Evicted, reason {ev.get('reason')}: {ev.get('message')}" if ev else ""
+        return (
+            f"Kueue never admits it while it is deactivated (its spec.active is false{said}): "
+            "Kueue queues it again only once its spec.active is true"
+        )
     kind, message = outlook(wl)
     if kind == NEVER:
         return f"Kueue never admits it (QuotaReserved False, reason {reason(wl)}): {message}"
