@@ -156,9 +156,9 @@ def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[s
 
 def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported) -> list[str]:
     """What the imported job's command and shipped Python files download from the internet,
-    read as `trainforge plan` reads a container (plan/checks/fetches.container_fetches): one
+    read as `trainforge plan` reads a container (jobs/fetches.container_fetches): one
     line each, `where: fetcher reaches host`."""
-    from trainforge.plan.checks.fetches import container_fetches, outside_aws  # noqa: PLC0415
+    from trainforge.jobs.fetches import container_fetches, outside_aws  # noqa: PLC0415
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan uses
 
     entry = result.entry

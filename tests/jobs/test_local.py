@@ -402,3 +402,15 @@ def test_workers_help_states_its_default_and_the_gpu_cap():
     import trainforge.training.distributed as dist
 
     assert "run one process per GPU" in Path(dist.__file__).read_text()
+
+
+def test_the_shipped_runtime_downloads_nothing():
+    """run-local --stack reads a job's own code before it runs the stack's program for the
+    plan's egress reading (trainforge.local.internet_notes); the runtime every pod also mounts
+    (codeship.collect) is not read there, which holds only while it downloads nothing."""
+    from trainforge.jobs.codeship import collect
+    from trainforge.jobs.fetches import python_fetches
+
+    files = [(p, t) for p, t in collect().files if p.endswith(".py")]
+    assert len(files) > 20
+    assert [f for p, t in files for f in python_fetches(t, p)] == []

@@ -205,7 +205,7 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
 
 def test_an_imported_command_that_downloads_is_said_with_the_plans_reading(tmp_path, capsys):
     """The command (and shipped code) is read as `trainforge plan` reads a container
-    (plan/checks/fetches.container_fetches): a download is said in the import's text."""
+    (jobs/fetches.container_fetches): a download is said in the import's text."""
     root = _project(tmp_path)
     docs = list(yaml.safe_load_all((CORPUS / "simple.yaml").read_text()))
     for spec in docs[0]["spec"]["pytorchReplicaSpecs"].values():

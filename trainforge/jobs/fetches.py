@@ -33,6 +33,7 @@ HF_PACKAGED = frozenset(
      "videofolder", "pdffolder", "niftifolder", "webdataset", "xml", "hdf5", "eval", "lance"}
 )  # fmt: skip
 HUB = "the Hugging Face Hub (huggingface.co)"
+RULE = "TRAINFORGE_INTERNET_FETCH"  # the plan's finding (plan/checks/fetches.py)
 # torchvision 0.22.1 (the Trainer notebook's pin) and 0.29.1, datasets/mnist.py `download`,
 # which FashionMNIST and KMNIST inherit: run here with no network (`unshare --net`,
 # 2026-11-30), FashionMNIST(download=True) raised this, then "Tried <mirror>, got:" and the
@@ -388,3 +389,58 @@ def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iter
         for words in commands:
             yield from command_fetches(words, f"{where}:{start}", staged)
         pending = ""
+
+
+# --- a container -------------------------------------------------------------------------------
+
+# huggingface_hub src/huggingface_hub/constants.py (main, read 2026-11-30): HF_HUB_OFFLINE =
+# _is_true(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), true for 1/ON/YES/TRUE: no Hub request
+HF_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+TRUE = {"1", "ON", "YES", "TRUE"}
+# the Hub cache's directory (huggingface_hub constants: HF_HUB_CACHE, else HF_HOME/hub): on a
+# volume that outlives the pod, it may hold what the code asks for, so it is not counted
+HF_CACHES = ("HF_HOME", "HF_HUB_CACHE")
+
+
+def container_fetches(
+    argv: list[str],
+    where: str,
+    files: list[tuple[str, str]],
+    env: dict[str, str],
+    staged: tuple[str, ...],
+) -> list[Fetch]:
+    """What one container fetches: its command line (`argv`, named `where`) and the Python
+    `files` ((path, text)) it is given, less Hub calls its `env` keeps offline or in a cache
+    on a volume that outlives the pod (`staged`). The plan's reading of a container, and
+    `trainforge import`'s and run-local's of a job (`jobs.local.job_fetches`)."""
+    found = command_fetches(argv, where, staged)
+    for path, text in files:
+        found += python_fetches(text, path, staged=staged)
+    offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
+        staged_path(env.get(k), staged) for k in HF_CACHES
+    )
+    return [f for f in found if not (offline and f.reaches == HUB)]
+
+
+def outside_aws(found: list[Fetch], region: str) -> list[Fetch]:
+    """`found` less what reaches AWS hosts of `region` (S3 and the VPC's endpoints), which
+    the team policies open."""
+    return [f for f in found if not f.reaches.endswith(f".{region}.amazonaws.com")]
+
+
+def cluster_note(what: str, f: Fetch, namespace: str | None = None) -> str:
+    """run-local's line for one download of the code it runs: it may work on this machine,
+    not in the pods. `namespace`: the stack's namespace whose policies the plan read as
+    closed; None (no stack): the platform's team policies (platform/teams.py
+    `network_policies`: default-deny, egress to DNS, the VPC's endpoints, S3, the Pod Identity
+    agent), which no stack key opens (docs/teams.md, Network)."""
+    cluster = (
+        f"namespace {namespace}'s NetworkPolicies block it"
+        if namespace
+        else "a team namespace's NetworkPolicies block it (no stack key opens internet egress)"
+    )
+    return (
+        f"run-local: {what}: note: {f.where}: {f.fetcher} reaches {f.reaches}; it may work "
+        f"here, but on the cluster {cluster}, so the call fails there ({RULE}; docs/teams.md, "
+        "Network)"
+    )
