@@ -146,6 +146,22 @@ def show_job_warnings(job_name: str) -> None:
         print(warning, file=sys.stderr, flush=True)
 
 
+def planned_context(stack: str, project_dir: Any = ".", program: str | None = None) -> Any:
+    """What `trainforge plan` judges (its PlanContext) of the stack's program run offline,
+    from the run `program_jobs` already made in this process if it made one; None for a
+    project without a Pulumi program. run-local's and `trainforge import`'s egress reading."""
+    key = (str(Path(project_dir).resolve()), stack, program)
+    if key not in _PLANNED:
+        program_jobs(stack, project_dir, program)
+    inv = _PLANNED.get(key)
+    if inv is None:
+        return None
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.manifests import k8s_objects
+
+    return PlanContext(inventory=inv, objects=k8s_objects(inv), declared=inv.declared)
+
+
 def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str]:
     """One line per download JOB's code makes from the internet where its namespace's
     NetworkPolicies block it, read as `trainforge plan` reads it (TRAINFORGE_INTERNET_FETCH:
@@ -158,23 +174,18 @@ def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str
 
     if not job_fetches(job, ".", f"{stack}: {job.name}", staged=False):
         return []
-    key = (str(Path(".").resolve()), stack, program)
-    if key not in _PLANNED:
-        program_jobs(stack, ".", program)
-    inv = _PLANNED.get(key)
-    if inv is None:
+    ctx = planned_context(stack, ".", program)
+    if ctx is None:
         return []
     from dataclasses import replace
 
     from trainforge.jobs.entrypoint import USER_CODE_MOUNT
     from trainforge.jobs.fetches import cluster_note
-    from trainforge.plan.check_types import PlanContext
     from trainforge.plan.checks.fetches import internet_fetches
     from trainforge.plan.checks.submitted import open_egress
-    from trainforge.plan.manifests import k8s_objects
 
-    spaces = {dj.target.team.namespace for dj in inv.declared.jobs if dj.spec.name == job.name}
-    ctx = PlanContext(inventory=inv, objects=k8s_objects(inv), declared=inv.declared)
+    jobs = ctx.declared.jobs
+    spaces = {dj.target.team.namespace for dj in jobs if dj.spec.name == job.name}
     code_dir = job.entrypoint.code_dir if job.entrypoint is not None else None
     out = []
     for o in ctx.objects:
