@@ -20,6 +20,7 @@ import yaml
 
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
+from trainforge.jobs.fetches import RULE as FETCH_RULE
 from trainforge.jobs.importer import Imported, ImportProblem, import_workload
 from trainforge.jobs.local import image_dir
 from trainforge.stack import file as stack_file
@@ -175,7 +176,7 @@ def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported
     return [f"{f.where}: {f.fetcher} reaches {f.reaches}" for f in outside_aws(found, region)]
 
 
-RULE_REF = "TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network"
+RULE_REF = f"{FETCH_RULE}; docs/teams.md, Network"
 # without a Pulumi program there are no policies to read: the platform's (platform/teams.py
 # network_policies: default-deny, egress to DNS, the VPC's endpoints, S3), which no key opens
 UNREAD_EGRESS = (
