@@ -20,6 +20,7 @@ import yaml
 
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
+from trainforge.jobs.fetches import RULE as FETCH_RULE
 from trainforge.jobs.importer import Imported, ImportProblem, import_workload
 from trainforge.jobs.local import image_dir
 from trainforge.stack import file as stack_file
@@ -156,9 +157,9 @@ def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[s
 
 def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported) -> list[str]:
     """What the imported job's command and shipped Python files download from the internet,
-    read as `trainforge plan` reads a container (plan/checks/fetches.container_fetches): one
+    read as `trainforge plan` reads a container (jobs/fetches.container_fetches): one
     line each, `where: fetcher reaches host`."""
-    from trainforge.plan.checks.fetches import container_fetches, outside_aws  # noqa: PLC0415
+    from trainforge.jobs.fetches import container_fetches, outside_aws  # noqa: PLC0415
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan uses
 
     entry = result.entry
@@ -175,6 +176,44 @@ def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported
     return [f"{f.where}: {f.fetcher} reaches {f.reaches}" for f in outside_aws(found, region)]
 
 
+RULE_REF = f"{FETCH_RULE}; docs/teams.md, Network"
+# without a Pulumi program there are no policies to read: the platform's (platform/teams.py
+# network_policies: default-deny, egress to DNS, the VPC's endpoints, S3), which no key opens
+UNREAD_EGRESS = (
+    "# Downloads from the internet: on the cluster each call fails where the team's "
+    "namespace denies internet egress, as the platform's team NetworkPolicies do, and "
+    f"`trainforge plan` refuses it ({RULE_REF}):"
+)
+
+
+def egress_line(root: Path, stack: str, namespace: str) -> str:
+    """The heading of the downloads: what the stack's NetworkPolicies do for `namespace`, read
+    as the plan reads them (`submitted.open_egress`) from the stack's program run offline
+    (`trainforge.local.planned_context`); UNREAD_EGRESS for a project without a program."""
+    from trainforge.local import planned_context  # noqa: PLC0415
+    from trainforge.plan.checks.submitted import open_egress  # noqa: PLC0415
+
+    try:
+        ctx = planned_context(stack, root)
+    except JobConfigError:  # the program fails on the stack: `trainforge plan` says why
+        ctx = None
+    if ctx is None:
+        return UNREAD_EGRESS
+    opened = open_egress(ctx, namespace)
+    head = f"# Downloads from the internet: in stack {stack}, namespace {namespace}"
+    if opened is None:
+        return (
+            f"{head}'s NetworkPolicies let its pods reach no internet address, so each call "
+            f"fails on the cluster and `trainforge plan` refuses it ({RULE_REF}):"
+        )
+    how = (
+        "has no NetworkPolicy restricting egress"
+        if opened == "no egress policy"
+        else f"opens HTTPS to every address (NetworkPolicy {opened})"
+    )
+    return f"{head} {how}, so these calls go out and `trainforge plan` does not refuse them:"
+
+
 def render(
     result: Imported,
     stack: str,
@@ -182,10 +221,11 @@ def render(
     out: str | None,
     refused: bool = False,
     fetches: list[str] | tuple[str, ...] = (),
+    egress: str = UNREAD_EGRESS,
 ) -> str:
     """What the command prints: the entry (YAML to paste), the files, the changes, what its
-    code downloads (`fetches`: `downloads`) and the next step (`refused`: the stack's checks
-    refuse the entry, so the plan would too)."""
+    code downloads (`fetches`: `downloads`, under `egress`: `egress_line`) and the next step
+    (`refused`: the stack's checks refuse the entry, so the plan would too)."""
     lines = [
         f"# trainforge import {file}: {result.source} -> stack {stack}",
         f"# Add under trainforge:jobs in Pulumi.{stack}.yaml:",
@@ -197,12 +237,8 @@ def render(
         lines += [f"#   {p} ({len(t.encode())} bytes)" for p, t in result.files.items()]
     lines.append("# Changed or dropped:")
     lines += [f"#   - {c}" for c in result.changes]
-    if fetches:  # the platform's team NetworkPolicies let pods reach no internet address
-        lines.append(
-            "# Downloads from the internet: on the cluster each call fails where the team's "
-            "namespace denies internet egress, as the platform's team NetworkPolicies do, and "
-            "`trainforge plan` refuses it (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network):"
-        )
+    if fetches:
+        lines.append(egress)
         lines += [f"#   - {f}" for f in fetches]
     name = result.entry["name"]
     nxt = f"trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
@@ -260,7 +296,11 @@ def main(argv: list[str] | None = None) -> int:
         fetches = downloads(contract, root, stack, team, result)
     except JobConfigError:  # an unknown pool: the stack's own lines (problems) say it
         fetches = []
-    print(render(result, stack, args.file, args.out, refused=bool(problems), fetches=fetches))
+    # the stack's program runs (seconds) only for code that downloads
+    egress = egress_line(root, stack, contract.teams[team].namespace) if fetches else ""
+    print(
+        render(result, stack, args.file, args.out, bool(problems), fetches, egress or UNREAD_EGRESS)
+    )
     if problems:
         print(f"{PROG}: the stack refuses this entry as it stands:", file=sys.stderr)
         for line in problems:

@@ -146,25 +146,46 @@ def show_job_warnings(job_name: str) -> None:
         print(warning, file=sys.stderr, flush=True)
 
 
+def planned_context(stack: str, project_dir: Any = ".", program: str | None = None) -> Any:
+    """What `trainforge plan` judges (its PlanContext) of the stack's program run offline,
+    from the run `program_jobs` already made in this process if it made one; None for a
+    project without a Pulumi program. run-local's and `trainforge import`'s egress reading."""
+    key = (str(Path(project_dir).resolve()), stack, program)
+    if key not in _PLANNED:
+        program_jobs(stack, project_dir, program)
+    inv = _PLANNED.get(key)
+    if inv is None:
+        return None
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.manifests import k8s_objects
+
+    return PlanContext(inventory=inv, objects=k8s_objects(inv), declared=inv.declared)
+
+
 def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str]:
     """One line per download JOB's code makes from the internet where its namespace's
     NetworkPolicies block it, read as `trainforge plan` reads it (TRAINFORGE_INTERNET_FETCH:
     plan/checks/fetches.internet_fetches, submitted.open_egress) from the stack's program run
-    offline: this machine may reach the internet, its pods do not. [] without a program."""
-    key = (str(Path(".").resolve()), stack, program)
-    if key not in _PLANNED:
-        program_jobs(stack, ".", program)
-    inv = _PLANNED.get(key)
-    if inv is None:
-        return []
-    from trainforge.jobs.entrypoint import USER_CODE_MOUNT
-    from trainforge.plan.check_types import PlanContext
-    from trainforge.plan.checks.fetches import RULE, internet_fetches
-    from trainforge.plan.checks.submitted import open_egress
-    from trainforge.plan.manifests import k8s_objects
+    offline: this machine may reach the internet, its pods do not. [] without a program.
 
-    spaces = {dj.target.team.namespace for dj in inv.declared.jobs if dj.spec.name == job.name}
-    ctx = PlanContext(inventory=inv, objects=k8s_objects(inv), declared=inv.declared)
+    The code is read first (`jobs.local.job_fetches`, every download, no volume counted): the
+    program runs (seconds) only when it downloads, and not again when run-local ran it."""
+    from trainforge.jobs.local import job_fetches
+
+    if not job_fetches(job, ".", f"{stack}: {job.name}", staged=False):
+        return []
+    ctx = planned_context(stack, ".", program)
+    if ctx is None:
+        return []
+    from dataclasses import replace
+
+    from trainforge.jobs.entrypoint import USER_CODE_MOUNT
+    from trainforge.jobs.fetches import cluster_note
+    from trainforge.plan.checks.fetches import internet_fetches
+    from trainforge.plan.checks.submitted import open_egress
+
+    jobs = ctx.declared.jobs
+    spaces = {dj.target.team.namespace for dj in jobs if dj.spec.name == job.name}
     code_dir = job.entrypoint.code_dir if job.entrypoint is not None else None
     out = []
     for o in ctx.objects:
@@ -177,11 +198,7 @@ def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str
             where = f.where
             if code_dir and where.startswith(USER_CODE_MOUNT + "/"):  # the project's file
                 where = f"{code_dir.rstrip('/')}/{where[len(USER_CODE_MOUNT) + 1 :]}"
-            out.append(
-                f"run-local: {job.name}: note: {where}: {f.fetcher} reaches {f.reaches}; it may "
-                f"work here, but on the cluster namespace {o.namespace}'s NetworkPolicies block "
-                f"it, so the call fails there ({RULE}; docs/teams.md, Network)"
-            )
+            out.append(cluster_note(job.name, replace(f, where=where), o.namespace))
     return list(dict.fromkeys(out))
 
 
@@ -433,7 +450,8 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     """`run-local SCRIPT | -m MODULE | pkg.mod:func` without a stack file: the same launcher,
     contract variables, run ledger and report as a job's own code (jobs.local.adhoc_job)."""
     from trainforge.core.errors import JobConfigError
-    from trainforge.jobs.local import adhoc_job, user_code_run
+    from trainforge.jobs.fetches import cluster_note
+    from trainforge.jobs.local import adhoc_job, job_fetches, user_code_run
 
     p = argparse.ArgumentParser(prog="trainforge run-local SCRIPT", add_help=False)
     p.add_argument("--workers", type=int, default=1)
@@ -459,9 +477,15 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
             prepare=not ns.dry_run,
             controller=False,  # no stack, no controller: its processes are told nothing
         )
+        # what its code downloads, which a team namespace's pods cannot (no stack: the
+        # platform's own policies), said before it runs as `--stack` says it
+        fetched = job_fetches(job, project, "run-local")
     except JobConfigError as e:
         print(f"trainforge run-local: error: {e}", file=sys.stderr)
         return 2
+    what = f"-m {target}" if module else target
+    for f in fetched:
+        print(cluster_note(what, f), file=sys.stderr, flush=True)
     if ns.dry_run:
         print(f"(cd {run.cwd} && {' '.join(run.command)})")
         return 0
@@ -469,7 +493,6 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
 
     # one local torchrun of every rank, with this run's own budget (no stack: no pods)
     b = adhoc_budget(ns.max_restarts, ns.pod_restarts)
-    what = f"-m {target}" if module else target
     line = adhoc_line(run.workers, b)
     return _launch_user_code(what, f"{run.workers} process(es) (world {run.workers})", line, run, b)
 

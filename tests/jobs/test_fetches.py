@@ -138,3 +138,39 @@ def test_a_heredoc_of_python_is_read_as_the_file_it_is_written_to():
     (found,) = F.shell_fetches(script, "c")
     assert (found.where, found.fetcher) == ("prog.py:3", "datasets.load_dataset('imdb')")
     assert list(F.shell_fetches("pip install --no-index ./wheels/*.whl\ntorchrun t.py", "c")) == []
+
+
+def test_a_name_bound_once_to_a_literal_is_read_as_it():
+    """`MODEL = "gpt2"; AutoModel.from_pretrained(MODEL)`: a module constant or a local bound
+    once in the file is resolved (an f-string's literal head too); before, neither was seen."""
+    head = "from transformers import AutoModel\nimport requests\n"
+    module = head + 'MODEL = "gpt2"\nAutoModel.from_pretrained(MODEL)\n'
+    (found,) = F.python_fetches(module, "t.py")
+    assert (found.where, found.fetcher) == (
+        "t.py:4",
+        "transformers.AutoModel.from_pretrained('gpt2')",
+    )
+    local = (
+        head
+        + 'def main():\n    url: str = f"https://data.example.org/{1}"\n    requests.get(url)\n'
+    )
+    (found,) = F.python_fetches(local, "t.py")
+    assert (found.where, found.reaches) == ("t.py:5", "data.example.org")
+    # a local path in a constant stays no fetch
+    assert F.python_fetches(head + 'M = "/fsx/m"\nAutoModel.from_pretrained(M)\n', "t.py") == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        'MODEL = "gpt2"\nif big:\n    MODEL = "/fsx/llama"\nAutoModel.from_pretrained(MODEL)',
+        'MODEL = "gpt2"\ndef f(MODEL):\n    AutoModel.from_pretrained(MODEL)',
+        'for MODEL in ("gpt2",):\n    AutoModel.from_pretrained(MODEL)',
+        'MODEL = "gpt2"\nMODEL += "-xl"\nAutoModel.from_pretrained(MODEL)',
+        "MODEL = os.environ['MODEL']\nAutoModel.from_pretrained(MODEL)",
+        'BASE = "gpt2"\nMODEL = BASE\nAutoModel.from_pretrained(MODEL)',
+    ],
+)
+def test_a_name_bound_twice_or_to_no_literal_is_not_guessed(code: str):
+    src = "import os\nfrom transformers import AutoModel\n" + code + "\n"
+    assert F.python_fetches(src, "t.py") == []

@@ -402,3 +402,40 @@ def test_workers_help_states_its_default_and_the_gpu_cap():
     import trainforge.training.distributed as dist
 
     assert "run one process per GPU" in Path(dist.__file__).read_text()
+
+
+def test_the_shipped_runtime_downloads_nothing():
+    """run-local --stack reads a job's own code before it runs the stack's program for the
+    plan's egress reading (trainforge.local.internet_notes); the runtime every pod also mounts
+    (codeship.collect) is not read there, which holds only while it downloads nothing."""
+    from trainforge.jobs.codeship import collect
+    from trainforge.jobs.fetches import python_fetches
+
+    files = [(p, t) for p, t in collect().files if p.endswith(".py")]
+    assert len(files) > 20
+    assert [f for p, t in files for f in python_fetches(t, p)] == []
+
+
+def test_a_function_jobs_constant_model_id_is_read_in_its_generated_file(tmp_path, monkeypatch):
+    """A function job ships its module-level constants by value (jobs/pyfunction.py), so
+    `MODEL = "gpt2"` used by the function is a name bound once in the generated file: its
+    download is read (jobs.local.job_fetches), as the plan reads the ConfigMap's copy."""
+    from trainforge.jobs.local import job_fetches
+    from trainforge.jobs.spec import function_job
+
+    (tmp_path / "ftmod.py").write_text(
+        'MODEL = "gpt2"\n\n\ndef train():\n    from transformers import AutoModel\n\n'
+        "    AutoModel.from_pretrained(MODEL)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import ftmod
+
+    job = function_job("ft", ftmod.train, "research", "cpu")
+    ((path, text),) = job.entrypoint.files
+    (found,) = job_fetches(job, tmp_path)
+    line = int(found.where.rsplit(":", 1)[1])
+    assert (
+        found.where.startswith(f"{path}:")
+        and "from_pretrained(MODEL)" in text.splitlines()[line - 1]
+    )
+    assert found.fetcher == "transformers.AutoModel.from_pretrained('gpt2')"

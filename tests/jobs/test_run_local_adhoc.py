@@ -217,3 +217,53 @@ def test_argv_split():
     # the bundled runtime's flags and --stack are not a script
     assert split_adhoc_argv(["--workers", "2", "--model", "mlp"]) is None
     assert split_adhoc_argv(["--stack", "dev", "job"]) is None
+
+
+DOWNLOADS = """\
+from transformers import AutoModel
+
+MODEL = "gpt2"
+
+
+def main():
+    return AutoModel.from_pretrained(MODEL)
+"""
+
+
+def test_a_download_is_said_before_a_script_runs_with_no_stack(project, monkeypatch, capsys):
+    """`run-local SCRIPT` (no stack) reads the script with the plan's reader (jobs/fetches.py)
+    and says each download fails in a team namespace, whose platform policies
+    (platform/teams.py) deny internet egress; before, it said nothing. Code without one: no
+    note (every file shipped with the script is read, as the plan reads the pod's)."""
+    from trainforge import local
+
+    (project / "ft").mkdir()
+    (project / "ft" / "ft.py").write_text(DOWNLOADS)
+    monkeypatch.chdir(project)
+    assert local.main(["ft/ft.py", "--dry-run"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert err == [
+        "run-local: ft/ft.py: note: ft/ft.py:7: "
+        "transformers.AutoModel.from_pretrained('gpt2') reaches the Hugging Face Hub "
+        "(huggingface.co); it may work here, but on the cluster a team namespace's "
+        "NetworkPolicies block it (no stack key opens internet egress), so the call fails "
+        "there (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network)"
+    ]
+    assert local.main(["user_code/train.py", "--dry-run"]) == 0
+    assert " note: " not in capsys.readouterr().err
+
+
+def test_the_python_api_says_the_same_download(project, monkeypatch, capsys):
+    """`trainforge.jobs.local.run_local(job)` says it too, from the same reader, before it
+    launches (the launch itself is not this test's: replaced by one that records)."""
+    from trainforge.jobs import local as jl
+
+    (project / "ft").mkdir()
+    (project / "ft" / "ft.py").write_text(DOWNLOADS)
+    job, root = jl.adhoc_job(str(project / "ft" / "ft.py"), project_dir=project)
+    launched = []
+    monkeypatch.setattr(jl, "launch", lambda cmd, *a, **kw: launched.append(cmd) or 0)
+    assert jl.run_local(job, root) == 0 and launched
+    (note,) = capsys.readouterr().err.splitlines()
+    assert note.startswith("run-local: ft: note: ft/ft.py:7: transformers.AutoModel")
+    assert "a team namespace's NetworkPolicies block it" in note

@@ -203,29 +203,76 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
     )
 
 
-def test_an_imported_command_that_downloads_is_said_with_the_plans_reading(tmp_path, capsys):
-    """The command (and shipped code) is read as `trainforge plan` reads a container
-    (plan/checks/fetches.container_fetches): a download is said in the import's text."""
-    root = _project(tmp_path)
+OPEN_HTTPS = """
+if get_monitor() is not None:  # added by the test: a policy that opens the team's egress
+    import pulumi_kubernetes as k8s
+
+    k8s.networking.v1.NetworkPolicy(
+        "allow-https",
+        metadata={"name": "allow-https", "namespace": "research"},
+        spec={"podSelector": {}, "policyTypes": ["Egress"],
+              "egress": [{"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"port": 443}]}]},
+    )
+"""
+
+
+def _pip_job(tmp_path: Path) -> Path:
     docs = list(yaml.safe_load_all((CORPUS / "simple.yaml").read_text()))
     for spec in docs[0]["spec"]["pytorchReplicaSpecs"].values():
         c = spec["template"]["spec"]["containers"][0]
         c["command"] = ["bash", "-c", "set -e\npip install transformers\npython3 /opt/m.py"]
     path = tmp_path / "pip.yaml"
     path.write_text(yaml.safe_dump_all(docs))
-    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    return path
+
+
+PIP_LINE = (
+    "#   - entrypoint.command:2: pip install reaches a package index (pypi.org unless --index-url)"
+)
+
+
+def test_an_imported_command_that_downloads_is_said_with_the_stacks_egress(tmp_path, capsys):
+    """The command (and shipped code) is read as `trainforge plan` reads a container
+    (jobs/fetches.container_fetches), under what the stack's own NetworkPolicies do for the
+    team's namespace, read as the plan reads them (submitted.open_egress over the stack's
+    program run offline). Before, the line said "fails where the team's namespace denies
+    internet egress" whatever the stack said: a stack whose program opens HTTPS is told so."""
+    root = _project(tmp_path)
+    path = _pip_job(tmp_path)
+    assert import_cli.main([str(path), "--project-dir", str(root), "--stack", "dev"]) == 0
     out = capsys.readouterr().out.splitlines()
     at = out.index(
-        "# Downloads from the internet: on the cluster each call fails where the team's "
-        "namespace denies internet egress, as the platform's team NetworkPolicies do, and "
-        "`trainforge plan` refuses it (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network):"
+        "# Downloads from the internet: in stack dev, namespace research's NetworkPolicies let "
+        "its pods reach no internet address, so each call fails on the cluster and `trainforge "
+        "plan` refuses it (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network):"
     )
-    assert out[at + 1] == (
-        "#   - entrypoint.command:2: pip install reaches a package index (pypi.org unless "
-        "--index-url)"
-    )
+    assert out[at + 1] == PIP_LINE
     assert import_cli.main([str(CORPUS / "simple.yaml"), "--project-dir", str(root)]) == 0
     assert "# Downloads from the internet" not in capsys.readouterr().out
+
+    (tmp_path / "opened").mkdir()
+    opened = _project(tmp_path / "opened")
+    main = opened / "__main__.py"
+    main.write_text(main.read_text() + OPEN_HTTPS)
+    assert import_cli.main([str(path), "--project-dir", str(opened), "--stack", "dev"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(
+        "# Downloads from the internet: in stack dev, namespace research opens HTTPS to every "
+        "address (NetworkPolicy allow-https), so these calls go out and `trainforge plan` does "
+        "not refuse them:"
+    )
+    assert out[at + 1] == PIP_LINE
+
+
+def test_without_a_program_the_platforms_policies_are_said(tmp_path, capsys):
+    """A project of stack files alone has no program to read policies from: the line says
+    what the platform's team policies do (platform/teams.py), conditionally."""
+    root = _project(tmp_path)
+    (root / "__main__.py").unlink()
+    assert import_cli.main([str(_pip_job(tmp_path)), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    at = out.index(import_cli.UNREAD_EGRESS)
+    assert out[at + 1] == PIP_LINE
 
 
 def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_path, capsys):

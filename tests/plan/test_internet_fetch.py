@@ -118,7 +118,9 @@ def test_run_local_says_a_download_fails_on_the_cluster(tmp_path, capsys, monkey
         text + "\nimport torchvision\ntorchvision.datasets.MNIST('/d', download=True)\n"
     )
     monkeypatch.chdir(root)
+    runs = _count_program_runs(monkeypatch)
     assert local.main(["--stack", "dev", "mnist-user", "--dry-run"]) == 0
+    assert runs == [root.name]  # the run that resolved the job is the one the note reads
     notes = [x for x in capsys.readouterr().err.splitlines() if " note: " in x]
     assert notes == [
         f"run-local: mnist-user: note: examples/mnist/train.py:{len(text.splitlines()) + 3}: "
@@ -126,6 +128,42 @@ def test_run_local_says_a_download_fails_on_the_cluster(tmp_path, capsys, monkey
         "internet; it may work here, but on the cluster namespace research's NetworkPolicies "
         f"block it, so the call fails there ({FC.RULE}; docs/teams.md, Network)"
     ]
+
+
+def _count_program_runs(monkeypatch) -> list[str]:
+    """The project of each run of the stack's program (plan.runner.run_project, still run)."""
+    from trainforge.plan import runner
+
+    runs: list[str] = []
+    real = runner.run_project
+
+    def counted(root, *a, **kw):
+        runs.append(pathlib.Path(root).name)
+        return real(root, *a, **kw)
+
+    monkeypatch.setattr(runner, "run_project", counted)
+    return runs
+
+
+def test_run_local_of_a_job_resolved_in_config_runs_no_program_for_code_without_downloads(
+    tmp_path, capsys, monkeypatch
+):
+    """A job whose pool-dependent fields are all in config needs no program run to start;
+    before, the note alone ran the stack's program (~6 CPU s) to read egress for code that
+    downloads nothing. The code is read first; the program runs only for a download."""
+    from trainforge import local
+
+    def resolve(config):
+        (job,) = [j for j in config["trainforge:jobs"] if j["name"] == "mnist-user"]
+        job.update(
+            gpusPerWorker=0, procsPerWorker=1, restartPolicy="OnFailure", backend="pytorchjob"
+        )
+
+    root = project_copy(tmp_path, "dev", resolve)
+    monkeypatch.chdir(root)
+    runs = _count_program_runs(monkeypatch)
+    assert local.main(["--stack", "dev", "mnist-user", "--dry-run"]) == 0
+    assert runs == [] and " note: " not in capsys.readouterr().err
 
 
 class _Obj:

@@ -7,8 +7,9 @@ Kubeflow SDK sends, a job's shipped script, a container's command line) with thi
 and says so before the job runs (`plan/checks/fetches.py`).
 
 Python is read with `ast` (names resolved through the file's imports, function-local ones
-too); shell with `shlex`, a command at a time. Only what the code says literally counts: a URL
-or a model id held in a variable is not guessed at, so a finding is never a guess.
+too); shell with `shlex`, a command at a time. Only what the code says literally counts, or a
+name the file binds exactly once, to a literal (`MODEL = "gpt2"`, module-level or local); any
+other variable is not guessed at, so a finding is never a guess.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import posixpath
 import re
 import shlex
 import textwrap
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
@@ -31,6 +33,7 @@ HF_PACKAGED = frozenset(
      "videofolder", "pdffolder", "niftifolder", "webdataset", "xml", "hdf5", "eval", "lance"}
 )  # fmt: skip
 HUB = "the Hugging Face Hub (huggingface.co)"
+RULE = "TRAINFORGE_INTERNET_FETCH"  # the plan's finding (plan/checks/fetches.py)
 # torchvision 0.22.1 (the Trainer notebook's pin) and 0.29.1, datasets/mnist.py `download`,
 # which FashionMNIST and KMNIST inherit: run here with no network (`unshare --net`,
 # 2026-11-30), FashionMNIST(download=True) raised this, then "Tried <mirror>, got:" and the
@@ -106,13 +109,71 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str:
     return "?"
 
 
-def _text(node: ast.AST | None) -> str | None:
-    """A literal string, or an f-string's leading literal part (enough for a URL's host)."""
+Consts = dict[str, ast.AST]
+_NONE: Consts = {}
+
+
+def _text(node: ast.AST | None, consts: Consts = _NONE) -> str | None:
+    """A literal string, or an f-string's leading literal part (enough for a URL's host), or
+    a name of `consts` (`_constants`) holding one."""
+    if isinstance(node, ast.Name) and node.id in consts:
+        return _text(consts[node.id])
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr) and node.values:
         return _text(node.values[0])
     return None
+
+
+def _constants(tree: ast.AST) -> Consts:
+    """Names the file binds exactly once, by `NAME = <literal>`: their literal. Every other
+    binding (an argument, a loop or `with` target, +=, an import, a def, `global`) counts, so a
+    name bound twice anywhere in the file, in any scope, is not resolved."""
+    seen: defaultdict[str, list[ast.AST | None]] = defaultdict(list)
+
+    def bind(target: ast.AST | None, value: ast.AST | None = None) -> None:
+        if isinstance(target, ast.Name):
+            seen[target.id].append(value)
+        elif isinstance(target, ast.Tuple | ast.List):
+            for e in target.elts:
+                bind(e)
+        elif isinstance(target, ast.Starred):
+            bind(target.value)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                bind(t, node.value)
+        elif isinstance(node, ast.AnnAssign):
+            bind(node.target, node.value)
+        elif isinstance(
+            node, ast.AugAssign | ast.For | ast.AsyncFor | ast.comprehension | ast.NamedExpr
+        ):
+            bind(node.target)
+        elif isinstance(node, ast.withitem):
+            bind(node.optional_vars)
+        elif isinstance(node, ast.Delete):
+            for t in node.targets:
+                bind(t)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            seen[node.name].append(None)
+        elif isinstance(node, ast.arg):
+            seen[node.arg].append(None)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            for a in node.names:
+                seen[(a.asname or a.name).split(".")[0]].append(None)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            for name in node.names:
+                seen[name].append(None)
+        elif isinstance(node, ast.ExceptHandler | ast.MatchAs | ast.MatchStar) and node.name:
+            seen[node.name].append(None)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            seen[node.rest].append(None)
+    return {
+        name: values[0]
+        for name, values in seen.items()
+        if len(values) == 1 and values[0] is not None and _text(values[0]) is not None
+    }
 
 
 def _kw(call: ast.Call, name: str) -> ast.AST | None:
@@ -134,16 +195,23 @@ def staged_path(root: str | None, staged: tuple[str, ...]) -> bool:
     )
 
 
-def _call(call: ast.Call, name: str, staged: tuple[str, ...]) -> tuple[str, ...] | None:
-    """(fetcher, what it reaches) when `call` (dotted `name`) downloads, else None."""
+def _call(
+    call: ast.Call, name: str, staged: tuple[str, ...], consts: Consts = _NONE
+) -> tuple[str, ...] | None:
+    """(fetcher, what it reaches) when `call` (dotted `name`) downloads, else None; `consts`:
+    the file's names that hold a literal (`_constants`)."""
     short = name.rsplit(".", 1)[-1]
+
+    def text(node: ast.AST | None) -> str | None:
+        return _text(node, consts)
+
     # a Hub cache on a volume that outlives the pod may hold it (as torchvision's root may):
     # not counted, as local_files_only=True is not
-    cache = _text(_kw(call, "cache_dir"))
+    cache = text(_kw(call, "cache_dir"))
     offline = _is(_kw(call, "local_files_only"), True) or staged_path(cache, staged)
     # download=True fetches only what `root` lacks (torchvision/datasets/mnist.py `download`
     # returns at `_check_exists()`): data staged on a volume that outlives the pod is read
-    root = _text(_arg(call, "root"))
+    root = text(_arg(call, "root"))
     if (
         name.startswith("torchvision.datasets.")
         and _is(_kw(call, "download"), True)
@@ -158,15 +226,15 @@ def _call(call: ast.Call, name: str, staged: tuple[str, ...]) -> tuple[str, ...]
         return f"{name}(weights=...)", "download.pytorch.org"
     if name in ("torch.hub.load_state_dict_from_url", "torch.hub.download_url_to_file"):
         return name, "the URL it is given"
-    if name == "torch.hub.load" and _text(_kw(call, "source")) != "local":
+    if name == "torch.hub.load" and text(_kw(call, "source")) != "local":
         return name, "github.com (the repository it names)"
     if short == "from_pretrained" and not offline:
-        model = _text(_arg(call, "pretrained_model_name_or_path"))
+        model = text(_arg(call, "pretrained_model_name_or_path"))
         if model is not None and not local_path(model):
             return f"{name}({model!r})", HUB
     if name == "datasets.load_dataset" and not offline:
-        path = _text(_arg(call, "path"))
-        files = [_text(n) for n in ast.walk(_kw(call, "data_files") or ast.Pass())]
+        path = text(_arg(call, "path"))
+        files = [text(n) for n in ast.walk(_kw(call, "data_files") or ast.Pass())]
         remote = [f for f in files if f and url_host(f)]
         if path is not None and not local_path(path) and (path not in HF_PACKAGED or remote):
             return f"{name}({path!r})", HUB if not remote else str(url_host(remote[0]))
@@ -175,27 +243,27 @@ def _call(call: ast.Call, name: str, staged: tuple[str, ...]) -> tuple[str, ...]
     if name in ("urllib.request.urlopen", "urllib.request.urlretrieve") or (
         name.startswith("requests.") and short in _HTTP
     ):
-        url = _text(_arg(call, "url"))
+        url = text(_arg(call, "url"))
         host = url_host(url) if url else None
         return (f"{name}({url!r})", host) if host else None
     if name in ("os.system",) or (
         name.startswith("subprocess.")
         and short in ("run", "call", "check_call", "check_output", "Popen")
     ):
-        return _subprocess(call)
+        return _subprocess(call, consts)
     return None
 
 
-def _subprocess(call: ast.Call) -> tuple[str, ...] | None:
+def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[str, ...] | None:
     """A literal command (a string or a list of strings) that runs a fetching command."""
     node = _arg(call, "args")
     if isinstance(node, ast.List | ast.Tuple):
-        words = [_text(e) for e in node.elts]
+        words = [_text(e, consts) for e in node.elts]
         if any(w is None for w in words):
             return None
         script = shlex.join(w for w in words if w is not None)
     else:
-        script = _text(node) or ""
+        script = _text(node, consts) or ""
     found = next(shell_fetches(script, "-"), None)
     return (found.fetcher, found.reaches) if found else None
 
@@ -220,11 +288,11 @@ def _python_fetches(
         tree = ast.parse(textwrap.dedent(source))
     except (SyntaxError, ValueError):
         return ()
-    aliases = _aliases(tree)
+    aliases, consts = _aliases(tree), _constants(tree)
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            found = _call(node, _dotted(node.func, aliases), staged)
+            found = _call(node, _dotted(node.func, aliases), staged, consts)
             if found:
                 out.append(Fetch(f"{where}:{first_line + node.lineno - 1}", *found))
     return tuple(sorted(out, key=lambda f: int(f.where.rsplit(":", 1)[1])))
@@ -321,3 +389,58 @@ def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iter
         for words in commands:
             yield from command_fetches(words, f"{where}:{start}", staged)
         pending = ""
+
+
+# --- a container -------------------------------------------------------------------------------
+
+# huggingface_hub src/huggingface_hub/constants.py (main, read 2026-11-30): HF_HUB_OFFLINE =
+# _is_true(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), true for 1/ON/YES/TRUE: no Hub request
+HF_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+TRUE = {"1", "ON", "YES", "TRUE"}
+# the Hub cache's directory (huggingface_hub constants: HF_HUB_CACHE, else HF_HOME/hub): on a
+# volume that outlives the pod, it may hold what the code asks for, so it is not counted
+HF_CACHES = ("HF_HOME", "HF_HUB_CACHE")
+
+
+def container_fetches(
+    argv: list[str],
+    where: str,
+    files: list[tuple[str, str]],
+    env: dict[str, str],
+    staged: tuple[str, ...],
+) -> list[Fetch]:
+    """What one container fetches: its command line (`argv`, named `where`) and the Python
+    `files` ((path, text)) it is given, less Hub calls its `env` keeps offline or in a cache
+    on a volume that outlives the pod (`staged`). The plan's reading of a container, and
+    `trainforge import`'s and run-local's of a job (`jobs.local.job_fetches`)."""
+    found = command_fetches(argv, where, staged)
+    for path, text in files:
+        found += python_fetches(text, path, staged=staged)
+    offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
+        staged_path(env.get(k), staged) for k in HF_CACHES
+    )
+    return [f for f in found if not (offline and f.reaches == HUB)]
+
+
+def outside_aws(found: list[Fetch], region: str) -> list[Fetch]:
+    """`found` less what reaches AWS hosts of `region` (S3 and the VPC's endpoints), which
+    the team policies open."""
+    return [f for f in found if not f.reaches.endswith(f".{region}.amazonaws.com")]
+
+
+def cluster_note(what: str, f: Fetch, namespace: str | None = None) -> str:
+    """run-local's line for one download of the code it runs: it may work on this machine,
+    not in the pods. `namespace`: the stack's namespace whose policies the plan read as
+    closed; None (no stack): the platform's team policies (platform/teams.py
+    `network_policies`: default-deny, egress to DNS, the VPC's endpoints, S3, the Pod Identity
+    agent), which no stack key opens (docs/teams.md, Network)."""
+    cluster = (
+        f"namespace {namespace}'s NetworkPolicies block it"
+        if namespace
+        else "a team namespace's NetworkPolicies block it (no stack key opens internet egress)"
+    )
+    return (
+        f"run-local: {what}: note: {f.where}: {f.fetcher} reaches {f.reaches}; it may work "
+        f"here, but on the cluster {cluster}, so the call fails there ({RULE}; docs/teams.md, "
+        "Network)"
+    )

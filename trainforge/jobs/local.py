@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import posixpath
 import re
 import shutil
 import signal
@@ -514,6 +515,34 @@ def user_code_run(
     )
 
 
+def job_fetches(
+    job: JobSpec, project_dir: Path | str = ".", where: str | None = None, staged: bool = True
+) -> list[Any]:
+    """What `job`'s own code downloads from the internet, read before anything runs from what
+    its pods get (its shipped files, named by their project path; a `command`; its env) with
+    the plan's reader of a container (`fetches.container_fetches`). `staged`: count the pods'
+    FSx and claim mounts as holding data (False: every download, as a pod without FSx).
+    [] for the bundled runtime, whose shipped files download nothing (tests/jobs/test_local.py).
+    """
+    from trainforge.jobs import entrypoint, fetches
+
+    entry = job.entrypoint
+    if entry is None:
+        return []
+    bundle = entrypoint.user_code(job, Path(project_dir), where or job.name)
+    base = entry.code_dir if entry.code_dir not in (None, ".") else None
+    files = [
+        (posixpath.join(base, path) if base else path, text)
+        for path, text in (bundle.files if bundle is not None else ())
+        if path.endswith(".py")
+    ]
+    argv = [*entry.command, *entry.args] if entry.kind == "command" else []
+    mounts = (_local_target(job).fsx_mount_path, *(v.mount_path for v in job.volumes))
+    return fetches.container_fetches(
+        argv, "entrypoint.command", files, dict(job.env), mounts if staged else ()
+    )
+
+
 def launch(
     cmd: list[str],
     env: dict[str, str],
@@ -639,7 +668,9 @@ def run_local(
 ) -> int:
     """Run a job with its own code here (e.g. one from `spec.function_job`); the exit status.
 
-    The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code."""
+    The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code: it
+    says first (stderr) each download its code makes, which its pods cannot (`job_fetches`)."""
+    from trainforge.jobs.fetches import cluster_note
     from trainforge.jobs.restarts import budget
 
     run = user_code_run(
@@ -650,6 +681,8 @@ def run_local(
         volumes=volumes,
         extra_args=extra_args,
     )
+    for f in job_fetches(job, project_dir):  # as `trainforge run-local SCRIPT` says it
+        print(cluster_note(job.name, f), file=sys.stderr, flush=True)
     from trainforge.jobs.restarts import outcome
 
     b = budget(job)

@@ -18,7 +18,7 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.submitted import open_egress, packages
 
-RULE = "TRAINFORGE_INTERNET_FETCH"
+RULE = F.RULE
 NO_KEY = "No stack key opens a team namespace's internet egress (docs/teams.md, Network)"
 RULES = {
     RULE: (
@@ -59,45 +59,11 @@ def kept(spec: dict[str, Any], c: Any) -> tuple[str, ...]:
     )
 
 
-# huggingface_hub src/huggingface_hub/constants.py (main, read 2026-11-30): HF_HUB_OFFLINE =
-# _is_true(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE), true for 1/ON/YES/TRUE: no Hub request
-HF_OFFLINE = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-TRUE = {"1", "ON", "YES", "TRUE"}
-# the Hub cache's directory (huggingface_hub constants: HF_HUB_CACHE, else HF_HOME/hub): on a
-# volume that outlives the pod, it may hold what the code asks for, so it is not counted
-HF_CACHES = ("HF_HOME", "HF_HUB_CACHE")
-
-
 def _configmap(ctx: PlanContext, namespace: str, name: str) -> dict[str, Any]:
     for o in ctx.objects:
         if o.kind == "ConfigMap" and o.namespace == namespace and o.obj_name == name:
             return o.doc.get("data") or {}
     return {}
-
-
-def container_fetches(
-    argv: list[str],
-    where: str,
-    files: list[tuple[str, str]],
-    env: dict[str, str],
-    staged: tuple[str, ...],
-) -> list[F.Fetch]:
-    """What one container fetches: its command line (`argv`, named `where`) and the Python
-    `files` ((path, text)) it is given, less Hub calls its `env` keeps offline or in a cache
-    on a volume that outlives the pod (`staged`). Also `trainforge import`'s reading."""
-    found = F.command_fetches(argv, where, staged)
-    for path, text in files:
-        found += F.python_fetches(text, path, staged=staged)
-    offline = any(env.get(k, "").upper() in TRUE for k in HF_OFFLINE) or any(
-        F.staged_path(env.get(k), staged) for k in HF_CACHES
-    )
-    return [f for f in found if not (offline and f.reaches == F.HUB)]
-
-
-def outside_aws(found: list[F.Fetch], region: str) -> list[F.Fetch]:
-    """`found` less what reaches AWS hosts of `region` (S3 and the VPC's endpoints), which
-    the team policies open."""
-    return [f for f in found if not f.reaches.endswith(f".{region}.amazonaws.com")]
 
 
 def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list[F.Fetch]:
@@ -115,7 +81,7 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
                     path = posixpath.join(str(m.get("mountPath")), item["path"])
                     files.append((path, data[item["key"]]))
         where = f"container {c.get('name')} command"
-        found = container_fetches(pods.argv(c), where, files, pods.literal_env(c), kept(spec, c))
+        found = F.container_fetches(pods.argv(c), where, files, pods.literal_env(c), kept(spec, c))
         out += [
             f
             for f in found
@@ -136,7 +102,7 @@ def internet_fetches(ctx: PlanContext, o: Any) -> tuple[list[F.Fetch], list[Any]
     except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
         return [], []
     if found and hasattr(ctx, "inventory"):
-        found = outside_aws(found, C.plan_region(ctx.inventory))
+        found = F.outside_aws(found, C.plan_region(ctx.inventory))
     return list(dict.fromkeys(found)), templates
 
 
