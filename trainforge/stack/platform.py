@@ -594,8 +594,9 @@ class NodeGroupConfig(Section):
     )
     subnet_id: SubnetId | None = Field(
         None,
-        description="Subnet (AZ) of an EFA group; unset: the first private subnet whose zone "
-        "offers the type (a reserved group: the reservation's zone).",
+        description="Subnet (AZ) of an EFA group, one of `network.privateSubnetIds` whose zone "
+        "offers the type (no other group takes one); unset: the first private subnet whose "
+        "zone offers the type (a reserved group: the reservation's zone).",
     )
     acceptance: Acceptance = Field(
         ACCEPTANCE_OFF,
@@ -771,13 +772,16 @@ def pools_problems(
     groups: Iterable[NodeGroupConfig | None],
     pools: Iterable[NodePoolConfig | None],
     karpenter: KarpenterConfig,
+    network: NetworkConfig | None = None,
 ) -> list[tuple[tuple[str | int, ...], Any, str]]:
-    """Unique names across node groups and pools; Karpenter on for pools. None stands for an
-    invalid group or pool: the reader (platform/config.py) judges the valid parts of a stack
-    that has other problems too."""
+    """Unique names across node groups and pools; Karpenter on for pools; each group's subnetId
+    (group_subnet_problems). None stands for an invalid group or pool: the reader
+    (platform/config.py) judges the valid parts of a stack that has other problems too."""
     out: list[tuple[tuple[str | int, ...], Any, str]] = []
     seen: set[str] = set()
-    pools = list(pools)
+    groups, pools = list(groups), list(pools)
+    if network is not None:
+        out += group_subnet_problems(groups, network)
     unique = "a name not used by another node group or node pool"
     for key, items in (("nodeGroups", groups), ("nodePools", pools)):
         for i, item in enumerate(items):
@@ -787,6 +791,50 @@ def pools_problems(
     if pools and not karpenter.enabled:
         enabled = "true while nodePools are declared (Karpenter runs them)"
         out.append((("karpenter", "enabled"), False, enabled))
+    return out
+
+
+def group_subnet_problems(
+    groups: Iterable[NodeGroupConfig | None], network: NetworkConfig
+) -> list[tuple[tuple[str | int, ...], Any, str]]:
+    """A node group's subnetId that places it nowhere the stack's nodes can be.
+
+    Why: only an EFA group goes to its subnetId (platform/node_groups.py); any other group spans
+    the private subnets whose zones offer its types, so a subnetId there was silently unread.
+    A subnet outside network.privateSubnetIds is outside what the stack tags and routes, and
+    outside a new VPC (which creates its own) or another VPC EKS refuses the node group
+    ("InvalidParameterException: Specified subnets must belong to cluster's vpc", quoted in
+    rancher/rancher#28144, read 2026-11-30 via `search`)."""
+    out: list[tuple[tuple[str | int, ...], Any, str]] = []
+    mine = tuple(network.private_subnet_ids)
+    for i, group in enumerate(groups):
+        if group is None or group.subnet_id is None:
+            continue
+        at: tuple[str | int, ...] = ("nodeGroups", i, "subnetId")
+        if not group.efa:
+            out.append(
+                (
+                    at,
+                    group.subnet_id,
+                    "no subnetId on a group without EFA (unset it): such a "
+                    "group spans every private subnet whose zone offers its types",
+                )
+            )
+        elif group.subnet_id not in mine:
+            subnets = (
+                f"one of network.privateSubnetIds: {', '.join(mine)}"
+                if mine
+                else "no subnetId while the stack creates its VPC (network.vpcId unset: its "
+                "subnets do not exist yet; the group goes to the first whose zone offers its type)"
+            )
+            out.append(
+                (
+                    at,
+                    group.subnet_id,
+                    f"{subnets} (the stack's private subnets; EKS refuses a "
+                    "subnet outside the cluster's VPC)",
+                )
+            )
     return out
 
 
@@ -835,5 +883,8 @@ class PlatformKeys(StackModel):
 
     @model_validator(mode="after")
     def _across_pools(self) -> PlatformKeys:
-        refuse("platform", pools_problems(self.node_groups, self.node_pools, self.karpenter))
+        refuse(
+            "platform",
+            pools_problems(self.node_groups, self.node_pools, self.karpenter, self.network),
+        )
         return self

@@ -1,0 +1,81 @@
+"""A managed node group pinned to a subnet the platform can never launch it in (issue: wave 16
+poolgpu): a subnetId on a group without EFA was silently unread, and one outside the stack's
+private subnets (or with a new VPC, whose subnets do not exist yet) is outside the cluster's
+VPC or what the stack tags and routes. Each refused in one line naming the key."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import pulumi
+import pytest
+
+from trainforge.plan.core import known_rule_ids
+from trainforge.plan.mocks import TrainforgeMocks
+from trainforge.platform.stack_check import check_stack
+from trainforge.stack.file import read_stack
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+AT = "trainforge:nodeGroups[0].subnetId"
+MINE = ["subnet-0a1", "subnet-0b2"]
+
+
+@pytest.fixture(autouse=True)
+def mocks():
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
+
+
+def prod(network: dict | None = None, lookups: bool = False, **group) -> list[str]:
+    config = copy.deepcopy(read_stack(ROOT, "prod").config)  # nodeGroups[0]: EFA p4d
+    config["trainforge:nodeGroups"][0].update(group)
+    if network is not None:
+        config["trainforge:network"] = network
+    return check_stack(config, known_rules=known_rule_ids(), lookups=lookups).errors
+
+
+def existing(subnets: list[str] = MINE) -> dict:
+    return {"vpcId": "vpc-0abc", "privateSubnetIds": subnets}
+
+
+def test_a_subnet_outside_the_stack_s_private_subnets_is_refused():
+    assert prod(existing(), subnetId="subnet-0ff") == [
+        f"{AT}: got 'subnet-0ff'; expected one of network.privateSubnetIds: subnet-0a1, "
+        "subnet-0b2 (the stack's private subnets; EKS refuses a subnet outside the cluster's "
+        "VPC)"
+    ]
+
+
+def test_a_subnet_with_a_new_vpc_is_refused():
+    errors = prod(subnetId="subnet-0a1")  # prod creates its VPC
+    assert errors == [
+        f"{AT}: got 'subnet-0a1'; expected no subnetId while the stack creates its VPC "
+        "(network.vpcId unset: its subnets do not exist yet; the group goes to the first whose "
+        "zone offers its type) (the stack's private subnets; EKS refuses a subnet outside the "
+        "cluster's VPC)"
+    ]
+
+
+def test_a_subnet_on_a_group_without_efa_is_refused():
+    """node_groups.py places only an EFA group in its subnetId: here it was never read."""
+    errors = prod(existing(), subnetId="subnet-0a1", efa=False)
+    assert errors == [
+        f"{AT}: got 'subnet-0a1'; expected no subnetId on a group without EFA (unset it): such "
+        "a group spans every private subnet whose zone offers its types"
+    ]
+
+
+def test_one_of_the_stack_s_subnets_passes():
+    assert prod(existing(), subnetId="subnet-0b2") == []
+
+
+def test_listed_with_the_other_problems_of_an_invalid_stack():
+    """One run: a bad size on the group next to it does not hide the subnet."""
+    config = copy.deepcopy(read_stack(ROOT, "prod").config)
+    config["trainforge:network"] = existing()
+    groups = config["trainforge:nodeGroups"]
+    groups[0]["subnetId"] = "subnet-0ff"
+    groups.append({"name": "more", "instanceTypes": ["p4d.24xlarge"], "minSize": -1})
+    errors = check_stack(config, known_rules=known_rule_ids()).errors
+    assert any(e.startswith(f"{AT}: got 'subnet-0ff'") for e in errors), errors
+    assert any(e.startswith("trainforge:nodeGroups[1].minSize") for e in errors), errors
