@@ -79,3 +79,17 @@ def test_listed_with_the_other_problems_of_an_invalid_stack():
     errors = check_stack(config, known_rules=known_rule_ids()).errors
     assert any(e.startswith(f"{AT}: got 'subnet-0ff'") for e in errors), errors
     assert any(e.startswith("trainforge:nodeGroups[1].minSize") for e in errors), errors
+
+
+def test_an_efa_subnet_in_a_zone_without_the_type_is_refused():
+    """p4d.24xlarge is offered in us-east-1a-d (moto's copy of EC2's offerings): subnet-0b2
+    put in us-east-1f launches nothing."""
+    zones = {"subnet-0a1": "us-east-1a", "subnet-0b2": "us-east-1f"}
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True, region="us-east-1", subnet_zones=zones))
+    errors = prod(existing(), lookups=True, subnetId="subnet-0b2")
+    assert errors == [
+        f"{AT}: got 'subnet-0b2'; expected a private subnet whose zone offers p4d.24xlarge: "
+        "subnet-0a1 (us-east-1a) (subnet-0b2 is in us-east-1f, where EC2 offers no such "
+        "instance), or unset"
+    ]
+    assert prod(existing(), lookups=True, subnetId="subnet-0a1") == []

@@ -219,6 +219,32 @@ def _zone_problems(where: str, pool: Any, platform: Any) -> list[str]:
     ]
 
 
+def _group_subnet_zone_problems(where: str, group: Any, platform: Any) -> list[str]:
+    """An EFA group's subnetId (one of the stack's, stack/platform.group_subnet_problems) in a
+    zone EC2 does not offer its type in (DescribeInstanceTypeOfferings, read at preview): the
+    group goes to that subnet alone (node_groups.py) and no instance launches."""
+    from trainforge.platform import capacity_placement as cp  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.network import private_subnet_zones  # noqa: PLC0415
+
+    ids = list(platform.network.private_subnet_ids)
+    if not (group.efa and group.subnet_id in ids):
+        return []
+    zones = private_subnet_zones(platform.network)
+    offered = cp.offering_zones(group.instance_types)
+    if zones[ids.index(group.subnet_id)] in offered:
+        return []
+    fits = [f"{s} ({z})" for s, z in zip(ids, zones, strict=True) if z in offered]
+    return [
+        problem(
+            f"{where}.subnetId",
+            group.subnet_id,
+            f"a private subnet whose zone offers {', '.join(group.instance_types)}: "
+            f"{', '.join(fits) or 'none'} ({group.subnet_id} is in "
+            f"{zones[ids.index(group.subnet_id)]}, where EC2 offers no such instance), or unset",
+        )
+    ]
+
+
 def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
     """Each node group or pool label the platform sets itself, each pool label whose key the
     pool's requirements or types restrict to other values, and a pool with more labels than
@@ -240,6 +266,12 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
     out = []
     for i, group in enumerate(platform.node_groups):
         out += _platform_label_problems(f"trainforge:nodeGroups[{i}]", group.labels)
+        out += (
+            _collect(
+                out, _group_subnet_zone_problems, f"trainforge:nodeGroups[{i}]", group, platform
+            )
+            or []
+        )
     for i, pool in enumerate(platform.node_pools):
         where = f"trainforge:nodePools[{i}]"
         out += _platform_label_problems(where, pool.labels)
