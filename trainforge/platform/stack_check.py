@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.errors import JobConfigError
-from trainforge.core.labels import ZONE, karpenter_type_labels
+from trainforge.core.labels import ZONE
 from trainforge.stack.base import StackError, one_of, problem
 from trainforge.stack.file import decode_value, namespace
 from trainforge.stack.model import unknown_keys
@@ -149,11 +149,12 @@ def _type_label_problems(where: str, labels: Any, facts: Any, skip: Collection[s
     """A line per label Karpenter derives from the instance type (core/labels.
     karpenter_type_labels) with a value none of the pool's types gives, or, each given by some
     type, a set no one type gives all of (Karpenter needs one type meeting every requirement)."""
-    derived = [
-        karpenter_type_labels(t.name, t.vcpus, t.memory_mib, t.gpus, t.gpu_name)
-        for t in facts.per_type
-    ]
-    mine = {k: v for k, v in labels if k in (derived[0] if derived else {}) and k not in skip}
+    from trainforge.platform.instance_types import karpenter_labels  # noqa: PLC0415
+
+    derived = [karpenter_labels(t) for t in facts.per_type]
+    # a label is judged only where every type's value is known (held facts, never a guess)
+    known = set.intersection(*(set(d) for d in derived)) if derived else set()
+    mine = {k: v for k, v in labels if k in known and k not in skip}
     out = []
     for key, value in mine.items():
         given = sorted({d[key] for d in derived if d[key] is not None}, key=_natural)

@@ -672,8 +672,10 @@ class NodePoolConfig(Section):
         "key the pool's requirements restrict (`kubernetes.io/arch`, `kubernetes.io/os`, "
         "`node.kubernetes.io/instance-type`, `karpenter.sh/capacity-type`) or Karpenter derives "
         "from the instance type (`karpenter.k8s.aws/instance-family`, `-size`, `-category`, "
-        "`-generation`, `-cpu`, `-memory`, `-gpu-count`, `-gpu-name`, `-capability-flex`) only with values one of "
-        "the pool's types gives; `topology.kubernetes.io/zone` only with a zone of the VPC's "
+        "`-generation`, `-cpu`, `-memory`, `-gpu-count`, `-gpu-name`, `-capability-flex`, "
+        "`-gpu-memory` (one GPU's MiB), `-gpu-manufacturer`, `-network-bandwidth`, "
+        "`-hypervisor`, and for the catalog's types `-local-nvme` and `-cpu-manufacturer`) only "
+        "with values one of the pool's types gives; `topology.kubernetes.io/zone` only with a zone of the VPC's "
         "private subnets that offers them; not `trainforge.io/pool`, `nvidia.com/gpu.present` or "
         "`vpc.amazonaws.com/efa.present` (the platform sets them); at most 99 (the CRD holds "
         "100 with the platform's).",
