@@ -108,6 +108,7 @@ def instance_type_result(name: str) -> dict[str, Any]:
             for g in gpu.get("Gpus", [])
         ],
         "hypervisor": raw.get("Hypervisor", ""),
+        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
         "totalGpuMemory": gpu.get("TotalGpuMemoryInMiB", 0),
         "instanceStorageSupported": bool(raw.get("InstanceStorageSupported", False)),
         "totalInstanceStorage": raw.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0),

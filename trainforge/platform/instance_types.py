@@ -47,6 +47,8 @@ class InstanceTypeFacts:
     gpu_manufacturer: str | None = None
     gpu_memory_per_gpu_mib: int = 0
     hypervisor: str = ""  # "nitro", "xen"; "" on bare metal
+    # EC2's SupportedUsageClasses ("on-demand", "spot", "capacity-block")
+    usage_classes: tuple[str, ...] = ()
 
 
 @functools.cache
@@ -97,6 +99,7 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         gpu_manufacturer=gpus[0].manufacturer if len(gpus) == 1 else None,
         gpu_memory_per_gpu_mib=int(gpus[0].memory_size or 0) if len(gpus) == 1 else 0,
         hypervisor=r.hypervisor or "",
+        usage_classes=tuple(r.supported_usages_classes or ()),
         efa_supported=bool(r.efa_supported),
         efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
         network_cards=int(r.maximum_network_cards or 1),

@@ -183,6 +183,28 @@ def _type_label_problems(where: str, labels: Any, facts: Any, skip: Collection[s
     return out
 
 
+def _capacity_type_problems(where: str, pool: Any, facts: Any) -> list[str]:
+    """A capacityTypes value none of the pool's types offers (EC2's SupportedUsageClasses: an
+    hpc7a has no spot). Why: Karpenter gives a type the capacity types of its usage classes
+    among on-demand and spot (karpenter-provider-aws v1.14.1 types.go `computeRequirements`);
+    the NodePool requires the pool's list, so that value never launches a node (and alone,
+    none launches at all)."""
+    offered = {c for t in facts.per_type for c in t.usage_classes if c in ("on-demand", "spot")}
+    if not offered:  # a lookup that does not say (an old provider): nothing to judge by
+        return []
+    return [
+        problem(
+            f"{where}.capacityTypes",
+            capacity,
+            f"a capacity type one of the pool's instance types offers: "
+            f"{', '.join(sorted(offered))} (EC2 sells {', '.join(pool.instance_types)} "
+            f"as no {capacity} instance: Karpenter would launch none)",
+        )
+        for capacity in pool.capacity_types
+        if capacity not in offered
+    ]
+
+
 def _natural(value: str) -> tuple[int, str]:
     return (int(value), "") if value.isdigit() else (0, value)
 
@@ -300,6 +322,7 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
                 )
                 out.append(problem(f"{where}.labels.{key}", value, expected))
         out += _type_label_problems(where, pool.labels, facts, skip=allowed)
+        out += _capacity_type_problems(where, pool, facts)
         out += _collect(out, _zone_problems, where, pool, platform) or []
     return out
 

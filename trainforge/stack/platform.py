@@ -63,6 +63,21 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value  # `pulumi config set k v`: one item
 
 
+def _no_reserved(value: Any) -> Any:
+    """`reserved` in a pool's capacityTypes matches no type: Karpenter adds it to a type's
+    capacity types only for the reservations its EC2NodeClass's capacityReservationSelectorTerms
+    find (karpenter-provider-aws v1.14.1 types.go `computeRequirements`; no terms, none found:
+    pkg/controllers/nodeclass/capacityreservation.go, read 2026-11-30), and ours has none."""
+    items = [value] if isinstance(value, str) else value
+    if isinstance(items, list | tuple) and "reserved" in items:
+        raise ValueError(
+            "on-demand or spot (the pool's EC2NodeClass selects no capacity reservation, so "
+            "Karpenter offers no type as reserved and it would never be used; reserved "
+            "capacity is a nodeGroups[] entry with capacityReservationId)"
+        )
+    return value
+
+
 PoolName = matching(
     names.DNS1035_LABEL,
     "a DNS label of at most 40 characters (lowercase letters, digits, '-')",
@@ -643,10 +658,17 @@ class NodePoolConfig(Section):
         description="Allowed instance types; all GPU or all CPU, one architecture."
     )
     capacity_types: Annotated[
-        tuple[Literal["on-demand", "spot", "reserved"], ...],
+        tuple[Literal["on-demand", "spot"], ...],
+        BeforeValidator(_no_reserved),
         BeforeValidator(_one_or_many),
         AfterValidator(lambda types: types or ("on-demand",)),
-    ] = Field(("on-demand",), description="Any of `on-demand`, `spot`, `reserved`.")
+    ] = Field(
+        ("on-demand",),
+        description="Any of `on-demand`, `spot` that one of the pool's types offers (EC2's "
+        "usage classes). Not `reserved`: the pool's EC2NodeClass selects no capacity "
+        "reservation, so Karpenter offers no type as reserved; reserved capacity is a "
+        "`nodeGroups[]` entry with `capacityReservationId`.",
+    )
     gpu: Flag | None = Field(
         None,
         description="`true` requires GPU types; unset: inferred from the types. GPU pools get "
