@@ -610,8 +610,9 @@ class NodeGroupConfig(Section):
     subnet_id: SubnetId | None = Field(
         None,
         description="Subnet (AZ) of an EFA group, one of `network.privateSubnetIds` whose zone "
-        "offers the type (no other group takes one); unset: the first private subnet whose "
-        "zone offers the type (a reserved group: the reservation's zone).",
+        "offers the type (a reserved group: the one in the reservation's zone; no group "
+        "without EFA takes one); unset: the first private subnet whose zone offers the type "
+        "(a reserved group: the reservation's zone).",
     )
     acceptance: Acceptance = Field(
         ACCEPTANCE_OFF,
