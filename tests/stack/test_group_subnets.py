@@ -11,6 +11,7 @@ import pathlib
 import pulumi
 import pytest
 
+from trainforge.core import labels
 from trainforge.plan.core import known_rule_ids
 from trainforge.plan.mocks import TrainforgeMocks
 from trainforge.platform.stack_check import check_stack
@@ -93,3 +94,35 @@ def test_an_efa_subnet_in_a_zone_without_the_type_is_refused():
         "instance), or unset"
     ]
     assert prod(existing(), lookups=True, subnetId="subnet-0a1") == []
+
+
+# --- a node group's zone label -------------------------------------------------------------
+
+
+def test_a_zone_label_on_a_group_spanning_zones_is_refused():
+    """prod's p4d group without EFA spans the new VPC's three zones: any one is false on the
+    nodes of the others."""
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True, region="us-east-1"))
+    config = copy.deepcopy(read_stack(ROOT, "prod").config)
+    config["trainforge:nodeGroups"][0].update(efa=False, labels={labels.ZONE: "us-east-1a"})
+    config["trainforge:nodeGroups"][0].pop("capacityReservationId", None)
+    errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
+    assert errors == [
+        f"trainforge:nodeGroups[0].labels.{labels.ZONE}: got 'us-east-1a'; expected no such "
+        "label: the group's nodes are in us-east-1a, us-east-1b, us-east-1c: its subnets' "
+        "zones that offer its types, and every node gets it"
+    ]
+
+
+def test_an_efa_group_s_zone_label_must_be_its_subnet_s_zone():
+    zones = {"subnet-0a1": "us-east-1a", "subnet-0b2": "us-east-1b"}
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True, region="us-east-1", subnet_zones=zones))
+    wrong = {labels.ZONE: "us-east-1a"}
+    errors = prod(existing(), lookups=True, subnetId="subnet-0b2", labels=wrong)
+    assert errors == [
+        f"trainforge:nodeGroups[0].labels.{labels.ZONE}: got 'us-east-1a'; expected the zone "
+        "of the group's nodes (us-east-1b: its subnets' zones that offer its types), or no "
+        "such label"
+    ]
+    right = {labels.ZONE: "us-east-1b"}
+    assert prod(existing(), lookups=True, subnetId="subnet-0b2", labels=right) == []

@@ -268,6 +268,41 @@ def _group_subnet_zone_problems(where: str, group: Any, platform: Any) -> list[s
     ]
 
 
+def _group_zone_label_problems(where: str, group: Any, platform: Any) -> list[str]:
+    """A node group's `topology.kubernetes.io/zone` label that is not the zone of every one of
+    its nodes. Why: EKS passes the group's labels to every node it launches in any of its
+    subnets (node_groups.py: an EFA group's one subnet, a reserved group's reservation zone,
+    any other group every private subnet whose zone offers its types), so the label is true
+    only on a group whose subnets are all in that one zone; a job selecting by it lands on
+    nodes elsewhere. A reserved group's zone is read with the reservation, later: here only
+    one of the VPC's zones."""
+    from trainforge.platform import capacity_placement as cp  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.network import private_subnet_zones  # noqa: PLC0415
+
+    value = dict(group.labels).get(ZONE)
+    if value is None:
+        return []
+    subnets = private_subnet_zones(platform.network)
+    ids = list(platform.network.private_subnet_ids)
+    if group.capacity_reservation_id:
+        zones = sorted(set(subnets))
+    elif group.efa and group.subnet_id in ids:
+        zones = [subnets[ids.index(group.subnet_id)]]
+    elif group.efa:
+        zones = [subnets[cp.zone_index(where, group.instance_types, subnets)]]
+    else:
+        zones = sorted({subnets[i] for i in cp.zone_indexes(group.instance_types, subnets)})
+    if value in zones and (len(zones) == 1 or group.capacity_reservation_id):
+        return []
+    where_nodes = f"{', '.join(zones) or 'none'}: its subnets' zones that offer its types"
+    expected = (
+        f"no such label: the group's nodes are in {where_nodes}, and every node gets it"
+        if len(zones) > 1 and not group.capacity_reservation_id
+        else f"the zone of the group's nodes ({where_nodes}), or no such label"
+    )
+    return [problem(f"{where}.labels.{ZONE}", value, expected)]
+
+
 def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
     """Each node group or pool label the platform sets itself, each pool label whose key the
     pool's requirements or types restrict to other values, and a pool with more labels than
@@ -289,12 +324,8 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
     out = []
     for i, group in enumerate(platform.node_groups):
         out += _platform_label_problems(f"trainforge:nodeGroups[{i}]", group.labels)
-        out += (
-            _collect(
-                out, _group_subnet_zone_problems, f"trainforge:nodeGroups[{i}]", group, platform
-            )
-            or []
-        )
+        for check in (_group_subnet_zone_problems, _group_zone_label_problems):
+            out += _collect(out, check, f"trainforge:nodeGroups[{i}]", group, platform) or []
     for i, pool in enumerate(platform.node_pools):
         where = f"trainforge:nodePools[{i}]"
         out += _platform_label_problems(where, pool.labels)

@@ -596,7 +596,8 @@ class NodeGroupConfig(Section):
         "another `kubernetes.io` or `k8s.io` namespace but `node.kubernetes.io` and "
         "`kubelet.kubernetes.io` (the kubelet refuses them and the node never joins); not "
         "`trainforge.io/pool`, `nvidia.com/gpu.present` or `vpc.amazonaws.com/efa.present` "
-        "(the platform sets them).",
+        "(the platform sets them); `topology.kubernetes.io/zone` only with the one zone of "
+        "the group's nodes (an EFA or reserved group's).",
         json_schema_extra=NO_PAIRS,
     )
     taints: Annotated[TaintList, AfterValidator(_eks_taints)] = Field(
