@@ -10,6 +10,8 @@ capacity-block. The offerings decide the one zone of EFA pools (and so of FSx).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from tests.conftest import OWN_RESERVATION, ROOT, prod_own_values
@@ -163,3 +165,30 @@ def test_an_unknown_id_is_read_as_an_on_demand_reservation():
     that follows is what reports a wrong id at `pulumi up`."""
     run = run_prod()  # no stub: the mocks answer NotFound for the block lookup
     assert run.find(NG, "platform-p4d-reserved").inputs["capacityType"] == "ON_DEMAND"
+
+
+def test_a_reserved_group_s_subnet_outside_the_reservation_s_zone_is_refused():
+    """subnetId used to win over the reservation's zone: the group launched in us-east-1a,
+    its reservation in us-east-1c went unused."""
+    ids = ["subnet-0a1", "subnet-0b2", "subnet-0c3"]
+    zones = dict(zip(ids, (f"{REGION}a", f"{REGION}b", f"{REGION}c"), strict=True))
+    stub = {"availabilityZone": f"{REGION}c", "placementGroupArn": "", "reservationType": "default"}
+    network = (
+        '{"vpcId": "vpc-0abc", "privateSubnetIds": ["subnet-0a1", "subnet-0b2", "subnet-0c3"]}'
+    )
+
+    def group(subnet: str) -> dict:
+        config = read_stack_file(ROOT / "Pulumi.prod.yaml").engine()
+        groups = json.loads(config["trainforge:nodeGroups"])
+        groups[0].update(subnetId=subnet, capacityReservationId=CR)
+        return {"trainforge:network": network, "trainforge:nodeGroups": json.dumps(groups)}
+
+    with pytest.raises(Exception) as err:  # raised when the reservation's zone resolves
+        run_prod(group("subnet-0a1"), capacity_reservations={CR: stub}, subnet_zones=zones)
+    assert (
+        "trainforge:nodeGroups[0].subnetId: got 'subnet-0a1'; expected the private subnet in "
+        f"reservation {CR}'s zone {REGION}c: subnet-0c3 (an instance uses a reservation only "
+        "in its zone), or unset"
+    ) in str(err.value)
+    run = run_prod(group("subnet-0c3"), capacity_reservations={CR: stub}, subnet_zones=zones)
+    assert run.find(NG, "platform-p4d-reserved").inputs["subnetIds"] == ["subnet-0c3"]

@@ -84,24 +84,32 @@ def test_every_provider_function_field_the_platform_reads_is_answered(dev, prod)
 
 
 def test_an_unanswered_field_is_seen():
-    """A program reading a field the mocks leave out (the region's EC2 endpoint, a GPU's
-    maker) is recorded; the fields they answer are not."""
+    """A program reading a field the mocks leave out (the region's EC2 endpoint, a type's
+    sustained clock speed) is recorded; the fields they answer (a GPU's maker) are not."""
     import pulumi_aws as aws
 
     from trainforge.plan.mocks import run_mocked
 
     def program():
         region = aws.get_region()
-        gpus = aws.ec2.get_instance_type(instance_type="p4d.24xlarge").gpuses
-        return region.region, region.endpoint, gpus[0].count, gpus[0].manufacturer
+        p4d = aws.ec2.get_instance_type(instance_type="p4d.24xlarge")
+        gpus = p4d.gpuses
+        return (
+            region.region,
+            region.endpoint,
+            gpus[0].count,
+            gpus[0].manufacturer,
+            p4d.sustained_clock_speed,
+        )
 
     with unanswered_reads() as found:
         run = run_mocked(program)
     assert run.result[0] == "us-west-2" and run.result[2] == 8
     assert found == {
         ("AwaitableGetRegionResult", "endpoint"),
-        ("GetInstanceTypeGpusResult", "manufacturer"),
+        ("AwaitableGetInstanceTypeResult", "sustained_clock_speed"),
     }
+    assert run.result[3] == "NVIDIA"
 
 
 def eks_inputs(run):

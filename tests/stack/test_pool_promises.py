@@ -15,7 +15,11 @@ import yaml
 from trainforge.core import labels
 from trainforge.plan.core import known_rule_ids
 from trainforge.plan.mocks import TrainforgeMocks, run_mocked
-from trainforge.platform.instance_types import instance_type_facts
+from trainforge.platform.instance_types import (
+    instance_type_facts,
+    karpenter_bandwidth_megabits,
+    karpenter_labels,
+)
 from trainforge.platform.karpenter import pool_labels
 from trainforge.platform.node_groups import group_labels
 from trainforge.platform.node_taints import EKS_GROUP_TAINTS_MAX, taint_problems
@@ -71,51 +75,155 @@ def test_a_label_the_platform_sets_itself_is_refused_naming_the_key(stack, where
 
 # karpenter-provider-aws v1.14.1 pkg/providers/instancetype/suite_test.go l.225-262 and
 # l.360-380 (bde0065, read 2026-11-30): the labels of a node launched as g4dn.8xlarge (32
-# vCPUs, 131072 MiB, one T4) and inf2.xlarge (4 vCPUs, 16384 MiB, no GPU).
+# vCPUs, 131072 MiB, one T4 of 16384 MiB, 900 GB NVMe, Intel) and inf2.xlarge (4 vCPUs,
+# 16384 MiB, no GPU, no instance store, AMD); the EC2 facts are the fake's
+# (pkg/fake/zz_generated.describe_instance_types.go at the same tag).
+K = "karpenter.k8s.aws/"
 UPSTREAM = [
     (
         ("g4dn.8xlarge", 32, 131072, 1, "T4"),
         {
-            "karpenter.k8s.aws/instance-category": "g",
-            "karpenter.k8s.aws/instance-capability-flex": "false",
-            "karpenter.k8s.aws/instance-generation": "4",
-            "karpenter.k8s.aws/instance-family": "g4dn",
-            "karpenter.k8s.aws/instance-size": "8xlarge",
-            "karpenter.k8s.aws/instance-cpu": "32",
-            "karpenter.k8s.aws/instance-memory": "131072",
-            "karpenter.k8s.aws/instance-gpu-name": "t4",
-            "karpenter.k8s.aws/instance-gpu-count": "1",
+            "gpu_manufacturer": "NVIDIA",
+            "gpu_memory_mib": 16384,
+            "hypervisor": "nitro",
+            "instance_storage_gb": 900,
+            "nvme_support": "required",
+            "cpu_manufacturer": "Intel",
+            "bandwidth_megabits": 50000,
+        },
+        {
+            f"{K}instance-category": "g",
+            f"{K}instance-capability-flex": "false",
+            f"{K}instance-generation": "4",
+            f"{K}instance-family": "g4dn",
+            f"{K}instance-size": "8xlarge",
+            f"{K}instance-cpu": "32",
+            f"{K}instance-cpu-manufacturer": "intel",
+            f"{K}instance-memory": "131072",
+            f"{K}instance-network-bandwidth": "50000",
+            f"{K}instance-gpu-name": "t4",
+            f"{K}instance-gpu-manufacturer": "nvidia",
+            f"{K}instance-gpu-count": "1",
+            f"{K}instance-gpu-memory": "16384",
+            f"{K}instance-local-nvme": "900",
+            f"{K}instance-hypervisor": "nitro",
             labels.INSTANCE_TYPE: "g4dn.8xlarge",
         },
     ),
     (
         ("inf2.xlarge", 4, 16384, 0, None),
         {
-            "karpenter.k8s.aws/instance-category": "inf",
-            "karpenter.k8s.aws/instance-capability-flex": "false",
-            "karpenter.k8s.aws/instance-generation": "2",
-            "karpenter.k8s.aws/instance-family": "inf2",
-            "karpenter.k8s.aws/instance-size": "xlarge",
-            "karpenter.k8s.aws/instance-cpu": "4",
-            "karpenter.k8s.aws/instance-memory": "16384",
-            "karpenter.k8s.aws/instance-gpu-name": None,  # the test's list leaves them out
-            "karpenter.k8s.aws/instance-gpu-count": None,
+            "gpu_manufacturer": "",
+            "gpu_memory_mib": 0,
+            "hypervisor": "nitro",
+            "instance_storage_gb": 0,
+            "cpu_manufacturer": "AMD",
+            "bandwidth_megabits": 2083,
+        },
+        {
+            f"{K}instance-category": "inf",
+            f"{K}instance-capability-flex": "false",
+            f"{K}instance-generation": "2",
+            f"{K}instance-family": "inf2",
+            f"{K}instance-size": "xlarge",
+            f"{K}instance-cpu": "4",
+            f"{K}instance-cpu-manufacturer": "amd",
+            f"{K}instance-memory": "16384",
+            f"{K}instance-network-bandwidth": "2083",
+            f"{K}instance-hypervisor": "nitro",
+            # the test's list leaves them out: DoesNotExist
+            f"{K}instance-gpu-name": None,
+            f"{K}instance-gpu-manufacturer": None,
+            f"{K}instance-gpu-count": None,
+            f"{K}instance-gpu-memory": None,
+            f"{K}instance-local-nvme": None,
             labels.INSTANCE_TYPE: "inf2.xlarge",
         },
     ),
 ]
+# held in the catalog (EC2 via moto), not returned by aws.ec2.get_instance_type
+CATALOG_HELD = {labels.KARPENTER_CPU_MANUFACTURER, labels.KARPENTER_LOCAL_NVME}
 
 
-@pytest.mark.parametrize(("args", "upstream"), UPSTREAM)
-def test_the_type_labels_are_karpenter_s_own_test_cases(args, upstream):
-    assert labels.karpenter_type_labels(*args) == upstream
+@pytest.mark.parametrize(("args", "facts", "upstream"), UPSTREAM)
+def test_the_type_labels_are_karpenter_s_own_test_cases(args, facts, upstream):
+    assert labels.karpenter_type_labels(*args, **facts) == upstream
 
 
 def test_the_type_labels_read_the_lookup_as_the_pool_does():
-    """The same facts the pool's lookup gives (moto's EC2 catalogue offline)."""
-    f = instance_type_facts("g4dn.8xlarge")
-    derived = labels.karpenter_type_labels(f.name, f.vcpus, f.memory_mib, f.gpus, f.gpu_name)
-    assert derived == UPSTREAM[0][1]
+    """The same facts the pool's lookup gives (moto's EC2 catalogue offline); g4dn.8xlarge is
+    not in the catalog, so its CPU maker and NVMe support are not held: left out, unjudged."""
+    derived = karpenter_labels(instance_type_facts("g4dn.8xlarge"))
+    upstream = UPSTREAM[0][2]
+    assert derived == {k: v for k, v in upstream.items() if k not in CATALOG_HELD}
+
+
+def test_gpu_memory_is_one_gpu_s_not_the_type_s_total():
+    """types.go inserts gpu.MemoryInfo.SizeInMiB: 81920 on p5.48xlarge, not 8 x 81920."""
+    f = instance_type_facts("p5.48xlarge")
+    assert f.gpu_memory_mib == 655360  # the lookup's total, what job sizing reads
+    derived = karpenter_labels(f)
+    assert derived[labels.KARPENTER_GPU_MEMORY] == "81920"
+    assert derived[labels.KARPENTER_CPU_MANUFACTURER] == "amd"  # from the catalog
+    assert derived[labels.KARPENTER_LOCAL_NVME] == "30400"
+    assert derived[labels.KARPENTER_NETWORK_BANDWIDTH] == "3200000"
+
+
+def test_a_total_gpu_memory_label_is_refused_naming_the_per_gpu_value():
+    errors = errors_with("prod", "nodePools", labels={labels.KARPENTER_GPU_MEMORY: "655360"})
+    assert errors == [
+        f"trainforge:nodePools[0].labels.{labels.KARPENTER_GPU_MEMORY}: got '655360'; expected "
+        f"a value one of the pool's instance types gives {labels.KARPENTER_GPU_MEMORY}: 81920 "
+        "(Karpenter adds template labels to the NodePool's requirements: no type would match "
+        "and no node could launch), or no such label"
+    ]
+
+
+def test_each_hardware_label_no_type_gives_is_refused_in_one_run():
+    """dev's g4dn.xlarge/g5.xlarge: every label wrong at once, one line each."""
+    wrong = {
+        labels.KARPENTER_GPU_MEMORY: "45776",
+        labels.KARPENTER_LOCAL_NVME: "1000",
+        labels.KARPENTER_NETWORK_BANDWIDTH: "25000",
+        labels.KARPENTER_HYPERVISOR: "xen",
+        labels.KARPENTER_CPU_MANUFACTURER: "aws",
+    }
+    given = {
+        labels.KARPENTER_GPU_MEMORY: "16384, 22888",
+        labels.KARPENTER_LOCAL_NVME: "125, 250",
+        labels.KARPENTER_NETWORK_BANDWIDTH: "2500, 5000",
+        labels.KARPENTER_HYPERVISOR: "nitro",
+        labels.KARPENTER_CPU_MANUFACTURER: "amd, intel",
+    }
+    errors = errors_with("dev", "nodePools", labels=wrong)
+    assert sorted(errors) == sorted(
+        f"trainforge:nodePools[0].labels.{k}: got '{v}'; expected a value one of the pool's "
+        f"instance types gives {k}: {given[k]} (Karpenter adds template labels to the "
+        "NodePool's requirements: no type would match and no node could launch), or no such "
+        "label"
+        for k, v in wrong.items()
+    )
+
+
+def test_hardware_labels_one_type_gives_together_pass():
+    g5 = {
+        labels.KARPENTER_GPU_MEMORY: "22888",
+        labels.KARPENTER_LOCAL_NVME: "250",
+        labels.KARPENTER_NETWORK_BANDWIDTH: "2500",
+        labels.KARPENTER_HYPERVISOR: "nitro",
+        labels.KARPENTER_CPU_MANUFACTURER: "amd",
+    }
+    assert errors_with("dev", "nodePools", labels=g5) == []
+    mixed = {**g5, labels.KARPENTER_LOCAL_NVME: "125"}  # g4dn.xlarge's
+    errors = errors_with("dev", "nodePools", labels=mixed)
+    assert len(errors) == 1 and "no one type has them all" in errors[0], errors
+
+
+def test_the_bandwidth_table_is_karpenter_s():
+    """Upstream's own figures (suite_test.go above) and size of the generated map at v1.14.1."""
+    table = karpenter_bandwidth_megabits()
+    assert (table["g4dn.8xlarge"], table["inf2.xlarge"]) == (50000, 2083)
+    assert len(table) == 1349
 
 
 def test_a_type_label_no_type_of_the_pool_gives_is_refused_naming_the_key():
@@ -248,7 +356,7 @@ def test_the_docs_name_what_is_refused():
         pool_labels(NodePoolConfig(name="p", instanceTypes=["g5.xlarge"]))
     )
     assert f"at most {room} (the CRD holds {NODEPOOL_LABELS_MAX}" in pool["labels"].description
-    derived = labels.karpenter_type_labels("g5.xlarge", 4, 16384, 1, "A10G")
+    derived = labels.karpenter_type_labels(*UPSTREAM[0][0], **UPSTREAM[0][1])  # every label
     for key in derived:  # `karpenter.k8s.aws/instance-family`, then `-size` and the others
         short = key.replace("karpenter.k8s.aws/instance", "")
         description = pool["labels"].description

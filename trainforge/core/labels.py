@@ -154,21 +154,50 @@ def node_group_label_refusal(key: str) -> str:
 # (karpenter-provider-aws v1.14.1, commit bde0065 of 2026-08-20, pkg/providers/instancetype/
 # types.go `computeRequirements`, read 2026-11-30): a template label is added to the NodePool's
 # requirements too, so one of these whose value none of the pool's types gives matches no
-# type, and no node launches. Only those computed from what a type lookup holds (its name,
-# vCPUs, memory, GPUs); None: the type has none (Karpenter's DoesNotExist, no value matches).
+# type, and no node launches. None: the type has none (Karpenter's DoesNotExist, no value
+# matches); a label whose fact we do not hold for the type is left out (not checked).
 KARPENTER_INSTANCE_FAMILY = "karpenter.k8s.aws/instance-family"
+KARPENTER_GPU_MEMORY = "karpenter.k8s.aws/instance-gpu-memory"
+KARPENTER_LOCAL_NVME = "karpenter.k8s.aws/instance-local-nvme"
+KARPENTER_NETWORK_BANDWIDTH = "karpenter.k8s.aws/instance-network-bandwidth"
+KARPENTER_HYPERVISOR = "karpenter.k8s.aws/instance-hypervisor"
+KARPENTER_CPU_MANUFACTURER = "karpenter.k8s.aws/instance-cpu-manufacturer"
 # `instanceTypeScheme` in types.go: category, an optional `-Ntb`, generation, then anything
 _TYPE_SCHEME = re.compile(r"(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.")
 
 
+def _kabob(text: str) -> str:
+    """types.go `lowerKabobCase`: "L40S" -> "l40s", "Radeon Pro V520" -> "radeon-pro-v520"."""
+    return text.replace(" ", "-").lower()
+
+
 def karpenter_type_labels(
-    instance_type: str, vcpus: int, memory_mib: int, gpus: int, gpu_name: str | None
+    instance_type: str,
+    vcpus: int,
+    memory_mib: int,
+    gpus: int,
+    gpu_name: str | None,
+    *,
+    gpu_manufacturer: str | None = None,
+    gpu_memory_mib: int | None = None,
+    hypervisor: str | None = None,
+    instance_storage_gb: int | None = None,
+    nvme_support: str | None = None,
+    cpu_manufacturer: str | None = None,
+    bandwidth_megabits: int | None = None,
 ) -> dict[str, str | None]:
-    """The values Karpenter gives an instance type's well-known labels (types.go)."""
+    """The values Karpenter gives an instance type's well-known labels (types.go).
+
+    EC2's facts as DescribeInstanceTypes names them: `gpu_memory_mib` is one GPU's
+    (Gpus[0].MemoryInfo.SizeInMiB, not TotalGpuMemoryInMiB), `nvme_support` the instance
+    store's NvmeSupport, `cpu_manufacturer` ProcessorInfo.Manufacturer, `bandwidth_megabits`
+    the type's entry in Karpenter's own table (zz_generated.bandwidth.go; 0: not in it). A
+    keyword left None is a fact not held: its label is left out (`instance_storage_gb` 0: no
+    instance store)."""
     family, _, size = instance_type.partition(".")
     scheme = _TYPE_SCHEME.match(instance_type)
     gpu = gpus > 0 and gpu_name is not None
-    return {
+    out: dict[str, str | None] = {
         INSTANCE_TYPE: instance_type,
         "karpenter.k8s.aws/instance-category": scheme.group(1) if scheme else None,
         "karpenter.k8s.aws/instance-generation": scheme.group(3) if scheme else None,
@@ -178,6 +207,22 @@ def karpenter_type_labels(
         "karpenter.k8s.aws/instance-cpu": str(vcpus),
         "karpenter.k8s.aws/instance-memory": str(memory_mib),
         KARPENTER_GPU_COUNT: str(gpus) if gpu else None,
-        # lowerKabobCase(gpu.Name): "L40S" -> "l40s"
-        "karpenter.k8s.aws/instance-gpu-name": gpu_name.replace(" ", "-").lower() if gpu else None,
+        "karpenter.k8s.aws/instance-gpu-name": _kabob(gpu_name) if gpu_name and gpu else None,
     }
+    if bandwidth_megabits is not None:
+        out[KARPENTER_NETWORK_BANDWIDTH] = str(bandwidth_megabits) if bandwidth_megabits else None
+    if gpu_memory_mib is not None:
+        out[KARPENTER_GPU_MEMORY] = str(gpu_memory_mib) if gpu else None
+    if gpu_manufacturer is not None:
+        manufacturer = _kabob(gpu_manufacturer) if gpu else None
+        out["karpenter.k8s.aws/instance-gpu-manufacturer"] = manufacturer
+    if hypervisor is not None:
+        out[KARPENTER_HYPERVISOR] = hypervisor  # In string(info.Hypervisor): "" on metal
+    if instance_storage_gb == 0:
+        out[KARPENTER_LOCAL_NVME] = None
+    elif instance_storage_gb is not None and nvme_support is not None:
+        nvme = nvme_support != "unsupported"
+        out[KARPENTER_LOCAL_NVME] = str(instance_storage_gb) if nvme else None
+    if cpu_manufacturer is not None:
+        out[KARPENTER_CPU_MANUFACTURER] = _kabob(cpu_manufacturer)
+    return out

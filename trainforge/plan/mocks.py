@@ -99,8 +99,16 @@ def instance_type_result(name: str) -> dict[str, Any]:
         "defaultVcpus": raw.get("VCpuInfo", {}).get("DefaultVCpus", 0),
         "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
         "gpuses": [
-            {"count": g.get("Count", 0), "name": g.get("Name", "")} for g in gpu.get("Gpus", [])
+            {
+                "count": g.get("Count", 0),
+                "name": g.get("Name", ""),
+                "manufacturer": g.get("Manufacturer", ""),
+                "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
+            }
+            for g in gpu.get("Gpus", [])
         ],
+        "hypervisor": raw.get("Hypervisor", ""),
+        "supportedUsagesClasses": raw.get("SupportedUsageClasses", []),
         "totalGpuMemory": gpu.get("TotalGpuMemoryInMiB", 0),
         "instanceStorageSupported": bool(raw.get("InstanceStorageSupported", False)),
         "totalInstanceStorage": raw.get("InstanceStorageInfo", {}).get("TotalSizeInGB", 0),

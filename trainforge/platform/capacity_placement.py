@@ -170,8 +170,10 @@ def reservation_subnet(
     reservation: Reservation,
     subnet_ids: Sequence[pulumi.Input[str]],
     subnet_zones: Sequence[str],
+    pinned: str | None = None,
 ) -> pulumi.Output[str]:
-    """The private subnet in the reservation's zone (the only zone where it is used)."""
+    """The private subnet in the reservation's zone (the only zone where it is used); a group's
+    own subnetId (`pinned`) must be that one, or its instances never use the reservation."""
     zones = list(subnet_zones)
 
     def pick(args: list) -> str:
@@ -185,6 +187,16 @@ def reservation_subnet(
                     f"it is in {zone}, and an instance uses a reservation only in its zone",
                 )
             )
-        return ids[zones.index(zone)]
+        chosen = ids[zones.index(zone)]
+        if pinned and pinned != chosen:
+            raise PlacementError(
+                problem(
+                    f"{where}.subnetId",
+                    pinned,
+                    f"the private subnet in reservation {reservation.id}'s zone {zone}: "
+                    f"{chosen} (an instance uses a reservation only in its zone), or unset",
+                )
+            )
+        return chosen
 
     return pulumi.Output.all(reservation.availability_zone, *subnet_ids).apply(pick)

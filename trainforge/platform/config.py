@@ -39,6 +39,7 @@ from trainforge.stack.model import unknown_keys
 from trainforge.stack.platform import (
     Admins,
     KarpenterConfig,
+    NetworkConfig,
     NodeGroupConfig,
     NodePoolConfig,
     PlatformKeys,
@@ -139,8 +140,9 @@ def _valid_parts(own: dict[str, Any], errors: list[str]) -> tuple[Any, Any, list
 
     groups, pools = each(NodeGroupConfig, "nodeGroups"), each(NodePoolConfig, "nodePools")
     karpenter = validate(KarpenterConfig, own.get("karpenter", {}), "", seen)
+    network = validate(NetworkConfig, own.get("network", {}), "", seen)
     try:
-        refuse("platform", pools_problems(groups, pools, karpenter or KarpenterConfig()))
+        refuse("platform", pools_problems(groups, pools, karpenter or KarpenterConfig(), network))
     except ValidationError as exc:
         errors.extend(format_errors(exc, PlatformKeys, f"{NS}:"))
     admins = validate_as(Admins, own.get("admins", ()), "", seen) or ()

@@ -9,13 +9,16 @@ cached per process because a plan may ask for the same type many times.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from trainforge.core import catalog
+from trainforge.core.labels import karpenter_type_labels
 from trainforge.stack.base import problem
 
 
@@ -40,6 +43,41 @@ class InstanceTypeFacts:
     ipv4_per_interface: int = 0
     # Local NVMe instance-store disks, total GB (0: none): EC2's TotalInstanceStorage.
     instance_storage_gb: int = 0
+    # EC2's Gpus[0]: its Manufacturer and one GPU's MemoryInfo.SizeInMiB (Karpenter's labels)
+    gpu_manufacturer: str | None = None
+    gpu_memory_per_gpu_mib: int = 0
+    hypervisor: str = ""  # "nitro", "xen"; "" on bare metal
+    # EC2's SupportedUsageClasses ("on-demand", "spot", "capacity-block")
+    usage_classes: tuple[str, ...] = ()
+
+
+@functools.cache
+def karpenter_bandwidth_megabits() -> dict[str, int]:
+    """Karpenter's own table behind instance-network-bandwidth (karpenter-provider-aws v1.14.1
+    zz_generated.bandwidth.go, vendored by tools/regen_karpenter_bandwidth.py): a type not in
+    it has no such label."""
+    data = resources.files("trainforge.platform").joinpath("data/karpenter_bandwidth.json")
+    return json.loads(data.read_text("utf-8"))["megabits"]
+
+
+def karpenter_labels(f: InstanceTypeFacts) -> dict[str, str | None]:
+    """The labels Karpenter gives this type (core/labels.karpenter_type_labels), from the
+    lookup and, for what it does not return (CPU manufacturer, NVMe support), the catalog."""
+    held = catalog.instance_types().get(f.name, {})
+    return karpenter_type_labels(
+        f.name,
+        f.vcpus,
+        f.memory_mib,
+        f.gpus,
+        f.gpu_name,
+        gpu_manufacturer=f.gpu_manufacturer,
+        gpu_memory_mib=f.gpu_memory_per_gpu_mib or None,
+        hypervisor=f.hypervisor,
+        instance_storage_gb=f.instance_storage_gb,
+        nvme_support=held.get("instanceStoreNvme"),
+        cpu_manufacturer=held.get("cpuManufacturer"),
+        bandwidth_megabits=karpenter_bandwidth_megabits().get(f.name, 0),
+    )
 
 
 @functools.cache
@@ -58,6 +96,10 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         gpus=sum(int(g.count or 0) for g in gpus),
         gpu_name=gpus[0].name if gpus else None,
         gpu_memory_mib=int(r.total_gpu_memory or 0),
+        gpu_manufacturer=gpus[0].manufacturer if len(gpus) == 1 else None,
+        gpu_memory_per_gpu_mib=int(gpus[0].memory_size or 0) if len(gpus) == 1 else 0,
+        hypervisor=r.hypervisor or "",
+        usage_classes=tuple(r.supported_usages_classes or ()),
         efa_supported=bool(r.efa_supported),
         efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
         network_cards=int(r.maximum_network_cards or 1),

@@ -137,8 +137,10 @@ class GpuNodeGroup(pulumi.ComponentResource):
                 )
             if res.capacity_block:
                 capacity_type = cp.CAPACITY_BLOCK
-            if zones and not cfg.subnet_id:
-                subnets = [cp.reservation_subnet(args.where, res, args.subnet_ids, zones)]
+            if zones:
+                subnets = [
+                    cp.reservation_subnet(args.where, res, args.subnet_ids, zones, cfg.subnet_id)
+                ]
             # Only the reservation's own placement group (if any): an instance launched into
             # another one does not use the reservation.
             placement = res.placement_group
@@ -146,7 +148,9 @@ class GpuNodeGroup(pulumi.ComponentResource):
             subnets = [subnets[cp.zone_index(args.where, cfg.instance_types, zones)]]
         if cfg.efa:
             # EFA: one AZ (one subnet) and a cluster placement group for the lowest latency.
-            subnets = [cfg.subnet_id] if cfg.subnet_id else subnets[:1]
+            # a reserved group's subnetId is the reservation's subnet, checked above
+            pinned = cfg.subnet_id and not (self.reservation and zones)
+            subnets = [cfg.subnet_id] if pinned else subnets[:1]
             if self.reservation is None:
                 self.placement_group = aws.ec2.PlacementGroup(
                     f"{name}-pg",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.errors import JobConfigError
-from trainforge.core.labels import ZONE, karpenter_type_labels
+from trainforge.core.labels import ZONE
 from trainforge.stack.base import StackError, one_of, problem
 from trainforge.stack.file import decode_value, namespace
 from trainforge.stack.model import unknown_keys
@@ -149,11 +149,12 @@ def _type_label_problems(where: str, labels: Any, facts: Any, skip: Collection[s
     """A line per label Karpenter derives from the instance type (core/labels.
     karpenter_type_labels) with a value none of the pool's types gives, or, each given by some
     type, a set no one type gives all of (Karpenter needs one type meeting every requirement)."""
-    derived = [
-        karpenter_type_labels(t.name, t.vcpus, t.memory_mib, t.gpus, t.gpu_name)
-        for t in facts.per_type
-    ]
-    mine = {k: v for k, v in labels if k in (derived[0] if derived else {}) and k not in skip}
+    from trainforge.platform.instance_types import karpenter_labels  # noqa: PLC0415
+
+    derived = [karpenter_labels(t) for t in facts.per_type]
+    # a label is judged only where every type's value is known (held facts, never a guess)
+    known = set.intersection(*(set(d) for d in derived)) if derived else set()
+    mine = {k: v for k, v in labels if k in known and k not in skip}
     out = []
     for key, value in mine.items():
         given = sorted({d[key] for d in derived if d[key] is not None}, key=_natural)
@@ -180,6 +181,28 @@ def _type_label_problems(where: str, labels: Any, facts: Any, skip: Collection[s
             )
         )
     return out
+
+
+def _capacity_type_problems(where: str, pool: Any, facts: Any) -> list[str]:
+    """A capacityTypes value none of the pool's types offers (EC2's SupportedUsageClasses: an
+    hpc7a has no spot). Why: Karpenter gives a type the capacity types of its usage classes
+    among on-demand and spot (karpenter-provider-aws v1.14.1 types.go `computeRequirements`);
+    the NodePool requires the pool's list, so that value never launches a node (and alone,
+    none launches at all)."""
+    offered = {c for t in facts.per_type for c in t.usage_classes if c in ("on-demand", "spot")}
+    if not offered:  # a lookup that does not say (an old provider): nothing to judge by
+        return []
+    return [
+        problem(
+            f"{where}.capacityTypes",
+            capacity,
+            f"a capacity type one of the pool's instance types offers: "
+            f"{', '.join(sorted(offered))} (EC2 sells {', '.join(pool.instance_types)} "
+            f"as no {capacity} instance: Karpenter would launch none)",
+        )
+        for capacity in pool.capacity_types
+        if capacity not in offered
+    ]
 
 
 def _natural(value: str) -> tuple[int, str]:
@@ -219,6 +242,67 @@ def _zone_problems(where: str, pool: Any, platform: Any) -> list[str]:
     ]
 
 
+def _group_subnet_zone_problems(where: str, group: Any, platform: Any) -> list[str]:
+    """An EFA group's subnetId (one of the stack's, stack/platform.group_subnet_problems) in a
+    zone EC2 does not offer its type in (DescribeInstanceTypeOfferings, read at preview): the
+    group goes to that subnet alone (node_groups.py) and no instance launches."""
+    from trainforge.platform import capacity_placement as cp  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.network import private_subnet_zones  # noqa: PLC0415
+
+    ids = list(platform.network.private_subnet_ids)
+    if not (group.efa and group.subnet_id in ids):
+        return []
+    zones = private_subnet_zones(platform.network)
+    offered = cp.offering_zones(group.instance_types)
+    if zones[ids.index(group.subnet_id)] in offered:
+        return []
+    fits = [f"{s} ({z})" for s, z in zip(ids, zones, strict=True) if z in offered]
+    return [
+        problem(
+            f"{where}.subnetId",
+            group.subnet_id,
+            f"a private subnet whose zone offers {', '.join(group.instance_types)}: "
+            f"{', '.join(fits) or 'none'} ({group.subnet_id} is in "
+            f"{zones[ids.index(group.subnet_id)]}, where EC2 offers no such instance), or unset",
+        )
+    ]
+
+
+def _group_zone_label_problems(where: str, group: Any, platform: Any) -> list[str]:
+    """A node group's `topology.kubernetes.io/zone` label that is not the zone of every one of
+    its nodes. Why: EKS passes the group's labels to every node it launches in any of its
+    subnets (node_groups.py: an EFA group's one subnet, a reserved group's reservation zone,
+    any other group every private subnet whose zone offers its types), so the label is true
+    only on a group whose subnets are all in that one zone; a job selecting by it lands on
+    nodes elsewhere. A reserved group's zone is read with the reservation, later: here only
+    one of the VPC's zones."""
+    from trainforge.platform import capacity_placement as cp  # noqa: PLC0415 - pulumi_aws
+    from trainforge.platform.network import private_subnet_zones  # noqa: PLC0415
+
+    value = dict(group.labels).get(ZONE)
+    if value is None:
+        return []
+    subnets = private_subnet_zones(platform.network)
+    ids = list(platform.network.private_subnet_ids)
+    if group.capacity_reservation_id:
+        zones = sorted(set(subnets))
+    elif group.efa and group.subnet_id in ids:
+        zones = [subnets[ids.index(group.subnet_id)]]
+    elif group.efa:
+        zones = [subnets[cp.zone_index(where, group.instance_types, subnets)]]
+    else:
+        zones = sorted({subnets[i] for i in cp.zone_indexes(group.instance_types, subnets)})
+    if value in zones and (len(zones) == 1 or group.capacity_reservation_id):
+        return []
+    where_nodes = f"{', '.join(zones) or 'none'}: its subnets' zones that offer its types"
+    expected = (
+        f"no such label: the group's nodes are in {where_nodes}, and every node gets it"
+        if len(zones) > 1 and not group.capacity_reservation_id
+        else f"the zone of the group's nodes ({where_nodes}), or no such label"
+    )
+    return [problem(f"{where}.labels.{ZONE}", value, expected)]
+
+
 def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = None) -> list[str]:
     """Each node group or pool label the platform sets itself, each pool label whose key the
     pool's requirements or types restrict to other values, and a pool with more labels than
@@ -240,6 +324,8 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
     out = []
     for i, group in enumerate(platform.node_groups):
         out += _platform_label_problems(f"trainforge:nodeGroups[{i}]", group.labels)
+        for check in (_group_subnet_zone_problems, _group_zone_label_problems):
+            out += _collect(out, check, f"trainforge:nodeGroups[{i}]", group, platform) or []
     for i, pool in enumerate(platform.node_pools):
         where = f"trainforge:nodePools[{i}]"
         out += _platform_label_problems(where, pool.labels)
@@ -267,6 +353,7 @@ def pool_label_problems(platform: Any, type_facts: Mapping[str, Any] | None = No
                 )
                 out.append(problem(f"{where}.labels.{key}", value, expected))
         out += _type_label_problems(where, pool.labels, facts, skip=allowed)
+        out += _capacity_type_problems(where, pool, facts)
         out += _collect(out, _zone_problems, where, pool, platform) or []
     return out
 

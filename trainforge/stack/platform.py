@@ -63,6 +63,21 @@ def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value  # `pulumi config set k v`: one item
 
 
+def _no_reserved(value: Any) -> Any:
+    """`reserved` in a pool's capacityTypes matches no type: Karpenter adds it to a type's
+    capacity types only for the reservations its EC2NodeClass's capacityReservationSelectorTerms
+    find (karpenter-provider-aws v1.14.1 types.go `computeRequirements`; no terms, none found:
+    pkg/controllers/nodeclass/capacityreservation.go, read 2026-11-30), and ours has none."""
+    items = [value] if isinstance(value, str) else value
+    if isinstance(items, list | tuple) and "reserved" in items:
+        raise ValueError(
+            "on-demand or spot (the pool's EC2NodeClass selects no capacity reservation, so "
+            "Karpenter offers no type as reserved and it would never be used; reserved "
+            "capacity is a nodeGroups[] entry with capacityReservationId)"
+        )
+    return value
+
+
 PoolName = matching(
     names.DNS1035_LABEL,
     "a DNS label of at most 40 characters (lowercase letters, digits, '-')",
@@ -581,7 +596,8 @@ class NodeGroupConfig(Section):
         "another `kubernetes.io` or `k8s.io` namespace but `node.kubernetes.io` and "
         "`kubelet.kubernetes.io` (the kubelet refuses them and the node never joins); not "
         "`trainforge.io/pool`, `nvidia.com/gpu.present` or `vpc.amazonaws.com/efa.present` "
-        "(the platform sets them).",
+        "(the platform sets them); `topology.kubernetes.io/zone` only with the one zone of "
+        "the group's nodes (an EFA or reserved group's).",
         json_schema_extra=NO_PAIRS,
     )
     taints: Annotated[TaintList, AfterValidator(_eks_taints)] = Field(
@@ -594,8 +610,10 @@ class NodeGroupConfig(Section):
     )
     subnet_id: SubnetId | None = Field(
         None,
-        description="Subnet (AZ) of an EFA group; unset: the first private subnet whose zone "
-        "offers the type (a reserved group: the reservation's zone).",
+        description="Subnet (AZ) of an EFA group, one of `network.privateSubnetIds` whose zone "
+        "offers the type (a reserved group: the one in the reservation's zone; no group "
+        "without EFA takes one); unset: the first private subnet whose zone offers the type "
+        "(a reserved group: the reservation's zone).",
     )
     acceptance: Acceptance = Field(
         ACCEPTANCE_OFF,
@@ -642,10 +660,17 @@ class NodePoolConfig(Section):
         description="Allowed instance types; all GPU or all CPU, one architecture."
     )
     capacity_types: Annotated[
-        tuple[Literal["on-demand", "spot", "reserved"], ...],
+        tuple[Literal["on-demand", "spot"], ...],
+        BeforeValidator(_no_reserved),
         BeforeValidator(_one_or_many),
         AfterValidator(lambda types: types or ("on-demand",)),
-    ] = Field(("on-demand",), description="Any of `on-demand`, `spot`, `reserved`.")
+    ] = Field(
+        ("on-demand",),
+        description="Any of `on-demand`, `spot` that one of the pool's types offers (EC2's "
+        "usage classes). Not `reserved`: the pool's EC2NodeClass selects no capacity "
+        "reservation, so Karpenter offers no type as reserved; reserved capacity is a "
+        "`nodeGroups[]` entry with `capacityReservationId`.",
+    )
     gpu: Flag | None = Field(
         None,
         description="`true` requires GPU types; unset: inferred from the types. GPU pools get "
@@ -671,8 +696,10 @@ class NodePoolConfig(Section):
         "key the pool's requirements restrict (`kubernetes.io/arch`, `kubernetes.io/os`, "
         "`node.kubernetes.io/instance-type`, `karpenter.sh/capacity-type`) or Karpenter derives "
         "from the instance type (`karpenter.k8s.aws/instance-family`, `-size`, `-category`, "
-        "`-generation`, `-cpu`, `-memory`, `-gpu-count`, `-gpu-name`, `-capability-flex`) only with values one of "
-        "the pool's types gives; `topology.kubernetes.io/zone` only with a zone of the VPC's "
+        "`-generation`, `-cpu`, `-memory`, `-gpu-count`, `-gpu-name`, `-capability-flex`, "
+        "`-gpu-memory` (one GPU's MiB), `-gpu-manufacturer`, `-network-bandwidth`, "
+        "`-hypervisor`, and for the catalog's types `-local-nvme` and `-cpu-manufacturer`) only "
+        "with values one of the pool's types gives; `topology.kubernetes.io/zone` only with a zone of the VPC's "
         "private subnets that offers them; not `trainforge.io/pool`, `nvidia.com/gpu.present` or "
         "`vpc.amazonaws.com/efa.present` (the platform sets them); at most 99 (the CRD holds "
         "100 with the platform's).",
@@ -771,13 +798,16 @@ def pools_problems(
     groups: Iterable[NodeGroupConfig | None],
     pools: Iterable[NodePoolConfig | None],
     karpenter: KarpenterConfig,
+    network: NetworkConfig | None = None,
 ) -> list[tuple[tuple[str | int, ...], Any, str]]:
-    """Unique names across node groups and pools; Karpenter on for pools. None stands for an
-    invalid group or pool: the reader (platform/config.py) judges the valid parts of a stack
-    that has other problems too."""
+    """Unique names across node groups and pools; Karpenter on for pools; each group's subnetId
+    (group_subnet_problems). None stands for an invalid group or pool: the reader
+    (platform/config.py) judges the valid parts of a stack that has other problems too."""
     out: list[tuple[tuple[str | int, ...], Any, str]] = []
     seen: set[str] = set()
-    pools = list(pools)
+    groups, pools = list(groups), list(pools)
+    if network is not None:
+        out += group_subnet_problems(groups, network)
     unique = "a name not used by another node group or node pool"
     for key, items in (("nodeGroups", groups), ("nodePools", pools)):
         for i, item in enumerate(items):
@@ -787,6 +817,50 @@ def pools_problems(
     if pools and not karpenter.enabled:
         enabled = "true while nodePools are declared (Karpenter runs them)"
         out.append((("karpenter", "enabled"), False, enabled))
+    return out
+
+
+def group_subnet_problems(
+    groups: Iterable[NodeGroupConfig | None], network: NetworkConfig
+) -> list[tuple[tuple[str | int, ...], Any, str]]:
+    """A node group's subnetId that places it nowhere the stack's nodes can be.
+
+    Why: only an EFA group goes to its subnetId (platform/node_groups.py); any other group spans
+    the private subnets whose zones offer its types, so a subnetId there was silently unread.
+    A subnet outside network.privateSubnetIds is outside what the stack tags and routes, and
+    outside a new VPC (which creates its own) or another VPC EKS refuses the node group
+    ("InvalidParameterException: Specified subnets must belong to cluster's vpc", quoted in
+    rancher/rancher#28144, read 2026-11-30 via `search`)."""
+    out: list[tuple[tuple[str | int, ...], Any, str]] = []
+    mine = tuple(network.private_subnet_ids)
+    for i, group in enumerate(groups):
+        if group is None or group.subnet_id is None:
+            continue
+        at: tuple[str | int, ...] = ("nodeGroups", i, "subnetId")
+        if not group.efa:
+            out.append(
+                (
+                    at,
+                    group.subnet_id,
+                    "no subnetId on a group without EFA (unset it): such a "
+                    "group spans every private subnet whose zone offers its types",
+                )
+            )
+        elif group.subnet_id not in mine:
+            subnets = (
+                f"one of network.privateSubnetIds: {', '.join(mine)}"
+                if mine
+                else "no subnetId while the stack creates its VPC (network.vpcId unset: its "
+                "subnets do not exist yet; the group goes to the first whose zone offers its type)"
+            )
+            out.append(
+                (
+                    at,
+                    group.subnet_id,
+                    f"{subnets} (the stack's private subnets; EKS refuses a "
+                    "subnet outside the cluster's VPC)",
+                )
+            )
     return out
 
 
@@ -835,5 +909,8 @@ class PlatformKeys(StackModel):
 
     @model_validator(mode="after")
     def _across_pools(self) -> PlatformKeys:
-        refuse("platform", pools_problems(self.node_groups, self.node_pools, self.karpenter))
+        refuse(
+            "platform",
+            pools_problems(self.node_groups, self.node_pools, self.karpenter, self.network),
+        )
         return self
