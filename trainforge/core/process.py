@@ -17,9 +17,11 @@ object in such a cycle does not run at exit (Python never promised it would: the
 `object.__del__`); nothing of ours relies on one: the runtime's writers flush every line
 (training/metrics.py) and close their files, checkpoints are committed before the run ends.
 
-The runtime's ranks free their process group before this: `training.distributed.cleanup`
-releases what kept it past `destroy_process_group` (torch.distributed.nn.functional's default
-arguments, DTensor's caches of FSDP2's mesh, FSDP2's reference cycles), so gloo's threads end
+The runtime's ranks that finish free their process group before this (a failing one aborts
+its groups and ends by `leave` without freeing them: training/__main__.py):
+`training.distributed.cleanup` releases what kept it past `destroy_process_group`
+(torch.distributed.nn.functional's default arguments, DTensor's caches of FSDP2's mesh,
+FSDP2's reference cycles), so gloo's threads end
 inside `train` (tests/training/test_teardown.py). Before, the interpreter's final collections
 destroyed the group while it was finalizing, when Python 3.11 ends any thread that takes the
 GIL with `pthread_exit`; through a C++ noexcept frame that aborted the rank ("terminate called

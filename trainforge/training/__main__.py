@@ -31,7 +31,24 @@ def _self_check(args: list[str]) -> bool:
     return any(a == "--self-check" or a.startswith("--self-check=") for a in args)
 
 
-def main(argv: list[str] | None = None) -> int:
+def _failed(code: int, own_process: bool) -> int:
+    """A failing rank's exit code, or, at its process's entry point, its end: `leave` while
+    the failure's traceback still holds the process groups that `loop.train` aborted, so no
+    group is freed and none of its destructors waits for a collective its peers may never
+    join (`distributed.abort`); the peers see the closed connections at once. What must
+    outlive the rank is already done or done by `leave`: the exit line and record
+    (exits.report), the metrics (closed by the loop), a checkpoint write in flight (its
+    thread is joined, as at any exit), the output files (flushed)."""
+    if own_process:
+        from trainforge.core.process import exit_code, leave
+
+        leave(exit_code(code))
+    return code
+
+
+def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
+    """``own_process``: called by this module run as ``__main__`` (a failure ends the process
+    by `_failed`); in-process callers get the exit code."""
     args = sys.argv[1:] if argv is None else list(argv)
     from trainforge.training import selfcheck
 
@@ -57,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         code = train(cfg)
     except exits.RunFailure as e:
-        return exits.report(e.reason, e.detail, action=e.action)
+        return _failed(exits.report(e.reason, e.detail, action=e.action), own_process)
     except Exception as e:  # noqa: BLE001 - every failure leaves with its reason and code
         reason, detail = exits.diagnose(e)
         if reason is exits.CONFIG_ERROR:
@@ -66,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"error: {e}", file=sys.stderr, flush=True)
         else:
             traceback.print_exc()
-        return exits.report(reason, detail)
+        return _failed(exits.report(reason, detail), own_process)
     reason = exits.BY_CODE.get(code, exits.USER_ERROR)
     detail = {
         0: "training finished",
@@ -78,4 +95,4 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     from trainforge.core.process import exit_code
 
-    sys.exit(exit_code(main()))
+    sys.exit(exit_code(main(own_process=True)))

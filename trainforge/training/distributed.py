@@ -327,3 +327,22 @@ def cleanup() -> None:
             _clear_dtensor_caches()
         if group() is not None:  # only reference cycles can hold it now (FSDP2's)
             gc.collect()
+
+
+def abort() -> None:
+    """A failing rank's teardown: unregister every process group without waiting for its work.
+
+    Why not `cleanup`: freeing a gloo group runs ``~ProcessGroupGloo``, which waits until its
+    work queue is empty and joins its worker threads, each of them inside a collective its peers
+    may never join, for up to the group's timeout; and the peers, blocked in the collective
+    this rank left, learn of the failure only when its connections close. torch 2.13's
+    ``_abort_process_group`` calls each backend's ``abort`` (gloo: the base class's empty one,
+    torch/csrc/distributed/c10d/Backend.hpp in the 2.13.0 wheel, read 2026-11-30; NCCL:
+    ``ncclCommAbort``) and drops torch's registry, so a later group in this process starts
+    clean. The group objects stay alive where the failure's traceback holds them: the
+    entry point ends the process by `core.process.leave` before they are freed (__main__.py).
+    """
+    global _GROUP_TIMEOUT
+    _GROUP_TIMEOUT = None
+    if dist.is_initialized():
+        dist.distributed_c10d._abort_process_group()

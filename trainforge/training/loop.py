@@ -41,6 +41,7 @@ from trainforge.training.data import Batches, ShardedOrder, build_dataset
 from trainforge.training.distributed import (
     DeviceContext,
     DistEnv,
+    abort,
     cleanup,
     cuda_context,
     init_distributed,
@@ -173,8 +174,11 @@ def train(cfg: TrainConfig) -> int:
     exits.context.rank = env.rank
     # the GPU's CUDA context, created on a thread while set-up goes on (DeviceContext)
     device_context = cuda_context(env.device)
+    failed = True
     try:
-        return _train(cfg, env, timeouts, phases, device_context)
+        code = _train(cfg, env, timeouts, phases, device_context)
+        failed = False
+        return code
     except exits.RunFailure as e:
         exits.record(e.reason, e.detail)  # before the teardown below: see exits.record
         raise
@@ -184,7 +188,11 @@ def train(cfg: TrainConfig) -> int:
     finally:
         if device_context is not None:
             device_context.join()  # a run that stopped before needing the GPU
-        cleanup()
+        # a failing rank waits for no collective its peers may never join (distributed.abort)
+        if failed:
+            abort()
+        else:
+            cleanup()
 
 
 def _train(
