@@ -470,20 +470,65 @@ def test_a_script_s_own_sigterm_handler_is_left_alone(tmp_path):
     assert wrapper(tmp_path, script).returncode == 7
 
 
-def test_a_code_of_no_reason_is_recorded_by_the_operators_class(tmp_path):
-    """Your code's own exit code of no reason of ours: one the training operator does not
-    retry (1-127, core.failures.operator_retries) fails the job, so the wrapper records it as
-    your bug (user_error); one it retries (>= 128) is left for the next attempt to infer."""
+def test_your_own_exit_code_is_kept_and_named_yours(tmp_path):
+    """`sys.exit(n)` keeps n (the pod's exit code, what the controller's restart policy reads:
+    1-127 fail the job, 128-255 re-create the pod), but n is your code's, not a reason the
+    runtime decided: `sys.exit(3)` was recorded and printed as `oom` ("lower --batch-size"),
+    2 as config_error, 4 as no_progress, 200 as collective_error. The record and the line say
+    user_exit, with n; 205 (you mark it retryable) keeps its meaning."""
     import json
 
-    proc = wrapper(
-        tmp_path, "import sys\nsys.exit(7)\n", TRAINFORGE_CHECKPOINT_DIR=str(tmp_path / "a")
+    for n, then in ((3, "permanent: the job stops"), (4, "permanent"), (150, "retryable")):
+        ckpt = tmp_path / f"c{n}"
+        proc = wrapper(
+            tmp_path, f"import sys\nsys.exit({n})\n", TRAINFORGE_CHECKPOINT_DIR=str(ckpt)
+        )
+        assert proc.returncode == n, proc.stderr[-1500:]
+        (line,) = [x for x in proc.stderr.splitlines() if x.startswith("trainforge exit:")]
+        assert line.startswith(f"trainforge exit: user_exit code={n}: your code exited with {n} [")
+        assert then in line and "batch-size" not in line
+        (rec,) = (ckpt / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
+        got = json.loads(rec.read_text())
+        assert (got["reason"], got["code"]) == ("user_exit", n)
+    proc = wrapper(tmp_path, "import sys; sys.exit(205)\n")
+    assert proc.returncode == 205 and "trainforge exit: user_retryable code=205" in proc.stderr
+
+
+def test_your_own_exit_code_reads_as_yours_in_run_local_and_the_report(tmp_path):
+    """The review's `import sys; sys.exit(3)`: run-local printed "rank 0 exit 3 (oom); exiting
+    with 3 (oom, permanent, rank 0)" and "run-local: exit 3 (oom) is permanent", the report
+    "the last ended with oom (rank 0): the code exited with 3". Each reads the run's one exit
+    record now."""
+    (tmp_path / "exit3.py").write_text("import sys; sys.exit(3)\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    cmd = [sys.executable, "-m", "trainforge"]
+    proc = subprocess.run([*cmd, "run-local", "exit3.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "rank 0 exit 3 (user_exit); exiting with 3 (user_exit, permanent, rank 0)" in proc.stderr
+    assert "run-local: exit 3 (user_exit) is permanent (1-127)" in proc.stderr
+    assert "oom" not in proc.stderr
+    rep = subprocess.run([*cmd, "report", "runs/exit3"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert "the last ended with user_exit (rank 0): your code exited with 3" in rep.stdout, (
+        rep.stdout + rep.stderr
     )
-    assert proc.returncode == 7, proc.stderr[-1500:]
-    (rec,) = (tmp_path / "a" / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
-    assert json.loads(rec.read_text())["reason"] == "user_error"
-    proc = wrapper(
-        tmp_path, "import sys\nsys.exit(150)\n", TRAINFORGE_CHECKPOINT_DIR=str(tmp_path / "b")
-    )
-    assert proc.returncode == 150, proc.stderr[-1500:]
-    assert not list((tmp_path / "b" / ".trainforge" / "exits").glob("attempt_*/rank_*.json"))
+    assert "oom" not in rep.stdout
+
+
+def test_the_exit_record_is_the_containers_termination_message(tmp_path, monkeypatch):
+    """`trainforge status`/`why` cannot read the ledger's storage: the wrapper leaves the same
+    record in the file the kubelet mounts at terminationMessagePath, which the pod's status
+    carries as `terminated.message`; never a file of its own where there is none."""
+    log = tmp_path / "termination-log"
+    monkeypatch.setattr(exits, "TERMINATION_LOG", str(log))
+    monkeypatch.setattr(usercode, "_ENDED", [])
+    exits.write_termination(exits.user_exit(3))
+    assert not log.exists()  # no kubelet's file: nothing created
+    log.write_text("")
+    usercode._record(None, exits.user_exit(3), "your code exited with 3")
+    assert exits.from_termination(log.read_text(), 3) == exits.user_exit(3)
+    assert exits.from_termination(log.read_text(), 1) is None  # a record of another exit
+    exits.write_termination(None)
+    assert log.read_text() == ""

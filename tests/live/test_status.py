@@ -1243,3 +1243,27 @@ def test_why_of_a_reserved_workload_once_evicted_says_it_is_reserved(capsys, api
         out
     )
     assert "evicted" not in out and "expected" not in out
+
+
+def test_your_own_exit_code_is_labelled_yours_by_status_and_why(capsys, api):
+    """A wrapper job whose code ran `sys.exit(3)`: `status` said "last exit 3 (oom)" and `why`
+    "Most likely cause: oom (out of memory)", a reason the runtime never decided. The pod's
+    termination message carries the exit record (exits.write_termination): user_exit."""
+    pods = f"/api/v1/namespaces/{recorded.RESTART_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.RESTART}"
+    api.routes[pods] = copy.deepcopy(api.routes[pods])
+    mine = {"exitCode": 3, "reason": "Error", "message": '{"reason": "user_exit", "code": 3}',
+            "startedAt": "2026-11-25T10:02:00Z", "finishedAt": "2026-11-25T11:40:00Z"}  # fmt: skip
+    for p in api.routes[pods]["items"]:
+        p["status"]["containerStatuses"][0]["lastState"] = {"terminated": mine}
+    out = status(capsys, api, recorded.RESTART_NS, recorded.RESTART)
+    assert out.count("last exit 3 (user_exit)") == 2 and "oom" not in out
+    code, out, err = run(
+        capsys, cli.why_main, recorded.RESTART, "-n", recorded.RESTART_NS, "--kubeconfig",
+        api.config, now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Most likely cause: user_exit (your code exited with 3)" in out and "oom" not in out
+    # without the record (an older wrapper's pod), the code's reason in the runtime's table
+    from trainforge.live import explain
+
+    assert explain.exit_text({"exitCode": 3, "reason": "Error"}) == "3 (oom)"

@@ -551,3 +551,24 @@ def test_a_step_bound_is_the_mean_of_the_window_kept_as_a_running_sum() -> None:
     mean = sum(last4) / 4
     assert any(f"(bound {10 * mean:.1f}s = max(10 x {mean:.3f}s mean of the last 4 steps"
                in m for m in logs), logs  # fmt: skip
+
+
+def test_your_own_exit_code_is_labelled_yours_by_the_launcher(tmp_path: Path) -> None:
+    """`sys.exit(3)` in your code: the launcher said "rank 0 exit 3 (oom); exiting with 3 (oom,
+    permanent, rank 0)". The rank's record (user_exit, code 3) says who chose the code; the
+    pod keeps 3, and its termination message carries the same record."""
+    folder = tmp_path / "attempt_0001"
+    folder.mkdir()
+    rec = {"reason": "user_exit", "code": 3, "rank": 0, "time": 1000.0}
+    (folder / "rank_00000.json").write_text(json.dumps(rec))
+    records = launch.failure_records(None, 1001.0, str(tmp_path))
+    assert records == {0: exits.user_exit(3)}
+    code, line = launch.worker_exit_code({0: 3}, records)
+    assert code == 3 and "oom" not in line
+    assert line.endswith("rank 0 exit 3 (user_exit); exiting with 3 (user_exit, permanent, rank 0)")
+    assert launch.pod_reason(3, records) == exits.user_exit(3)
+    assert launch.pod_reason(3, {}) is exits.OOM  # the runtime's own code: its reason
+    # a bug on another rank is still the root cause; your code's 200 is retryable, not NCCL's
+    assert launch.worker_exit_code({0: 3, 1: 1}, records)[0] == 1
+    code, line = launch.worker_exit_code({0: 200}, {0: exits.user_exit(200)})
+    assert code == 200 and "collective_error" not in line and "(user_exit, retryable" in line

@@ -301,24 +301,47 @@ def no_gpu_failure(env: dict[str, str], since: float = 0.0) -> str | None:
     """A failure recorded at or after `since` (the run ledger's exit records, in the local
     checkpoint directory, which keeps earlier runs' too) that says the process had no GPU,
     CUDA or NCCL (trainforge.training.exits.NO_GPU_TEXT); else None."""
+    from trainforge.training.exits import NO_GPU_TEXT, without_fix  # noqa: PLC0415
+
+    for rec in _exit_records(env, since):
+        detail = str(rec.get("detail", ""))
+        if NO_GPU_TEXT.search(detail):
+            return without_fix(detail)  # the fix for a CPU pool's pod is not run-local's
+    return None
+
+
+def _exit_records(env: dict[str, str], since: float) -> list[dict]:
+    """The run ledger's exit records written at or after `since` (the local checkpoint
+    directory keeps earlier runs' too)."""
     import json  # noqa: PLC0415
 
     from trainforge.training import contract as c  # noqa: PLC0415
-    from trainforge.training.exits import NO_GPU_TEXT, without_fix  # noqa: PLC0415
     from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR  # noqa: PLC0415
 
     if not env.get(c.CHECKPOINT_DIR):
-        return None
-    exits = Path(env[c.CHECKPOINT_DIR]) / LEDGER_DIR / EXITS_DIR
-    for path in sorted(exits.glob("attempt_*/rank_*.json")):
+        return []
+    out = []
+    for path in sorted(
+        (Path(env[c.CHECKPOINT_DIR]) / LEDGER_DIR / EXITS_DIR).glob("attempt_*/rank_*.json")
+    ):
         try:
             rec = json.loads(path.read_text(encoding="utf-8"))
-            detail, at = str(rec.get("detail", "")), float(rec.get("time") or 0)
+            if float(rec.get("time") or 0) >= since:
+                out.append(rec)
         except (OSError, ValueError, TypeError, AttributeError):
             continue
-        if at >= since and NO_GPU_TEXT.search(detail):
-            return without_fix(detail)  # the fix for a CPU pool's pod is not run-local's
-    return None
+    return out
+
+
+def exit_name(code: int, env: dict[str, str], since: float) -> str:
+    """ " (reason)" for exit `code`: the reason its exit record says (user_exit where your code
+    chose the code itself), else the runtime's reason for the code; "" for neither."""
+    from trainforge.training import exits  # noqa: PLC0415
+
+    recorded = [r for r in map(exits.from_record, _exit_records(env, since)) if r is not None]
+    same = [r for r in recorded if r.code == code]
+    reason = exits.root_cause(same) if same else exits.for_code(code)
+    return f" ({reason.name})" if reason is not None else ""
 
 
 def stand_in_line(code: int, detail: str, gpus: int) -> str:
@@ -592,7 +615,8 @@ def launch(
                 return code
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
-                    line = _stop_line(code, on, retry, recreations, outcome)
+                    name = exit_name(code, env, started)
+                    line = _stop_line(code, on, retry, recreations, outcome, name)
                     print(line, file=sys.stderr, flush=True)
                 return code
             done += 1
@@ -626,12 +650,15 @@ def _stop_line(
     retry: bool,
     recreations: int,
     outcome: Callable[[int], failures.Outcome] | None = None,
+    name: str | None = None,
 ) -> str:
-    """Why run-local re-creates no pod after exit `code`, in the cluster's terms."""
-    from trainforge.training.exits import for_code  # noqa: PLC0415
+    """Why run-local re-creates no pod after exit `code`, in the cluster's terms (`name`: the
+    reason's " (name)", exit_name; without it, the runtime's reason for the code)."""
+    if name is None:
+        from trainforge.training.exits import for_code  # noqa: PLC0415
 
-    reason = for_code(code)
-    name = f" ({reason.name})" if reason is not None else ""
+        reason = for_code(code)
+        name = f" ({reason.name})" if reason is not None else ""
     if (
         outcome is not None
         and not retry

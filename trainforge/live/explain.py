@@ -421,12 +421,23 @@ def _last_exit(pod: dict) -> str | None:
 
 
 def exit_text(terminated: dict, ours: bool = True) -> str:
-    """`CODE (reason)`: trainforge's reason for the code where the code is ours
-    (exit_codes_are_ours), else the container's own (Kubernetes' `Error`, `OOMKilled`)."""
+    """`CODE (reason)`: where the code is ours (exit_codes_are_ours), the reason its exit record
+    left in the termination message (user_exit where your code chose the code: never a reason
+    the runtime did not decide), else the runtime's for the code; else the container's own
+    (Kubernetes' `Error`, `OOMKilled`)."""
     code = terminated.get("exitCode")
-    reason = exits.for_code(code) if ours and isinstance(code, int) else None
+    reason = exit_reason(terminated) if ours else None
     name = reason.name if reason else terminated.get("reason", "")
     return f"{code} ({name})"
+
+
+def exit_reason(terminated: dict) -> exits.Reason | None:
+    """trainforge's reason for a container's exit: its termination message's (written by the
+    wrapper and the launcher, exits.write_termination), else the runtime's for the code."""
+    code = terminated.get("exitCode")
+    if not isinstance(code, int):
+        return None
+    return exits.from_termination(terminated.get("message"), code) or exits.for_code(code)
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -793,7 +804,7 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons.append(f"{state}, after its pods restarted. Their last exits:")
         ours = exit_codes_are_ours(g)
         codes = [
-            exits.for_code(t["exitCode"])
+            exit_reason(t)
             for p in crashed
             for c in p.get("status", {}).get("containerStatuses", []) or []
             for state in ("state", "lastState")  # a Failed pod's own, a restarted one's last

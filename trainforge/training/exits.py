@@ -31,6 +31,9 @@ user_retryable      205  yes        your code marked this failure retryable: it 
                                     (usercode.py), or it exited 205 itself
 =================  ====  =========  ==================================================
 
+Your code's own ``sys.exit(n)`` under the wrapper (usercode.py) keeps n but is none of these:
+``user_exit`` with n (`user_exit`), retryable as the operator reads n.
+
 Codes 200-205 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
 reason is never mistaken for a signal. A process killed outright (SIGKILL by the kernel's OOM
 killer or a node that vanished) leaves no code of ours; the restart's ledger infers
@@ -43,9 +46,11 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import re
 import sys
+from pathlib import Path
 
 from trainforge.core import failures
 
@@ -161,11 +166,38 @@ REASONS: dict[str, Reason] = {
 }
 BY_CODE: dict[int, Reason] = {r.code: r for r in REASONS.values() if r is not NODE_LOST}
 
+# Your code's own `sys.exit(n)` (usercode.py): n is kept, as the controller reads it
+# (operator_retries: 1-127 fail the job, 128-255 re-create the pod), but the runtime did not
+# decide why, so no reason of the table above names it.
+USER_EXIT = "user_exit"
+
+
+def user_exit(code: int) -> Reason:
+    """The reason of a code your code chose itself (`sys.exit(code)`)."""
+    return Reason(
+        USER_EXIT,
+        code,
+        f"your code exited with {code}",
+        "read your code's output above: it chose this exit code, not trainforge",
+    )
+
+
+def from_record(rec: dict) -> Reason | None:
+    """The reason an exit record names (`reason`, with its `code` for user_exit); None for
+    a name this table does not know."""
+    name = rec.get("reason")
+    if name == USER_EXIT:
+        code = rec.get("code")
+        return user_exit(code) if isinstance(code, int) and not isinstance(code, bool) else None
+    return REASONS.get(name) if isinstance(name, str) else None
+
+
 # Which reason is the cause when several ranks failed at once: a rank that failed on its own
 # (a bug, OOM, a hang) makes its peers fail in collectives, so those rank lower.
 ROOT_CAUSE_ORDER = (
     "config_error",
     "user_error",
+    USER_EXIT,
     "oom",
     "no_progress",
     "ranks_disagree",
@@ -490,6 +522,38 @@ def describe_exit(record: dict | None) -> str:
         + (f" ({where})" if where else "")
         + (f": {detail}" if detail else "")
     )
+
+
+# Where a container's last words go: the kubelet mounts a file at the container's
+# terminationMessagePath (default /dev/termination-log, k8s.io/api core/v1 Container) and puts
+# what the process wrote there in the pod's status, `state.terminated.message` (at most 4096
+# bytes), which `trainforge status`/`why` read without the ledger's storage.
+TERMINATION_LOG = "/dev/termination-log"
+
+
+def write_termination(reason: Reason | None, path: str | None = None) -> None:
+    """Leave the exit record's reason and code as the container's termination message, where
+    the kubelet gave the container that file (never created elsewhere: a laptop's /dev);
+    None clears an earlier writer's (a worker's, where the launcher knows better)."""
+    target = path or TERMINATION_LOG
+    if not os.path.isfile(target):
+        return
+    text = json.dumps({"reason": reason.name, "code": reason.code}) if reason else ""
+    with contextlib.suppress(OSError):  # bookkeeping never changes the exit code
+        Path(target).write_text(text, encoding="utf-8")
+
+
+def from_termination(message: object, code: object) -> Reason | None:
+    """The reason a container's termination message (`write_termination`) gives for exit
+    `code`; None where it gives none, or one for another code."""
+    if not isinstance(message, str) or not message.strip().startswith("{"):
+        return None
+    try:
+        rec = json.loads(message)
+    except ValueError:
+        return None
+    reason = from_record(rec) if isinstance(rec, dict) else None
+    return reason if reason is not None and reason.code == code else None
 
 
 # --------------------------------------------------------------------- reporting an exit

@@ -64,7 +64,10 @@ def worker_exit_code(
         else:
             label = reason.name if reason else "unknown"
         recorded = records.get(rank)
-        if recorded is not None and recorded is not reason:
+        if recorded is not None and exitcode >= 0 and recorded.code == code:
+            label = recorded.name  # the record says who chose the code (user_exit: your code)
+            reason = recorded
+        elif recorded is not None and recorded != reason:
             label += f", recorded {recorded.name}"
             code, reason = recorded.code, recorded
         parts.append(f"rank {rank} exit {exitcode} ({label})")
@@ -82,6 +85,13 @@ def worker_exit_code(
         rank, code, _ = candidates[0]
         why = _then(code)
     return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+
+
+def pod_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason | None:
+    """The reason behind the pod's exit `code`: the root cause among the records with that
+    code (user_exit where your code chose it), else the runtime's reason for the code."""
+    same = [r for r in records.values() if r.code == code]
+    return exits.root_cause(same) if same else exits.for_code(code)
 
 
 def _then(code: int) -> str:
@@ -111,7 +121,7 @@ def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
     for path in sorted(attempts[-1].glob("rank_*.json")) if attempts else []:
         try:
             rec = json.loads(path.read_text())
-            reason = exits.REASONS.get(rec.get("reason"))
+            reason = exits.from_record(rec)
             if reason is not None and float(rec["time"]) >= first_failure - RECORD_WINDOW_S:
                 out[int(rec["rank"])] = reason
         except (OSError, ValueError, KeyError, TypeError):
@@ -152,6 +162,7 @@ def _launch(argv: list[str], local: str) -> int:
         records = failure_records(checkpoint_dir(argv), first, local)
         code, line = worker_exit_code(failures, records)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
+        exits.write_termination(pod_reason(code, records))  # the pod's, over its workers'
         return code
     except SignalException as e:
         code = 128 + int(e.sigval)

@@ -230,11 +230,11 @@ class RunLedger:
             if folder.is_dir():
                 for p in sorted(folder.glob("rank_*.json")):
                     rec = _read_json(p)
-                    if isinstance(rec, dict) and rec.get("reason") in exits.REASONS:
+                    if isinstance(rec, dict) and exits.from_record(rec) is not None:
                         records.append(rec)
         seen = {int(r.get("rank", -1)) for r in records}
         missing = [r for r in range(self.world_size) if r not in seen]
-        reasons = [exits.REASONS[r["reason"]] for r in records]
+        reasons = [r for r in map(exits.from_record, records) if r is not None]
         if missing:
             reasons.append(exits.NODE_LOST)
         cause = exits.root_cause(reasons)
@@ -279,7 +279,7 @@ class RunLedger:
         for a in reversed(self.attempts[:-1]):
             if a.resumed_step not in (None, resumed_step) or a.finished:
                 break
-            reason = exits.REASONS.get(str((a.exit or {}).get("reason")))
+            reason = exits.from_record(a.exit or {})
             if reason is exits.PREEMPTED:
                 break  # preemption is not a failure of the job
             if reason is not None and not reason.retryable:

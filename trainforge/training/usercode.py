@@ -7,7 +7,8 @@ Why: code that does not use the library ends in an uncaught exception when a pee
 This wrapper runs the script or module exactly as `python SCRIPT` / `python -m MODULE` would
 (runpy: `__main__`, sys.argv, sys.path[0]) and, when it raises, prints the traceback, names
 the reason with the runtime's classifier (exits.py: a lost peer 202 and a collective error 200
-are retryable, a bug 1 is not) and exits with that reason's code. `sys.exit(n)` keeps n.
+are retryable, a bug 1 is not) and exits with that reason's code. `sys.exit(n)` keeps n, and
+its exit line and record say `user_exit`: your code's, not a reason of the runtime's (own_exit).
 An exception the job lists in `entrypoint.retryOn` (TRAINFORGE_RETRY_ON, contract.py) is
 yours to call retryable: it exits 205 (user_retryable), as `sys.exit(205)` does.
 
@@ -46,7 +47,6 @@ import threading
 import traceback
 from pathlib import Path
 
-from trainforge.core import failures
 from trainforge.training import exits, shadowing
 from trainforge.training.contract import CHECKPOINT_DIR, retry_on
 
@@ -168,6 +168,7 @@ _ENDED: list[exits.Reason] = []
 
 def _record(ledger, reason: exits.Reason, detail: str) -> None:
     _ENDED.append(reason)
+    exits.write_termination(reason)  # what `trainforge status`/`why` read of it
     if ledger is None:
         return
     with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
@@ -271,12 +272,34 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
         )  # fmt: skip
         _record(ledger, reason, detail)
         return reason.code
-    reason = exits.SUCCESS if code == 0 else exits.for_code(code)
-    if reason is None and code > 0 and not failures.operator_retries(code):
-        reason = exits.USER_ERROR  # a code the operator does not retry: the code's own failure
-    if reason is not None:  # a code of no known reason (>= 128): the next attempt infers it
-        _record(ledger, reason, "finished" if code == 0 else f"the code exited with {code}")
+    reason = own_exit(code)
+    if reason is exits.SUCCESS:
+        _record(ledger, reason, "finished")
+        return code
+    rank = os.environ.get("RANK")
+    print(
+        exits.exit_line(
+            reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
+            detail=reason.what,
+        ),
+        file=sys.stderr,
+        flush=True,
+    )  # fmt: skip
+    _record(ledger, reason, reason.what)
     return code
+
+
+def own_exit(code: int) -> exits.Reason:
+    """The reason of an exit code your code chose (`sys.exit(code)`): the code is kept, the
+    controller reads it, but the reason is yours (exits.user_exit), never a runtime reason
+    the runtime did not decide. Two codes keep the meaning the contract gives them: 205 (you
+    mark the failure retryable, docs/jobs.md) and 143 (PreemptionHandler.shutdown's, which
+    your code passes to sys.exit)."""
+    if code == 0:
+        return exits.SUCCESS
+    if code in (exits.USER_RETRYABLE.code, exits.PREEMPTED.code):
+        return exits.BY_CODE[code]
+    return exits.user_exit(code)
 
 
 def main(keep: list[object] | None = None) -> int:
