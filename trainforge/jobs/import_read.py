@@ -49,6 +49,9 @@ class Workload:
     pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
     resources_key: str = "resources"  # the container's resources field (TrainJob: per node)
     runtime_ref: str | None = None  # a TrainJob's spec.runtimeRef.name (importer says its fate)
+    # (field path, metadata) of the job and of each pod template: their labels and
+    # annotations, which the importer names one by one
+    metadata: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def resources_at(self) -> str:
@@ -403,7 +406,16 @@ def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workl
     ns = get(doc, "metadata", "namespace")
     if ns:
         changes.append(f"metadata.namespace {ns}: dropped; the job runs in its team's namespace")
-    return reader(doc, file, changes)
+    w = reader(doc, file, changes)
+    templates = [("spec.template", get(doc, "spec", "template"))]
+    if w.kind == "PyTorchJob":
+        roles = get(doc, "spec", "pytorchReplicaSpecs") or {}
+        templates = [(f"spec.pytorchReplicaSpecs.{r}.template", get(roles, r, "template"))
+                     for r in roles]  # fmt: skip
+    w.metadata = [("metadata", get(doc, "metadata") or {})] + [
+        (f"{at}.metadata", get(t, "metadata")) for at, t in templates if get(t, "metadata")
+    ]
+    return w
 
 
 def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
@@ -445,6 +457,10 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
         mappings(get(v, "configMap", "items"), f"{w.pod_at}.volumes[{i}].configMap.items",
                  ("key", "path"))  # fmt: skip
     need(w.pod.get("nodeSelector"), dict, f"{w.pod_at}.nodeSelector", "a mapping")
+    for at, meta in w.metadata:
+        need(meta, dict, at, "a mapping")
+        for kind in ("labels", "annotations"):
+            need(get(meta, kind), dict, f"{at}.{kind}", "a mapping")
     for d in docs:
         if d.get("kind") == "ConfigMap":
             need(d.get("data"), dict, f"ConfigMap {get(d, 'metadata', 'name')}.data", "a mapping")
