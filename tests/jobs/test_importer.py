@@ -932,3 +932,22 @@ def test_a_pod_templates_labels_are_named_and_a_malformed_one_is_one_line(tmp_pa
     with pytest.raises(ImportProblem, match=r"Worker\.template\.metadata\.labels: got \['a'\]; "
                        "expected a mapping"):  # fmt: skip
         imp(path)
+
+
+def test_a_workers_other_node_selector_is_named(tmp_path):
+    """Only Master's pod chooses the pool: a Worker selector naming another one is said."""
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    roles = docs[1]["spec"]["pytorchReplicaSpecs"]
+    roles["Worker"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "efa-p5"}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    r = imp(path)
+    assert r.entry["pool"] == "gpu-small"
+    assert (
+        "spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector (karpenter.sh/nodepool: "
+        "efa-p5): dropped; it differs from Master's, and every pod of a trainforge job runs "
+        "on one pool, the one Master's chose"
+    ) in r.changes
+    roles["Master"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "efa-p5"}
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert not [c for c in imp(path).changes if "Worker.template.spec.nodeSelector" in c]

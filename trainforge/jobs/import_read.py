@@ -172,6 +172,14 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
                 "spec.pytorchReplicaSpecs.Worker: its image/command differ from Master's; every "
                 "trainforge pod runs the same code, Master's (rank 0 decides by RANK)"
             )
+        theirs_selector = get(specs, "Worker", "template", "spec", "nodeSelector")
+        if (pod.get("nodeSelector") or {}) != (theirs_selector or {}):
+            said = ", ".join(f"{k}: {v}" for k, v in (theirs_selector or {}).items()) or "unset"
+            changes.append(
+                f"spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector ({said}): "
+                "dropped; it differs from Master's, and every pod of a trainforge job runs on "
+                "one pool, the one Master's chose"
+            )
     for r, spec in specs.items():
         policy = get(spec, "restartPolicy")
         if policy is not None:
