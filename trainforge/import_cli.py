@@ -69,8 +69,10 @@ def _stack_name(root: Path, wanted: str | None) -> str:
     raise _Refused(f"--stack: required; stacks in {root}: {', '.join(stacks) or 'none'}")
 
 
-def _contract(root: Path, stack: str) -> Any:
-    """The platform contract of the stack, as the plan's program builds it (under mocks)."""
+def _contract(root: Path, stack: str) -> tuple[Any, dict[str, Any] | None]:
+    """The platform contract of the stack, as the plan's program builds it (under mocks), and
+    each team's nominal quota per pool (Kueue's split, platform.queues; None without Kueue):
+    team -> pool -> resource -> quantity, zero left out."""
     from trainforge.plan.mocks import run_mocked  # noqa: PLC0415
 
     found: dict[str, Any] = {}
@@ -83,14 +85,30 @@ def _contract(root: Path, stack: str) -> Any:
         if checked.platform is None:
             found["errors"] = checked.errors
             return
-        found["contract"] = contract_from_config(checked.platform)
+        found["contract"] = contract = contract_from_config(checked.platform)
+        services = checked.platform.services
+        if services is not None and services.kueue.enabled:
+            found["quota"] = _quotas(services.teams, list(contract.pools.values()))
 
     config = stack_file.read_stack(root, stack).config
     run_mocked(program, config, stack=stack)
     if "contract" not in found:
         first = (found.get("errors") or ["unreadable"])[0]
         raise _Refused(f"stack {stack}: fix its platform configuration first: {first}")
-    return found["contract"]
+    return found["contract"], found.get("quota")
+
+
+def _quotas(teams: Any, pools: list[Any]) -> dict[str, Any]:
+    from trainforge.platform.queues import format_quantity, quota_plan  # noqa: PLC0415
+
+    nominal = quota_plan(teams, pools).nominal
+    return {
+        team: {
+            pool: {r: format_quantity(r, v) for r, v in held.items() if v}
+            for pool, held in by_pool.items()
+        }
+        for team, by_pool in nominal.items()
+    }
 
 
 def _runtime_image(contract: Any) -> str | None:
@@ -266,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
         if not root.is_dir():
             raise _Refused(f"--project-dir: got {args.project_dir!r}; no such folder")
         stack = _stack_name(root, args.stack)
-        contract = _contract(root, stack)
+        contract, quotas = _contract(root, stack)
         teams = sorted(contract.teams)
         if args.team is not None and args.team not in teams:
             raise _Refused(
@@ -285,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
             runtime_image=_runtime_image(contract),
             pool_name=args.pool,
             backends=tuple(contract.backends),
+            queue=contract.teams[team].queue,
+            quota=quotas.get(team, {}) if quotas is not None else None,
         )
         if args.out is not None:
             _write(root, result.files)

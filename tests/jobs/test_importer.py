@@ -796,3 +796,158 @@ def test_a_job_of_an_api_version_the_pinned_controller_does_not_serve_is_refused
     assert str(e.value) == (
         f"{path}: apiVersion: got '{api}'; {who} serves {served} only: write apiVersion: {served}"
     )
+
+
+def _blog(tmp_path: Path, selector: dict | None = None, **meta: Any) -> Path:
+    """The blog job with `selector` as both pods' nodeSelector and `meta` (labels, annotations)
+    on the job's metadata."""
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    job = docs[1]
+    job["metadata"].update(meta)
+    for role in job["spec"]["pytorchReplicaSpecs"].values():
+        if selector is not None:
+            role["template"]["spec"]["nodeSelector"] = selector
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
+
+
+SELECTOR_AT = "spec.pytorchReplicaSpecs.Master.template.spec.nodeSelector"
+GPU_KEY = "nvidia.com/gpu"
+
+
+def test_a_node_selector_naming_a_pool_that_holds_the_pod_chooses_it(tmp_path):
+    """Not the smallest GPU pool (gpu-small) but the one whose type the selector names."""
+    r = imp(_blog(tmp_path, {"node.kubernetes.io/instance-type": "g5.12xlarge"}))
+    assert r.entry["pool"] == "gpu-workloads"
+    assert (
+        "pool gpu-workloads: its nodeSelector names it (node.kubernetes.io/instance-type: "
+        "g5.12xlarge)" in r.changes
+    )
+    assert (
+        f"{SELECTOR_AT}: dropped; node.kubernetes.io/instance-type: g5.12xlarge chose pool "
+        "gpu-workloads; the pool's own selector is set" in r.changes
+    )
+    r = imp(_blog(tmp_path, {"kubernetes.io/os": "linux"}))
+    assert r.entry["pool"] == "gpu-small"
+    assert (
+        f"{SELECTOR_AT}: dropped; it names no pool or instance type, so it chose nothing; "
+        "the pool's own selector is set" in r.changes
+    )
+
+
+@pytest.mark.parametrize(
+    ("selector", "why"),
+    [
+        # the review's v2: p4d capacity a stack of g5 pools lacks was swapped for gpu-small
+        ({"node.kubernetes.io/instance-type": "p4d.24xlarge"}, "no pool of the stack matches it"),
+        # the review's v7: a CPU pool named for a 1-GPU pod
+        ({"karpenter.sh/nodepool": "training-workloads"},
+         "pool training-workloads has no GPUs and the pod asks 1"),
+    ],
+)  # fmt: skip
+def test_a_node_selector_naming_capacity_that_cannot_hold_the_pod_is_refused(
+    tmp_path, selector, why
+):
+    with pytest.raises(ImportProblem) as e:
+        imp(_blog(tmp_path, selector))
+    ((key, value),) = selector.items()
+    message = str(e.value)
+    assert f": {SELECTOR_AT}[{key}]: got {value!r}; {why}" in message, message
+    # every pool that holds a 1-GPU pod, the smallest first (no quota known: no Kueue)
+    assert message.endswith(
+        "pools that hold the pod: gpu-small, gpu-workloads, efa-p5; import with --pool "
+        "gpu-small (or gpu-workloads, efa-p5), which replaces the selector"
+    ), message
+    assert "\n" not in message
+    # the flag it names is the one that picks a pool: it imports
+    assert imp(_blog(tmp_path, selector), pool_name="gpu-small").entry["pool"] == "gpu-small"
+
+
+def test_a_pool_the_team_has_no_quota_in_is_named_as_such(tmp_path):
+    """The review's prod v2: the selector named p4d-reserved, where team vision has no quota;
+    the job moved there silently. Here the selected pool gpu-workloads has no quota of the
+    team, gpu-small has."""
+    quota = {"gpu-small": {GPU_KEY: "4"}, "training-workloads": {"cpu": "8"}}
+    path = _blog(tmp_path, {"karpenter.sh/nodepool": "gpu-workloads"})
+    with pytest.raises(ImportProblem) as e:
+        imp(path, quota=quota)
+    assert str(e.value).endswith(
+        f"{SELECTOR_AT}[karpenter.sh/nodepool]: got 'gpu-workloads'; team research has no "
+        "nominal GPU quota in pool gpu-workloads: pools that hold the pod where team research "
+        "has quota: gpu-small; import with --pool gpu-small, which replaces the selector (or "
+        "--pool gpu-workloads to run there on what the team borrows from the cohort)"
+    ), str(e.value)
+    # --pool keeps it, and says it runs on borrowed quota
+    r = imp(path, quota=quota, pool_name="gpu-workloads")
+    assert r.entry["pool"] == "gpu-workloads"
+    assert (
+        "pool gpu-workloads: chosen with --pool; team research has no nominal GPU quota in it "
+        "(Kueue's split of trainforge:teams[].quota), so its jobs run there only on what they "
+        "borrow from the cohort"
+    ) in r.changes
+    # without a selector, the team's quota first, as Kueue orders its flavors
+    r = imp(BLOG, quota={"gpu-workloads": {GPU_KEY: "8"}})
+    assert r.entry["pool"] == "gpu-workloads"
+    assert (
+        "pool gpu-workloads: the smallest GPU pool whose nodes hold 1 GPU(s) (4 per node) "
+        "where team research has quota"
+    ) in r.changes
+
+
+def test_every_label_and_annotation_of_the_job_is_named(tmp_path):
+    """The review's v1: `kueue.x-k8s.io/queue-name: nonexistent-queue` was never mentioned."""
+    labels = {"kueue.x-k8s.io/queue-name": "nonexistent-queue", "app": "blog",
+              "kueue.x-k8s.io/priority-class": "high"}  # fmt: skip
+    path = _blog(tmp_path, labels=labels, annotations={"owner": "me"})
+    r = imp(path, queue="team-queue")
+    lines = [c for c in r.changes if c.startswith("metadata.labels") or "annotations" in c]
+    assert lines == [
+        "metadata.labels.app blog: dropped; not supported (a job entry has no labels)",
+        "metadata.labels.kueue.x-k8s.io/priority-class high: dropped; priority is the job's "
+        "`priority` (a Kueue WorkloadPriorityClass)",
+        "metadata.labels.kueue.x-k8s.io/queue-name nonexistent-queue: dropped; the job uses "
+        "its team's LocalQueue `team-queue`",
+        "metadata.annotations.owner me: dropped; not supported (a job entry has no annotations)",
+    ]
+    r = imp(path, queue=None)
+    assert (
+        "metadata.labels.kueue.x-k8s.io/queue-name nonexistent-queue: dropped; the stack runs "
+        "no Kueue, so no queue admits the job"
+    ) in r.changes
+
+
+def test_a_pod_templates_labels_are_named_and_a_malformed_one_is_one_line(tmp_path):
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    worker = docs[1]["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    worker["metadata"] = {"labels": {"sidecar.istio.io/inject": "false"}}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert (
+        "spec.pytorchReplicaSpecs.Worker.template.metadata.labels.sidecar.istio.io/inject "
+        "false: dropped; not supported (a job entry has no labels)"
+    ) in imp(path).changes
+    worker["metadata"] = {"labels": ["a"]}
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    with pytest.raises(ImportProblem, match=r"Worker\.template\.metadata\.labels: got \['a'\]; "
+                       "expected a mapping"):  # fmt: skip
+        imp(path)
+
+
+def test_a_workers_other_node_selector_is_named(tmp_path):
+    """Only Master's pod chooses the pool: a Worker selector naming another one is said."""
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    roles = docs[1]["spec"]["pytorchReplicaSpecs"]
+    roles["Worker"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "efa-p5"}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    r = imp(path)
+    assert r.entry["pool"] == "gpu-small"
+    assert (
+        "spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector (karpenter.sh/nodepool: "
+        "efa-p5): dropped; it differs from Master's, and every pod of a trainforge job runs "
+        "on one pool, the one Master's chose"
+    ) in r.changes
+    roles["Master"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "efa-p5"}
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert not [c for c in imp(path).changes if "Worker.template.spec.nodeSelector" in c]

@@ -295,3 +295,38 @@ def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_pat
     assert err[1].startswith(
         "  trainforge:jobs[a-name-far-too-long-for-the-pods-and-services-it-becomes].name: "
     )
+
+
+def test_a_selector_is_obeyed_or_refused_and_the_queue_label_named(tmp_path, capsys):
+    """The review's v2 on prod: the pods' nodeSelector (p4d.24xlarge) took team vision to
+    p4d-reserved, where the stack's Kueue split gives it no GPUs, exit 0; and v1 on dev never
+    named its `kueue.x-k8s.io/queue-name` label. The team's LocalQueue is the contract's."""
+    from trainforge.platform.queues import LOCAL_QUEUE  # what the contract names
+
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    job = docs[1]
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "nonexistent-queue"}
+    for role in job["spec"]["pytorchReplicaSpecs"].values():
+        role["template"]["spec"]["nodeSelector"] = {
+            "node.kubernetes.io/instance-type": "p4d.24xlarge"
+        }
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    args = [str(path), "--project-dir", str(ROOT), "--stack", "prod", "--team", "vision"]
+    assert import_cli.main(args) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"trainforge import: {path}: spec.pytorchReplicaSpecs.Master.template.spec.nodeSelector"
+        "[node.kubernetes.io/instance-type]: got 'p4d.24xlarge'; team vision has no nominal GPU "
+        "quota in pool p4d-reserved: pools that hold the pod where team vision has quota: "
+        "gpu-workloads; import with --pool gpu-workloads, which replaces the selector (or "
+        "--pool p4d-reserved to run there on what the team borrows from the cohort)\n"
+    )
+    # dev has no p4d pool: the flag it names imports the job, and the label is named
+    assert import_cli.main([*args[:3], "--stack", "dev", "--pool", "gpu-workloads"]) == 0
+    out = capsys.readouterr().out
+    assert _entries(out)[0]["pool"] == "gpu-workloads"
+    assert (
+        "#   - metadata.labels.kueue.x-k8s.io/queue-name nonexistent-queue: dropped; the job "
+        f"uses its team's LocalQueue `{LOCAL_QUEUE}`"
+    ) in out.splitlines()

@@ -49,6 +49,9 @@ class Workload:
     pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
     resources_key: str = "resources"  # the container's resources field (TrainJob: per node)
     runtime_ref: str | None = None  # a TrainJob's spec.runtimeRef.name (importer says its fate)
+    # (field path, metadata) of the job and of each pod template: their labels and
+    # annotations, which the importer names one by one
+    metadata: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
     @property
     def resources_at(self) -> str:
@@ -168,6 +171,14 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
             changes.append(
                 "spec.pytorchReplicaSpecs.Worker: its image/command differ from Master's; every "
                 "trainforge pod runs the same code, Master's (rank 0 decides by RANK)"
+            )
+        theirs_selector = get(specs, "Worker", "template", "spec", "nodeSelector")
+        if (pod.get("nodeSelector") or {}) != (theirs_selector or {}):
+            said = ", ".join(f"{k}: {v}" for k, v in (theirs_selector or {}).items()) or "unset"
+            changes.append(
+                f"spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector ({said}): "
+                "dropped; it differs from Master's, and every pod of a trainforge job runs on "
+                "one pool, the one Master's chose"
             )
     for r, spec in specs.items():
         policy = get(spec, "restartPolicy")
@@ -403,7 +414,16 @@ def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workl
     ns = get(doc, "metadata", "namespace")
     if ns:
         changes.append(f"metadata.namespace {ns}: dropped; the job runs in its team's namespace")
-    return reader(doc, file, changes)
+    w = reader(doc, file, changes)
+    templates = [("spec.template", get(doc, "spec", "template"))]
+    if w.kind == "PyTorchJob":
+        roles = get(doc, "spec", "pytorchReplicaSpecs") or {}
+        templates = [(f"spec.pytorchReplicaSpecs.{r}.template", get(roles, r, "template"))
+                     for r in roles]  # fmt: skip
+    w.metadata = [("metadata", get(doc, "metadata") or {})] + [
+        (f"{at}.metadata", get(t, "metadata")) for at, t in templates if get(t, "metadata")
+    ]
+    return w
 
 
 def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
@@ -445,6 +465,10 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
         mappings(get(v, "configMap", "items"), f"{w.pod_at}.volumes[{i}].configMap.items",
                  ("key", "path"))  # fmt: skip
     need(w.pod.get("nodeSelector"), dict, f"{w.pod_at}.nodeSelector", "a mapping")
+    for at, meta in w.metadata:
+        need(meta, dict, at, "a mapping")
+        for kind in ("labels", "annotations"):
+            need(get(meta, kind), dict, f"{at}.{kind}", "a mapping")
     for d in docs:
         if d.get("kind") == "ConfigMap":
             need(d.get("data"), dict, f"ConfigMap {get(d, 'metadata', 'name')}.data", "a mapping")

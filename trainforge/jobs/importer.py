@@ -25,6 +25,7 @@ from typing import Any, NoReturn
 
 from trainforge.core import image_routes, labels, versions
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
+from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import torchrun_args
 from trainforge.jobs.codeship import USER_CODE_MOUNT
@@ -37,6 +38,7 @@ from trainforge.jobs.import_read import (
     workload,
 )
 from trainforge.jobs.pod import IMAGE_PULL_POLICY
+from trainforge.jobs.tenancy import PRIORITY_LABEL
 from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
 
 GPU = GPU_RESOURCE
@@ -334,6 +336,23 @@ def _same_quantity(a: Any, b: Any) -> bool:
         return False
 
 
+_TYPE_KEYS = (labels.INSTANCE_TYPE, "beta.kubernetes.io/instance-type")
+_POOL_KEYS = (labels.KARPENTER_NODEPOOL, labels.POOL_LABEL, "eks.amazonaws.com/nodegroup")
+
+
+def _holds(pool: PoolFacts, gpus: int) -> bool:
+    """Whether a node of `pool` holds a pod with `gpus` GPUs (a CPU pod: a CPU pool)."""
+    return gpus <= pool.gpus_per_node if gpus else not pool.gpus_per_node
+
+
+def _has_quota(pool: PoolFacts, gpus: int, quota: Mapping[str, Mapping[str, Any]] | None) -> bool:
+    """Whether the team has a nominal quota (its Kueue guarantee) in `pool` for the pod's
+    resource (GPUs, else CPU); `quota` None: no Kueue, so no pool is refused for it."""
+    if quota is None:
+        return True
+    return bool((quota.get(pool.name) or {}).get(GPU if gpus else "cpu"))
+
+
 def choose_pool(
     pools: Mapping[str, PoolFacts],
     gpus: int,
@@ -341,20 +360,26 @@ def choose_pool(
     wanted: str | None,
     file: str,
     gpu_at: str,
+    selector_at: str = "nodeSelector",
+    team: str = "",
+    quota: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[PoolFacts, str]:
-    """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why. `gpu_at`: the
-    field path of the pod's GPU count, named when no pool holds that many."""
+    """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why. A selector
+    naming a pool or an instance type is obeyed or refused, never overridden: the pool it
+    names must exist, hold the pod and carry a quota of `team` (`quota`: pool -> resource ->
+    the team's nominal quota, None without Kueue). `gpu_at`: the field path of the pod's GPU
+    count, named when no pool holds that many."""
     if wanted is not None:
         if wanted not in pools:
             raise ImportProblem(
                 file, "--pool", f"got {wanted!r}; the stack's pools: {', '.join(pools)}"
             )
         pool = pools[wanted]
-        if gpus > pool.gpus_per_node or (gpus == 0 and pool.gpus_per_node):
+        if not _holds(pool, gpus):
             have = f"{pool.gpus_per_node} GPU(s) per node" if pool.gpus_per_node else "no GPUs"
             raise ImportProblem(file, "--pool", f"pool {wanted!r} has {have}; the pod asks {gpus}")
-        return pool, "chosen with --pool"
-    fits = [p for p in pools.values() if (gpus <= p.gpus_per_node if gpus else not p.gpus_per_node)]
+        return pool, "chosen with --pool" + _borrowed(pool, gpus, team, quota)
+    fits = [p for p in pools.values() if _holds(p, gpus)]
     if not fits:
         sizes = ", ".join(f"{p.name} ({p.gpus_per_node} GPU/node)" for p in pools.values())
         raise ImportProblem(
@@ -362,26 +387,87 @@ def choose_pool(
             gpu_at,
             f"{gpus} GPU(s) per pod, and no pool of the stack has that many per node: {sizes}",
         )
-    types = {
-        str(v)
-        for k, v in selector.items()
-        if k in (labels.INSTANCE_TYPE, "beta.kubernetes.io/instance-type")
-    }
-    names = {
-        str(v)
-        for k, v in selector.items()
-        if k in (labels.KARPENTER_NODEPOOL, labels.POOL_LABEL, "eks.amazonaws.com/nodegroup")
-    }
-    by_selector = [p for p in fits if p.name in names or types & set(p.instance_types)]
-    if by_selector:
-        return by_selector[0], "its nodeSelector names it"
-    best = min(fits, key=lambda p: p.gpus_per_node)
+    named = [(str(k), str(v)) for k, v in selector.items() if k in _TYPE_KEYS + _POOL_KEYS]
+    if named:
+        return _selected(pools, gpus, named, file, selector_at, team, quota)
+    # Kueue's own order for a job naming no pool: the team's quota first (queues.flavor_order)
+    usable = [p for p in fits if _has_quota(p, gpus, quota)]
+    best = min(usable or fits, key=lambda p: p.gpus_per_node)
+    note = f" where team {team} has quota" if usable and usable != fits else ""
+    note += _borrowed(best, gpus, team, quota)
     if gpus:
-        return (
-            best,
-            f"the smallest GPU pool whose nodes hold {gpus} GPU(s) ({best.gpus_per_node} per node)",
+        return best, (
+            f"the smallest GPU pool whose nodes hold {gpus} GPU(s) ({best.gpus_per_node} per "
+            f"node){note}"
         )
-    return best, "a CPU pool (the pod asks no GPUs)"
+    return best, f"a CPU pool (the pod asks no GPUs){note}"
+
+
+def _selected(
+    pools: Mapping[str, PoolFacts],
+    gpus: int,
+    named: list[tuple[str, str]],
+    file: str,
+    selector_at: str,
+    team: str,
+    quota: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[PoolFacts, str]:
+    """The pool the selector's pool and instance-type keys name (all of them), or a one-line
+    refusal naming the key, its value, why it cannot be used and the pools that can."""
+
+    def matches(p: PoolFacts, key: str, value: str) -> bool:
+        return value in p.instance_types if key in _TYPE_KEYS else p.name == value
+
+    said = ", ".join(f"{k}: {v}" for k, v in named)
+    where = f"{selector_at}[{named[0][0]}]" if len(named) == 1 else selector_at
+    cands = [p for p in pools.values() if all(matches(p, k, v) for k, v in named)]
+    for p in cands:
+        if _holds(p, gpus) and _has_quota(p, gpus, quota):
+            return p, f"its nodeSelector names it ({said})"
+    if not cands:
+        types = ", ".join(f"{p.name} ({', '.join(p.instance_types)})" for p in pools.values())
+        why = f"no pool of the stack matches it (pools: {types})"
+    else:
+        why = "; ".join(_why_not(p, gpus, team, quota) for p in cands)
+    usable = [p for p in pools.values() if _holds(p, gpus) and _has_quota(p, gpus, quota)]
+    where_quota = f" where team {team} has quota" if quota is not None else ""
+    if usable:
+        more = f" (or {', '.join(p.name for p in usable[1:])})" if usable[1:] else ""
+        fix = (
+            f"pools that hold the pod{where_quota}: {', '.join(p.name for p in usable)}; "
+            f"import with --pool {usable[0].name}{more}, which replaces the selector"
+        )
+    else:
+        fix = f"no pool of the stack holds the pod{where_quota}"
+    borrow = [p.name for p in cands if _holds(p, gpus)]
+    if borrow:  # the pool it names holds the pod: --pool keeps it, on borrowed quota
+        fix += f" (or --pool {borrow[0]} to run there on what the team borrows from the cohort)"
+    got = repr(named[0][1]) if len(named) == 1 else said
+    raise ImportProblem(file, where, f"got {got}; {why}: {fix}")
+
+
+def _why_not(
+    p: PoolFacts, gpus: int, team: str, quota: Mapping[str, Mapping[str, Any]] | None
+) -> str:
+    """Why the pool `p` a selector names cannot take the pod."""
+    if not _holds(p, gpus):
+        have = f"{p.gpus_per_node} GPU(s) per node" if p.gpus_per_node else "no GPUs"
+        return f"pool {p.name} has {have} and the pod asks {gpus}"
+    return f"team {team} has no nominal {'GPU' if gpus else 'CPU'} quota in pool {p.name}"
+
+
+def _borrowed(
+    pool: PoolFacts, gpus: int, team: str, quota: Mapping[str, Mapping[str, Any]] | None
+) -> str:
+    """'' where the team has quota in `pool`; else what that means for its jobs there (its
+    ClusterQueue lists every pool, with nominal quota 0 there: platform.queues.cluster_queue)."""
+    if _has_quota(pool, gpus, quota):
+        return ""
+    return (
+        f"; team {team} has no nominal {'GPU' if gpus else 'CPU'} quota in it (Kueue's split "
+        "of trainforge:teams[].quota), so its jobs run there only on what they borrow from "
+        "the cohort"
+    )
 
 
 def import_workload(
@@ -394,6 +480,8 @@ def import_workload(
     runtime_image: str | None,
     pool_name: str | None = None,
     backends: tuple[str, ...] = (),
+    queue: str | None = None,
+    quota: Mapping[str, Mapping[str, str]] | None = None,
 ) -> Imported:
     """Translate the job in the YAML file `path` into a `trainforge:jobs` entry.
 
@@ -401,7 +489,8 @@ def import_workload(
     `docker_hub_routed`: the stack pulls Docker Hub through its cache with a credential;
     `runtime_image`: what a job without `image` runs (a sentence for the change lines);
     `backends`: the job backends the stack installs (a TrainJob stays one where it has
-    Kubeflow Trainer)."""
+    Kubeflow Trainer); `queue`: the team's LocalQueue (None: no Kueue); `quota`: pool ->
+    resource -> the team's nominal quota there, zero left out (None: no Kueue)."""
     file = str(path)
     docs = read_documents(path)
     changes: list[str] = []
@@ -414,9 +503,11 @@ def import_workload(
     gpu_at = _gpu_at(c.get("resources"), w.resources_at)
     gpus = _gpus(c.get("resources"), file, gpu_at)
     selector = w.pod.get("nodeSelector") or {}
-    pool, why = choose_pool(pools, gpus, selector, pool_name, file, gpu_at)
+    pool, why = choose_pool(pools, gpus, selector, pool_name, file, gpu_at,
+                            f"{w.pod_at}.nodeSelector", team, quota)  # fmt: skip
     entry["pool"] = pool.name
     changes.append(f"pool {pool.name}: {why}")
+    _metadata(w, queue, changes)
     if "preset" in w.extra:
         entry["preset"] = w.extra.pop("preset")
     entry["workers"] = w.workers
@@ -532,7 +623,10 @@ def import_workload(
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
         changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
-        changes.append(f"{w.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
+        reason = _DROPPED_WHY.get(k, "not supported")
+        if k == "nodeSelector":
+            reason = _selector_fate(selector, pool_name, pool.name)
+        changes.append(f"{w.pod_at}.{k}: dropped; {reason}")
     if w.kind == "TrainJob":
         # the runtime's fate is the backend's: said once the backend is known, so that it
         # never speaks of a ClusterTrainingRuntime for a job that becomes a PyTorchJob
@@ -565,6 +659,41 @@ def import_workload(
         {posixpath.join(code_dir, p): t for p, t in files.items()},
         changes,
     )
+
+
+def _selector_fate(selector: Mapping[str, Any], wanted: str | None, pool: str) -> str:
+    """What became of the pod's nodeSelector, as `choose_pool` read it."""
+    own = "the pool's own selector is set"
+    if wanted is not None:
+        return f"--pool chose the pool; {own}"
+    named = [f"{k}: {v}" for k, v in selector.items() if k in _TYPE_KEYS + _POOL_KEYS]
+    if named:
+        return f"{', '.join(named)} chose pool {pool}; {own}"
+    return f"it names no pool or instance type, so it chose nothing; {own}"
+
+
+# what becomes of a job's metadata labels the platform sets itself (else: not supported)
+_LABEL_WHY = {
+    PRIORITY_LABEL: "priority is the job's `priority` (a Kueue WorkloadPriorityClass)",
+}
+
+
+def _metadata(w: Workload, queue: str | None, changes: list[str]) -> None:
+    """One line per label and annotation of the job's and its pods' metadata: the entry has
+    neither, so each is dropped; the queue label is replaced by the team's LocalQueue."""
+    for at, meta in w.metadata:
+        for kind in ("labels", "annotations"):
+            for k, v in sorted((meta.get(kind) or {}).items()):
+                line = f"{at}.{kind}.{k} {v}: dropped; "
+                if kind == "labels" and k == QUEUE_LABEL:
+                    line += (
+                        f"the job uses its team's LocalQueue `{queue}`"
+                        if queue is not None
+                        else "the stack runs no Kueue, so no queue admits the job"
+                    )
+                else:
+                    line += _LABEL_WHY.get(k, f"not supported (a job entry has no {kind})")
+                changes.append(line)
 
 
 def _working_dir(
