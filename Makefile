@@ -119,7 +119,7 @@ checkov: venv $(CKV_STAMP)
 	$(CKV_VENV)/bin/checkov -d build/plan --config-file policy/checkov.yaml
 
 # The Kubeflow SDK (tests/platform/test_kubeflow_sdk.py submits the seed's TrainerClient program
-# to a fake API server) in its own venv: kubeflow 0.5.0 requires kubernetes<36, the project 36.0.1.
+# to a fake API server) in its own venv: kubeflow 0.4.1 requires kubernetes<36, the project 36.0.1.
 SDK_VENV  := .sdk-venv
 SDK_STAMP := $(SDK_VENV)/.installed
 

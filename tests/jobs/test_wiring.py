@@ -7,7 +7,13 @@ import dataclasses
 import pytest
 
 from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
-from trainforge.core.contract import PlatformContract, TeamFacts, TeamQuota, efa_count
+from trainforge.core.contract import (
+    JobTarget,
+    PlatformContract,
+    TeamFacts,
+    TeamQuota,
+    efa_count,
+)
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import default_size, resolve_job, sizing_rule
@@ -271,11 +277,18 @@ def test_shm_must_be_below_memory():
             "5 pod(s) x 4 GPUs (gpusPerWorker unset: the pool's GPUs per node) need gpus 20 "
             "but team 'research' has a quota of 16",
         ),
-        (
+        (  # one pod of 4 fits 16: the count grew, and the line names both keys
             TeamQuota(gpus="16"),
             {"workers": 5, "gpusPerWorker": 4},
+            "workers",
+            "5 pod(s) (workers x gpusPerWorker = 5 x 4) need gpus 20 but team 'research' has a "
+            "quota of 16",
+        ),
+        (  # one pod alone is over: gpusPerWorker is the key
+            TeamQuota(gpus="3"),
+            {"workers": 1, "gpusPerWorker": 4},
             "gpusPerWorker",
-            "5 pod(s) need gpus 20 but team 'research' has a quota of 16",
+            "1 pod(s) x gpusPerWorker 4 need gpus 4 but team 'research' has a quota of 3",
         ),
         (TeamQuota(pods="2"), {"workers": 3}, "workers", "need pods 3"),
         (
@@ -299,8 +312,8 @@ def test_job_that_can_never_fit_the_team_quota(quota, kw, field, message):
     [
         (TeamQuota(gpus="16"), {"workers": 5}, "use workers: 4, or give team 'research' a "
          "quota.gpus of at least 20 (trainforge:teams)"),
-        (TeamQuota(gpus="16"), {"workers": 5, "gpusPerWorker": 4}, "use gpusPerWorker: 3, "
-         "or give team 'research' a quota.gpus of at least 20 (trainforge:teams)"),
+        (TeamQuota(gpus="16"), {"workers": 5, "gpusPerWorker": 4}, "use workers: 4 or "
+         "gpusPerWorker: 3, or give team 'research' a quota.gpus of at least 20 (trainforge:teams)"),
         (TeamQuota(pods="2"), {"workers": 3}, "use workers: 2, or give team 'research' a "
          "quota.pods of at least 3 (trainforge:teams)"),
         (TeamQuota(cpu="8"), {"cpu": "6", "workers": 2}, "use cpu of at most 4 per pod, or "
@@ -485,3 +498,90 @@ def test_the_quota_error_writes_amounts_as_the_plan_does_and_a_fix_that_fits(quo
     assert parse_quantity(per_pod) * kw["workers"] <= cap
     assert parse_quantity(fix.rsplit(" ", 1)[1]) >= parse_quantity(kw[name]) * kw["workers"]
     assert Fraction(parse_quantity(per_pod)) > 0
+
+
+def _stack_target(gpus: str, limit: int, kueue: bool, cpu: str | None = None) -> JobTarget:
+    """Team research's target as the stack publishes it: its quota from the platform's own
+    quota model (trainforge.platform.queues), on a Karpenter pool with `limits.gpus: limit`."""
+    from trainforge.core.contract import PoolLimits
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    errors: list[str] = []
+    raw = {"teams": [{"name": "research", "quota": {"gpus": gpus}}], "kueue": {"enabled": kueue}}
+    services = parse_services_config(raw, errors)
+    assert errors == []
+    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=limit, cpu=cpu))
+    team = team_facts(services, pools={pool.name: pool})["research"]
+    return JobTarget(team=team, pool=pool, checkpoint_bucket="b")
+
+
+_POOL_KEY = "trainforge:nodePools[gpu-workloads].limits.gpus"
+_TEAM_KEY = "trainforge:teams[research].quota.gpus"
+# 10 pods of 1 GPU on nodes of 4 GPUs: 3 NodeClaims, which the pool's limit counts as 12 GPUs
+_NODES = " (Karpenter counts each of the job's nodes at its largest type)"
+
+
+@pytest.mark.parametrize(
+    ("gpus", "limit", "kueue", "caps", "sets"),
+    [
+        # the review's case: quota.gpus 10 in a pool of 4; the line said "a quota of 4" and
+        # told the user to raise the quota it already had
+        ("10", 4, True, f"{_POOL_KEY}: 4", f"{_POOL_KEY} to 12{_NODES}"),
+        # without Kueue nothing is borrowed: the team's own quota caps it
+        ("4", 16, False, f"{_TEAM_KEY}: 4", f"{_TEAM_KEY} to 10"),
+        # both cap: raising either alone would leave it at 4
+        ("4", 4, False, f"{_POOL_KEY}: 4, {_TEAM_KEY}: 4",
+         f"{_POOL_KEY} to 12 and {_TEAM_KEY} to 10{_NODES}"),
+        # with Kueue the team borrows what the pool holds beyond its 4: the pool caps it
+        ("4", 4, True, f"{_POOL_KEY}: 4", f"{_POOL_KEY} to 12{_NODES}"),
+    ],
+)  # fmt: skip
+def test_the_quota_refusal_names_the_key_that_caps_it_and_its_fix_fixes_it(
+    gpus, limit, kueue, caps, sets
+):
+    """10 workers x 1 GPU over an effective quota of 4: the line names the stack key that caps
+    it (from the platform's quota model), `workers` (one pod fits), and changes that, applied
+    to the stack, make the refusal go; so does the job-side fix."""
+    ten = job(workers=10, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(ten, _stack_target(gpus, limit, kueue), W)
+    text = str(err.value)
+    assert text.startswith(f"{W}.workers: got 10; 10 pod(s) (workers x gpusPerWorker = 10 x 1)")
+    assert f"may hold at most 4 gpus ({caps} caps it)" in text
+    assert text.endswith(f"the job could never start: use workers: 4, or set {sets}")
+    resolve_job(job(workers=4, gpusPerWorker=1), _stack_target(gpus, limit, kueue), W)
+    # the fix fixes it: each `set KEY to VALUE` of the line applied to the stack
+    for change in text.split(", or set ")[1].removesuffix(_NODES).split(" and "):
+        key, value = change.split(" to ")
+        if key == _POOL_KEY:
+            limit = int(value)
+        else:
+            assert key == _TEAM_KEY
+            gpus = value
+    resolve_job(ten, _stack_target(gpus, limit, kueue), W)
+
+
+def test_a_raised_pool_limit_comes_with_the_pool_s_other_limits_the_job_passes():
+    """Raising limits.gpus alone met the next refusal (the pool's cpu limit of 48 against
+    the 3 nodes' 144): the line names every limit the job's nodes pass, and applying them
+    all lets the job through."""
+    ten = job(workers=10, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(ten, _stack_target("10", 4, True, cpu="48"), W)
+    cpu_key = "trainforge:nodePools[gpu-workloads].limits.cpu"
+    assert str(err.value).endswith(f"set {_POOL_KEY} to 12 and {cpu_key} to 144{_NODES}")
+    with pytest.raises(JobConfigError, match=r"limits.cpu: 48 caps it"):  # gpus alone: not enough
+        resolve_job(ten, _stack_target("10", 12, True, cpu="48"), W)
+    resolve_job(ten, _stack_target("10", 12, True, cpu="144"), W)
+
+
+def test_a_capped_quota_that_borrows_still_says_what_is_guaranteed_and_borrowed():
+    """Kueue: quota.gpus 2 in a pool of 4 holds 4 (2 borrowed); the pool's limit caps it."""
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(workers=10, gpusPerWorker=1), _stack_target("2", 4, True), W)
+    assert (
+        "team 'research' may hold at most 4: its quota.gpus guarantees 2 and it may borrow up "
+        f"to 2 more from its cohort ({_POOL_KEY}: 4 caps it)" in str(err.value)
+    )
+    resolve_job(job(workers=10, gpusPerWorker=1), _stack_target("2", 12, True), W)

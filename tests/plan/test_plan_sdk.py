@@ -1,6 +1,6 @@
 """`trainforge plan --sdk PROGRAM.py`: a user's Kubeflow SDK program judged by the plan.
 
-Each program runs unchanged with the real SDK (kubeflow 0.5.0 in .sdk-venv, `make sdk-venv`)
+Each program runs unchanged with the real SDK (kubeflow 0.4.1 in .sdk-venv, `make sdk-venv`)
 against the plan's API stand-in (trainforge/plan/sdk.py); what it sends is judged by the plan
 (checks/submitted.py and every object check) and printed as the plan prints.
 """

@@ -15,10 +15,11 @@ This module imports no Pulumi: `run-local` and the plan's rehearsals use it too.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from typing import Any
 
 from trainforge.core import catalog
@@ -266,6 +267,13 @@ class TeamFacts:
     # Pulumi resources a job of this team must wait for (e.g. the Job that makes the team's
     # FSx directory belong to the training UID). Not data: excluded from equality.
     ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
+    # The stack keys that cap `quota` and what would lift it: `(resource, need, pool, launch)`
+    # -> `((key, now, to), ...)`, the changes after which the platform's own quota model
+    # (trainforge.platform.queues.quota_raise) gives the team `need`, a pool limit at least
+    # `launch` (None: none found). None where the quota comes from no stack config.
+    quota_raise: (
+        Callable[[str, Fraction, str, Fraction], tuple[tuple[str, str, str], ...] | None] | None
+    ) = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)

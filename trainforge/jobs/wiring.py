@@ -14,12 +14,16 @@ see `trainforge.core.contract`.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from fractions import Fraction
 
 from trainforge.core import catalog, versions
 from trainforge.core.contract import (
+    GPU_RESOURCE,
     JobTarget,
     PoolFacts,
+    PoolLimits,
+    TeamQuota,
     efa_count,
 )
 from trainforge.core.errors import JobConfigError
@@ -387,18 +391,21 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
     """Reject a job whose smallest runnable size exceeds all its team may ever hold: it would
     sit in Created forever (the operator cannot create its pods) instead of failing at
     preview. The message quotes the config's own figures: the team's guaranteed quota and
-    what it may borrow on top, and the key the user set (`gpusPerWorker` only if they set
-    it; otherwise `workers`, with the GPUs per pod the pool gave)."""
+    what it may borrow on top, the stack key that caps it (`TeamFacts.quota_raise`: the
+    platform's quota model says which), and the job key that made the total (`workers` when
+    one pod fits, `gpusPerWorker` when one pod alone is too big)."""
     q = target.quota
     g = target.team.guarantee if target.team is not None else None
     pods = job.min_workers
+    per_gpus = Fraction(job.gpus_per_worker or 0)
     set_gpus = given is None or given.gpus_per_worker is not None
-    gpu_key = "gpusPerWorker" if set_gpus else "workers"
+    one_fits = q.gpus is None or per_gpus <= parse_quantity(q.gpus)
+    gpu_key = "gpusPerWorker" if set_gpus and not one_fits else "workers"
     # cpu/memory the user did not set are the pool's per-pod defaults: `workers` is the key
     cpu_key = "cpu" if given is None or given.cpu is not None else "workers"
     memory_key = "memory" if given is None or given.memory is not None else "workers"
     asks = [
-        ("gpus", q.gpus, Fraction(job.gpus_per_worker or 0) * pods, gpu_key),
+        ("gpus", q.gpus, per_gpus * pods, gpu_key),
         ("cpu", q.cpu, parse_quantity(job.cpu or "0") * pods, cpu_key),
         ("memory", q.memory, parse_quantity(job.memory or "0") * pods, memory_key),
         ("pods", q.pods, Fraction(pods), "workers"),
@@ -407,65 +414,127 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
         if limit is None or need == 0:
             continue
         if need > parse_quantity(limit):
-            value = getattr(
-                job, {"gpusPerWorker": "gpus_per_worker", "workers": "workers"}.get(key, key)
-            )
-            if key == "workers":
-                value = job.workers
+            both = False
+            value = job.workers if key == "workers" else getattr(job, _ATTR.get(key, key))
             if name == "gpus" and not set_gpus:
                 how = (
                     f"{pods} pod(s) x {job.gpus_per_worker} GPUs (gpusPerWorker unset: the "
                     f"pool's GPUs per node)"
                 )
+            elif both := name == "gpus" and key == "workers":
+                how = f"{pods} pod(s) (workers x gpusPerWorker = {pods} x {job.gpus_per_worker})"
+            elif name == "gpus":  # one pod alone is over: gpusPerWorker is the key
+                how = f"{pods} pod(s) x gpusPerWorker {job.gpus_per_worker}"
             elif key == "workers" and name != "pods":
                 how = f"{pods} pod(s) x {name} {job.cpu if name == 'cpu' else job.memory} "
                 how += f"({name} unset: the pool's default per pod)"
             else:
                 how = f"{pods} pod(s)"
-            mine = getattr(g, name, None) if g is not None else None
-            if (
-                mine is not None
-                and name != "pods"
-                and parse_quantity(mine) != parse_quantity(limit)
-            ):
-                # a team's cpu/memory guarantee is quota.cpu/memory (CPU pools) plus what
-                # comes with its GPUs in GPU pools: not the figure the user typed
-                whose = (
-                    f"quota.{name} guarantees {mine}"
-                    if name == "gpus"
-                    else f"quota guarantees {figure(name, parse_quantity(mine))} (quota.{name} in CPU "
-                    f"pools plus the {name} that comes with its GPUs in GPU pools)"
-                )
-                held = (
-                    f"team {job.team!r} may hold at most {figure(name, parse_quantity(limit))}: its "
-                    f"{whose} and it may borrow up to "
-                    f"{figure(name, parse_quantity(limit) - parse_quantity(mine))} more from its cohort"
-                )
-            else:
-                held = f"team {job.team!r} has a quota of {limit}"
             raise JobConfigError(
                 f"{where}.{key}",
                 value,
-                f"{how} need {name} {figure(name, need)} but {held} in namespace "
-                f"{target.namespace!r}; the job could never start: "
-                f"{_quota_fix(job.team, key, name, need, parse_quantity(limit), pods)}",
+                _over_quota(job, target, name, key, need, limit, g, how, pods, both),
             )
 
 
-def _quota_fix(team: str, key: str, name: str, need: Fraction, cap: Fraction, pods: int) -> str:
-    """The fix of a job over its team's quota: the largest value of the key that fits, or
-    the quota that would hold the job as it is."""
+# JobSpec attribute of a job key the quota error names
+_ATTR = {"gpusPerWorker": "gpus_per_worker"}
+
+
+def _over_quota(
+    job: JobSpec,
+    target: JobTarget,
+    name: str,
+    key: str,
+    need: Fraction,
+    limit: str,
+    g: TeamQuota | None,
+    how: str,
+    pods: int,
+    both: bool,
+) -> str:
+    """The text of a job over what its team may hold: the figures, the cap and the fix."""
+    cap = parse_quantity(limit)
+    mine = getattr(g, name, None) if g is not None else None
+    borrows = mine is not None and name != "pods" and parse_quantity(mine) != cap
+    if borrows:
+        # a team's cpu/memory guarantee is quota.cpu/memory (CPU pools) plus what
+        # comes with its GPUs in GPU pools: not the figure the user typed
+        whose = (
+            f"quota.{name} guarantees {mine}"
+            if name == "gpus"
+            else f"quota guarantees {figure(name, parse_quantity(mine))} (quota.{name} in CPU "
+            f"pools plus the {name} that comes with its GPUs in GPU pools)"
+        )
+        held = (
+            f"team {job.team!r} may hold at most {figure(name, cap)}: its "
+            f"{whose} and it may borrow up to "
+            f"{figure(name, cap - parse_quantity(mine))} more from its cohort"
+        )
+    else:
+        held = f"team {job.team!r} has a quota of {limit}"
+    lift = target.team.quota_raise
+    launch = _launch(job, target.pool)
+    changes = (
+        lift(name, need, job.pool, launch.get(name, Fraction(0)))
+        if lift is not None and name != "pods"
+        else None
+    )
+    if changes:
+        # the keys the platform's quota model says cap it, and the values that lift it
+        caps = ", ".join(f"{k}: {now}" for k, now, _ in changes)
+        if borrows:
+            held += f" ({caps} caps it)"
+        else:
+            held = f"team {job.team!r} may hold at most {figure(name, cap)} {name} ({caps} caps it)"
+        if any(".limits." in k for k, _, _ in changes):
+            # the pool's other limits its nodes would pass: raising one alone meets the next
+            lim = target.pool.limits
+            changes += tuple(
+                (f"trainforge:nodePools[{job.pool}].limits.{r}", now, _setting(r, v, up=True))
+                for r, v in launch.items()
+                if r != name
+                and (now := getattr(lim, r)) is not None
+                and v > parse_quantity(str(now))
+            )
+        bigger = "set " + " and ".join(f"{k} to {to}" for k, _, to in changes)
+        if any(".limits." in k for k, _, _ in changes):
+            bigger += " (Karpenter counts each of the job's nodes at its largest type)"
+    else:
+        at_least = _setting(name, need, up=True)
+        bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
+    smaller = _smaller(key, name, need, cap, pods)
+    if both:  # workers and gpusPerWorker both set: a smaller one of either fits
+        other = _smaller("gpusPerWorker", name, need, cap, pods)
+        smaller = " or ".join(x for x in (smaller, other) if x)
+    fix = f"use {smaller}, or {bigger}" if smaller else bigger
+    return (
+        f"{how} need {name} {figure(name, need)} but {held} in namespace "
+        f"{target.namespace!r}; the job could never start: {fix}"
+    )
+
+
+def _launch(job: JobSpec, pool: PoolFacts) -> dict[str, Fraction]:
+    """What the job's pods count against its Karpenter pool's limits, by key (gpus, cpu,
+    memory): capacity's packing without the limits, each NodeClaim at its largest type; so
+    that raised limits also let Karpenter launch them all. Empty for a node group."""
+    if pool.kind != "karpenter":
+        return {}
+    req = capacity.job_request(job, pool)
+    counted = capacity.pack(replace(pool, limits=PoolLimits()), [req] * job.min_workers).counted
+    return {"gpus" if r == GPU_RESOURCE else r: v for r, v in counted.items()}
+
+
+def _smaller(key: str, name: str, need: Fraction, cap: Fraction, pods: int) -> str:
+    """The job-side fix of a job over its team's quota: the largest value of the key that
+    fits (empty: none does)."""
     if key == "workers":
         fit = int(cap // (need / pods))
-        smaller = f"workers: {fit}" if fit >= 1 else ""
-    elif key == "gpusPerWorker":
+        return f"workers: {fit}" if fit >= 1 else ""
+    if key == "gpusPerWorker":
         fit = int(cap // pods)
-        smaller = f"gpusPerWorker: {fit}" if fit >= 1 else ""
-    else:  # cpu or memory per pod
-        smaller = f"{key} of at most {_setting(name, cap / pods, up=False)} per pod"
-    at_least = _setting(name, need, up=True)
-    bigger = f"give team {team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
-    return f"use {smaller}, or {bigger}" if smaller else bigger
+        return f"gpusPerWorker: {fit}" if fit >= 1 else ""
+    return f"{key} of at most {_setting(name, cap / pods, up=False)} per pod"
 
 
 def _one_to(n: int) -> str:

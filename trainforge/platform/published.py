@@ -9,6 +9,7 @@ resources do (the bucket's name, the Kubernetes provider, the resources jobs wai
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from trainforge.core import versions
@@ -206,7 +207,11 @@ def team_facts(
     nominal quota plus what it may borrow); without, its configured totals."""
     from trainforge.platform.fsx import claim_name  # noqa: PLC0415 - pulls in pulumi
     from trainforge.platform.mlflow_auth import CREDENTIALS_KEY, CREDENTIALS_SECRET  # noqa: PLC0415
-    from trainforge.platform.queues import LOCAL_QUEUE, namespace_quota  # noqa: PLC0415
+    from trainforge.platform.queues import (  # noqa: PLC0415
+        LOCAL_QUEUE,
+        namespace_quota,
+        quota_raise,
+    )
     from trainforge.platform.teams import TRAINING_SERVICE_ACCOUNT  # noqa: PLC0415
 
     ready = ready or {}
@@ -242,6 +247,11 @@ def team_facts(
             mlflow_experiment=t.name if services.mlflow.enabled else None,
             claims=tuple(t.claims),
             ready=tuple(ready.get(t.name, ())),
+            quota_raise=(
+                partial(quota_raise, t, services.teams, pools.values(), services.kueue.enabled)
+                if pools is not None
+                else None
+            ),
         )
     return out
 

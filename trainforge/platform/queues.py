@@ -28,7 +28,7 @@ validate them against the upstream v0.19 CRDs. One builder per kind:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -624,3 +624,55 @@ def namespace_quota(
     teams = list(teams)
     most = admissible_max(team, teams, pools) if kueue_enabled else team_total(team, pools, teams)
     return {_CONFIG_KEY[r]: format_quantity(r, most[r]) for r in COVERED}
+
+
+def quota_raise(
+    team: TeamConfig,
+    teams: Iterable[TeamConfig],
+    pools: Iterable[PoolFacts],
+    kueue_enabled: bool,
+    resource: str,
+    need: Fraction,
+    pool: str,
+    launch: Fraction = Fraction(0),
+) -> tuple[tuple[str, str, str], ...] | None:
+    """The stack keys to raise so that `namespace_quota` gives the team `need` of `resource`
+    (gpus/cpu/memory): `((key, now, to), ...)`, tried in turn and checked against the model
+    itself: the team's quota, the limit of the job's Karpenter `pool` (at least `launch`: what
+    the job's NodeClaims count against it), both. None: no such
+    change (other teams' guarantees, a borrowing limit or a node group's size hold it)."""
+    teams, pools = list(teams), list(pools)
+    r = next(r for r in COVERED if _CONFIG_KEY[r] == resource)
+    held = parse_quantity(namespace_quota(team, teams, pools, kueue_enabled)[resource])
+    to_team = format_quantity(r, _round_up(r, need))
+    now_team = getattr(team.quota, resource)
+    raised_team = team.model_copy(
+        update={"quota": team.quota.model_copy(update={resource: to_team})}
+    )
+    team_change = (f"trainforge:teams[{team.name}].quota.{resource}", now_team, to_team)
+    p = next((x for x in pools if x.name == pool), None)
+    limit = getattr(p.limits, resource) if p is not None and p.kind == "karpenter" else None
+    pool_change = None
+    if limit is not None and need > held:
+        bigger = _round_up(r, max(parse_quantity(str(limit)) + need - held, launch))
+        to_pool = format_quantity(r, bigger)
+        raised_pool = replace(
+            p, limits=replace(p.limits, **{resource: int(bigger) if r == GPU else to_pool})
+        )
+        pool_change = (
+            (f"trainforge:nodePools[{pool}].limits.{resource}", str(limit), to_pool),
+            [raised_pool if x is p else x for x in pools],
+        )
+    tries = []
+    if parse_quantity(now_team) < parse_quantity(to_team):
+        tries.append(((team_change,), raised_team, pools))
+    if pool_change is not None:
+        tries.append(((pool_change[0],), team, pool_change[1]))
+        if parse_quantity(now_team) < parse_quantity(to_team):
+            tries.append(((pool_change[0], team_change), raised_team, pool_change[1]))
+    for changes, t, ps in tries:
+        others = [t if x.name == t.name else x for x in teams]
+        got = parse_quantity(namespace_quota(t, others, ps, kueue_enabled)[resource])
+        if got >= need:
+            return changes
+    return None
