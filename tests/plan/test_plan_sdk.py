@@ -412,3 +412,27 @@ def test_packages_are_not_refused_where_egress_is_open():
     Ctx.objects = [_policy("allow-dns", [{"ports": [{"port": 53, "protocol": "UDP"}]}])]
     (f,) = SB._packages(Ctx, Sent, {}, ["datasets"], [])
     assert f.rule == SB.RULE_PACKAGES and "reaches no package index" in f.message
+
+
+def test_a_syntax_error_keeps_its_file_and_line(tmp_path):
+    """Python's SyntaxError says where on the line before it; the finding keeps that."""
+    program = tmp_path / "train.py"
+    program.write_text('def train():\n    import torch\n    print("hi"\nx = 1\n')
+    sub = sdk.run_program(program, [], "research", sdk.sdk_python(ROOT))
+    assert sub.returncode == 1
+    assert sub.last_error == f"File \"{program}\", line 3: SyntaxError: '(' was never closed"
+
+    class Inv:
+        config: dict = {}
+        submitted = sub
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = None
+
+    (f,) = SB.check(Ctx).findings
+    assert f.rule == SB.RULE_PROGRAM
+    assert f.message.endswith(
+        f"stand-in: File \"{program}\", line 3: SyntaxError: '(' was never closed"
+    )
