@@ -414,6 +414,64 @@ def test_packages_are_not_refused_where_egress_is_open():
     assert f.rule == SB.RULE_PACKAGES and "reaches no package index" in f.message
 
 
+# --- what fails on the pod's first line, and the node fit when no flavor admits --------------
+
+
+def _sent_pod(program: pathlib.Path) -> tuple[dict, dict]:
+    """What `program` sends with the real SDK (its TrainJob) and the pod the Trainer builds."""
+    from trainforge.jobs import trainjob
+
+    sub = sdk.run_program(program, [trainjob.sdk_runtime_manifest()], "research",
+                          sdk.sdk_python(ROOT))  # fmt: skip
+    (doc,) = sub.created
+    return doc, trainjob.built_pod(doc)
+
+
+class _Sent:
+    ident, namespace, urn = "research/TrainJob/x", "research", ""
+
+
+def test_a_name_the_function_never_defines_is_refused_at_its_line():
+    """The function uses `os`, imported by its module only: the SDK sends the function alone,
+    so each pod raises NameError. The name is read from the file the TrainJob's script writes
+    (its line there), not from the program."""
+    from trainforge.jobs.fetches import heredoc_files
+
+    doc, pod = _sent_pod(PROGRAMS / "undefined_name.py")
+    lines: list[str] = []
+    (f,) = SB._unbound(_Sent, pod, lines)
+    assert f.rule == SB.RULE_NAMES == "TRAINFORGE_SDK_UNDEFINED_NAME"
+    assert "uses `os` (undefined_name.py:5, the file the SDK writes in the pod)" in f.message
+    assert "raises NameError when it reaches that line" in f.message
+    ((file, text),) = heredoc_files(doc["spec"]["trainer"]["command"][2], "trainer")
+    assert file == "undefined_name.py" and "os.environ" in text.splitlines()[4]
+    assert lines == [
+        "  REFUSED: the function uses names it never defines: `os` (undefined_name.py:5, the "
+        "file the SDK writes in the pod)"
+    ]
+
+
+def test_the_plan_refuses_a_function_that_would_raise_nameerror(tmp_path, capsys):
+    """Before: exit 0, CLEAN, "admitted ... on flavor gpu-workloads", and each GPU pod raised
+    NameError and was restarted."""
+    rc, out, printed = plan_sdk(tmp_path, capsys, PROGRAMS / "undefined_name.py", with_trainjob)
+    assert rc == 1 and "CLEAN" not in out.splitlines()[0]
+    (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{SB.RULE_NAMES}]")]
+    assert "research/TrainJob/" in line
+    assert "REFUSED: the function uses names it never defines: `os` (undefined_name.py:5" in out
+
+
+def test_no_name_finding_for_the_programs_that_define_what_they_use(tmp_path):
+    """The fixtures' functions and Kubeflow Trainer's own mnist notebook import what they use
+    inside the function: no finding."""
+    from test_internet_fetch import notebook_program
+
+    programs = [p for p in sorted(PROGRAMS.glob("*.py")) if p.name != "undefined_name.py"]
+    for program in [*programs, notebook_program(tmp_path)]:
+        _, pod = _sent_pod(program)
+        assert SB._unbound(_Sent, pod, []) == [], program
+
+
 def test_a_syntax_error_keeps_its_file_and_line(tmp_path):
     """Python's SyntaxError says where on the line before it; the finding keeps that."""
     program = tmp_path / "train.py"
