@@ -494,3 +494,42 @@ def test_a_syntax_error_keeps_its_file_and_line(tmp_path):
     assert f.message.endswith(
         f"stand-in: File \"{program}\", line 3: SyntaxError: '(' was never closed"
     )
+
+
+def test_a_pod_no_node_holds_is_not_told_to_get_more_quota(tmp_path, capsys):
+    """2 x (1 GPU, 8 CPUs, 64Gi) on dev: no flavor admits it (quota), and no node of either
+    pool of the team's ClusterQueue holds one pod, so the node fit says so and the queue
+    finding's fix no longer asks for more quota."""
+    rc, _, printed = plan_sdk(tmp_path, capsys, PROGRAMS / "too_big_for_a_node.py", with_trainjob)
+    assert rc == 1
+    out = " ".join(x.strip() for x in printed.splitlines())
+    assert "[TRAINFORGE_JOB_CANNOT_SCHEDULE] research/TrainJob/" in out
+    assert "no flavor admits it, and no instance type of pool 'training-workloads'" in out
+    assert (
+        "no instance type of pool 'gpu-workloads' (g4dn.xlarge, g5.xlarge) can hold one pod" in out
+    )
+    never = out[out.index("[TRAINFORGE_QUEUE_NEVER_ADMITTED]") :]
+    never = never[: never.index("Warnings (")]
+    assert "no flavor of ClusterQueue research fits" in never
+    assert "fix: more quota on these pools cannot help: its pods fit no node of ClusterQueue " \
+        "research's flavors' pools (TRAINFORGE_JOB_CANNOT_SCHEDULE)" in never  # fmt: skip
+    assert "give the team more nominal quota" not in never
+    assert "CANNOT RUN: no instance type of pool 'gpu-workloads'" in printed
+
+
+def test_a_pod_a_node_holds_keeps_the_quota_fix(tmp_path, capsys):
+    """8 x 1 GPU on dev: a gpu-workloads node holds one pod, the team's GPU quota is what keeps
+    it out: the queue finding still says quota, and no node-fit finding is made."""
+    program = tmp_path / "over_quota.py"
+    program.write_text(
+        (PROGRAMS / "too_big_for_a_node.py")
+        .read_text()
+        .replace('{"gpu": 1, "memory": "64Gi", "cpu": 8}', '{"gpu": 1}')
+        .replace("num_nodes=2", "num_nodes=8")
+    )
+    rc, _, printed = plan_sdk(tmp_path, capsys, program, with_trainjob)
+    assert rc == 1
+    out = " ".join(x.strip() for x in printed.splitlines())
+    assert "insufficient quota for nvidia.com/gpu in flavor gpu-workloads" in out
+    assert "fix: make the job smaller, or give the team more nominal quota (quota.pools)" in out
+    assert "TRAINFORGE_JOB_CANNOT_SCHEDULE" not in out and "CANNOT RUN" not in out

@@ -21,6 +21,7 @@ from trainforge.jobs import capacity, pynames, trainjob
 from trainforge.jobs.fetches import heredoc_files
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
+from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
@@ -162,6 +163,23 @@ def _unbound(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
     return [_finding(o.ident, RULE_NAMES, message, RULES[RULE_NAMES], o.urn)]
 
 
+def _fits_no_node(ctx: PlanContext, o: Any, pod: dict[str, Any], pods: int, w: Any) -> list[str]:
+    """When Kueue admits it on no flavor: the node fit (`capacity.rehearse`) on the pool of
+    each flavor of its ClusterQueue; each pool's problem when no node of any holds one pod
+    (then no quota helps), else []."""
+    queue = K.read([x.doc for x in ctx.objects]).queues.get(w.queue or "")
+    ranges = Q.limit_ranges(ctx, o.namespace or "")
+    req = capacity.pod_request(pod.get("spec") or {}, ranges)
+    out = []
+    for flavor in queue.flavors if queue and ctx.declared else []:
+        pool = ctx.declared.pool(flavor)
+        r = capacity.rehearse(req, pods, pool) if pool is not None else None
+        if r is None or not r.fits or any(f.per_node > 0 for f in r.fits):
+            return []  # a node may hold it: quota is what keeps it out
+        out += [p.message for p in r.problems]
+    return out
+
+
 def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Finding]]:
     """One sent TrainJob: its pods, queue, node fit, packages and cost."""
     ident = o.ident
@@ -188,7 +206,17 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         lines.append(f"  queue: never admitted: {w.reason}")
         message = f"{ident} (sent by the program): {w.reason}"
         rule = Q.RULE_OVER_LIMITS if w.invalid else Q.RULE_NEVER
-        findings.append(_finding(ident, rule, message, Q.RULES[rule], o.urn))
+        unfit = _fits_no_node(ctx, o, pod, pods, w) if not w.invalid else []
+        fix = Q.RULES[rule]
+        if unfit:
+            fix = (
+                f"more quota on these pools cannot help: its pods fit no node of ClusterQueue "
+                f"{w.queue}'s flavors' pools ({S.RULE}); {FIT_FIX}"
+            )
+            why = f"{ident} (sent by the program): no flavor admits it, and " + "; ".join(unfit)
+            lines += [f"  CANNOT RUN: {p}" for p in unfit]
+            findings.append(_finding(ident, S.RULE, why, FIT_FIX, o.urn))
+        findings.append(_finding(ident, rule, message, fix, o.urn))
         return lines, findings
     lines.append(
         f"  queue: admitted through LocalQueue {w.queue_name} of {o.namespace} (ClusterQueue "
