@@ -412,3 +412,124 @@ def test_packages_are_not_refused_where_egress_is_open():
     Ctx.objects = [_policy("allow-dns", [{"ports": [{"port": 53, "protocol": "UDP"}]}])]
     (f,) = SB._packages(Ctx, Sent, {}, ["datasets"], [])
     assert f.rule == SB.RULE_PACKAGES and "reaches no package index" in f.message
+
+
+# --- what fails on the pod's first line, and the node fit when no flavor admits --------------
+
+
+def _sent_pod(program: pathlib.Path) -> tuple[dict, dict]:
+    """What `program` sends with the real SDK (its TrainJob) and the pod the Trainer builds."""
+    from trainforge.jobs import trainjob
+
+    sub = sdk.run_program(program, [trainjob.sdk_runtime_manifest()], "research",
+                          sdk.sdk_python(ROOT))  # fmt: skip
+    (doc,) = sub.created
+    return doc, trainjob.built_pod(doc)
+
+
+class _Sent:
+    ident, namespace, urn = "research/TrainJob/x", "research", ""
+
+
+def test_a_name_the_function_never_defines_is_refused_at_its_line():
+    """The function uses `os`, imported by its module only: the SDK sends the function alone,
+    so each pod raises NameError. The name is read from the file the TrainJob's script writes
+    (its line there), not from the program."""
+    from trainforge.jobs.fetches import heredoc_files
+
+    doc, pod = _sent_pod(PROGRAMS / "undefined_name.py")
+    lines: list[str] = []
+    (f,) = SB._unbound(_Sent, pod, lines)
+    assert f.rule == SB.RULE_NAMES == "TRAINFORGE_SDK_UNDEFINED_NAME"
+    assert "uses `os` (undefined_name.py:5, the file the SDK writes in the pod)" in f.message
+    assert "raises NameError when it reaches that line" in f.message
+    ((file, text),) = heredoc_files(doc["spec"]["trainer"]["command"][2], "trainer")
+    assert file == "undefined_name.py" and "os.environ" in text.splitlines()[4]
+    assert lines == [
+        "  REFUSED: the function uses names it never defines: `os` (undefined_name.py:5, the "
+        "file the SDK writes in the pod)"
+    ]
+
+
+def test_the_plan_refuses_a_function_that_would_raise_nameerror(tmp_path, capsys):
+    """Before: exit 0, CLEAN, "admitted ... on flavor gpu-workloads", and each GPU pod raised
+    NameError and was restarted."""
+    rc, out, printed = plan_sdk(tmp_path, capsys, PROGRAMS / "undefined_name.py", with_trainjob)
+    assert rc == 1 and "CLEAN" not in out.splitlines()[0]
+    (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{SB.RULE_NAMES}]")]
+    assert "research/TrainJob/" in line
+    assert "REFUSED: the function uses names it never defines: `os` (undefined_name.py:5" in out
+
+
+def test_no_name_finding_for_the_programs_that_define_what_they_use(tmp_path):
+    """The fixtures' functions and Kubeflow Trainer's own mnist notebook import what they use
+    inside the function: no finding."""
+    from test_internet_fetch import notebook_program
+
+    programs = [p for p in sorted(PROGRAMS.glob("*.py")) if p.name != "undefined_name.py"]
+    for program in [*programs, notebook_program(tmp_path)]:
+        _, pod = _sent_pod(program)
+        assert SB._unbound(_Sent, pod, []) == [], program
+
+
+def test_a_syntax_error_keeps_its_file_and_line(tmp_path):
+    """Python's SyntaxError says where on the line before it; the finding keeps that."""
+    program = tmp_path / "train.py"
+    program.write_text('def train():\n    import torch\n    print("hi"\nx = 1\n')
+    sub = sdk.run_program(program, [], "research", sdk.sdk_python(ROOT))
+    assert sub.returncode == 1
+    assert sub.last_error == f"File \"{program}\", line 3: SyntaxError: '(' was never closed"
+
+    class Inv:
+        config: dict = {}
+        submitted = sub
+
+    class Ctx:
+        inventory = Inv()
+        objects: list = []
+        declared = None
+
+    (f,) = SB.check(Ctx).findings
+    assert f.rule == SB.RULE_PROGRAM
+    assert f.message.endswith(
+        f"stand-in: File \"{program}\", line 3: SyntaxError: '(' was never closed"
+    )
+
+
+def test_a_pod_no_node_holds_is_not_told_to_get_more_quota(tmp_path, capsys):
+    """2 x (1 GPU, 8 CPUs, 64Gi) on dev: no flavor admits it (quota), and no node of either
+    pool of the team's ClusterQueue holds one pod, so the node fit says so and the queue
+    finding's fix no longer asks for more quota."""
+    rc, _, printed = plan_sdk(tmp_path, capsys, PROGRAMS / "too_big_for_a_node.py", with_trainjob)
+    assert rc == 1
+    out = " ".join(x.strip() for x in printed.splitlines())
+    assert "[TRAINFORGE_JOB_CANNOT_SCHEDULE] research/TrainJob/" in out
+    assert "no flavor admits it, and no instance type of pool 'training-workloads'" in out
+    assert (
+        "no instance type of pool 'gpu-workloads' (g4dn.xlarge, g5.xlarge) can hold one pod" in out
+    )
+    never = out[out.index("[TRAINFORGE_QUEUE_NEVER_ADMITTED]") :]
+    never = never[: never.index("Warnings (")]
+    assert "no flavor of ClusterQueue research fits" in never
+    assert "fix: more quota on these pools cannot help: its pods fit no node of ClusterQueue " \
+        "research's flavors' pools (TRAINFORGE_JOB_CANNOT_SCHEDULE)" in never  # fmt: skip
+    assert "give the team more nominal quota" not in never
+    assert "CANNOT RUN: no instance type of pool 'gpu-workloads'" in printed
+
+
+def test_a_pod_a_node_holds_keeps_the_quota_fix(tmp_path, capsys):
+    """8 x 1 GPU on dev: a gpu-workloads node holds one pod, the team's GPU quota is what keeps
+    it out: the queue finding still says quota, and no node-fit finding is made."""
+    program = tmp_path / "over_quota.py"
+    program.write_text(
+        (PROGRAMS / "too_big_for_a_node.py")
+        .read_text()
+        .replace('{"gpu": 1, "memory": "64Gi", "cpu": 8}', '{"gpu": 1}')
+        .replace("num_nodes=2", "num_nodes=8")
+    )
+    rc, _, printed = plan_sdk(tmp_path, capsys, program, with_trainjob)
+    assert rc == 1
+    out = " ".join(x.strip() for x in printed.splitlines())
+    assert "insufficient quota for nvidia.com/gpu in flavor gpu-workloads" in out
+    assert "fix: make the job smaller, or give the team more nominal quota (quota.pools)" in out
+    assert "TRAINFORGE_JOB_CANNOT_SCHEDULE" not in out and "CANNOT RUN" not in out

@@ -359,6 +359,36 @@ def _commands(line: str) -> Iterator[list[str]]:
     yield words
 
 
+def _heredoc(
+    lines: list[str], i: int, m: re.Match[str], script: str, where: str
+) -> tuple[int, str, str]:
+    """The heredoc `m` opens on line `i` of `script`: (its closing line's index, the file the
+    script saves its text to (`printf "%s" "$VAR" > FILE`, the SDK's), else `where heredoc
+    <<WORD`, its text as that file holds it)."""
+    end = next((j for j in range(i + 1, len(lines)) if lines[j].strip() == m[2]), len(lines))
+    # `read -d ''` drops the leading newlines: the file's line 1 is the first text
+    body = "\n".join(lines[i + 1 : end])
+    body = body.lstrip("\n") if re.search(r"\bread\b", lines[i]) else body
+    var = re.search(r"(\w+)\s*<<", lines[i])
+    saved = dict(_SAVED_TO.findall(script))
+    return end, saved.get(var[1] if var else "", f"{where} heredoc <<{m[2]}"), body
+
+
+def heredoc_files(script: str, where: str) -> list[tuple[str, str]]:
+    """(file, text) of each heredoc of a shell script: the Kubeflow SDK ships its function so
+    (`read -r -d '' SCRIPT << EOM`, then `printf "%s" "$SCRIPT" > FILE`, kubeflow 0.4.1
+    trainer/constants/constants.py EXEC_FUNC_SCRIPT)."""
+    lines, out, i = script.split("\n"), [], 0
+    while i < len(lines):
+        m = _HEREDOC.search(lines[i])
+        if m:
+            end, name, body = _heredoc(lines, i, m, script, where)
+            out.append((name, body))
+            i = end
+        i += 1
+    return out
+
+
 def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iterator[Fetch]:
     """Every recognised download in a shell script. A heredoc whose text is Python (the
     Kubeflow SDK's way of shipping a function) is read as Python, named by the file the
@@ -369,15 +399,7 @@ def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iter
         line, lineno = lines[i], i + 1
         m = _HEREDOC.search(line)
         if m:
-            end = next(
-                (j for j in range(i + 1, len(lines)) if lines[j].strip() == m[2]), len(lines)
-            )
-            # `read -d ''` drops the leading newlines: the file's line 1 is the first text
-            body = "\n".join(lines[i + 1 : end])
-            body = body.lstrip("\n") if re.search(r"\bread\b", line) else body
-            var = re.search(r"(\w+)\s*<<", line)
-            saved = dict(_SAVED_TO.findall(script))
-            name = saved.get(var[1] if var else "", f"{where} heredoc <<{m[2]}")
+            end, name, body = _heredoc(lines, i, m, script, where)
             yield from python_fetches(body, name, 1, staged)
             line, i = line[: m.start()], end
         pending, start = (pending + "\n" + line, start) if pending else (line, lineno)

@@ -52,9 +52,14 @@ class Submission:
 
     @property
     def last_error(self) -> str:
-        """The program's last non-empty output line (its exception, when it raised one)."""
+        """The program's last non-empty output line (its exception, when it raised one), after
+        the traceback's `File "...", line N` that names the program (else its last one): a
+        SyntaxError's line alone says not where."""
         lines = [x.strip() for x in self.output.splitlines() if x.strip()]
-        return lines[-1] if lines else ""
+        frames = [x for x in lines[:-1] if x.startswith('File "')]
+        mine = [x for x in frames if x.startswith(f'File "{self.program}"')] or frames
+        where = mine[-1].split(", in ")[0] + ": " if mine else ""
+        return where + lines[-1] if lines else ""
 
 
 NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound",

@@ -17,9 +17,11 @@ from typing import Any
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.pods import PodTemplate
 from trainforge.core.quantity import figure
-from trainforge.jobs import capacity, trainjob
+from trainforge.jobs import capacity, pynames, trainjob
+from trainforge.jobs.fetches import heredoc_files
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
+from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
@@ -32,6 +34,7 @@ TITLE = "Kubeflow SDK program (plan --sdk)"
 RULE_RUNTIME = "TRAINFORGE_SDK_RUNTIME_MISSING"
 RULE_PROGRAM = "TRAINFORGE_SDK_PROGRAM_FAILED"
 RULE_PACKAGES = "TRAINFORGE_SDK_PACKAGES"
+RULE_NAMES = "TRAINFORGE_SDK_UNDEFINED_NAME"
 BACKENDS_KEY = "trainforge:jobBackends"
 RULES = {
     RULE_RUNTIME: (
@@ -42,6 +45,10 @@ RULES = {
     RULE_PACKAGES: (
         "drop packages_to_install: build an image FROM the runtime image with the packages "
         "(docs/images.md) and pass CustomTrainer(image=...)"
+    ),
+    RULE_NAMES: (
+        "import or define each name inside the function (the SDK sends its source alone), or "
+        "pass the value as an argument (CustomTrainer(func_args=...))"
     ),
 }
 FIT_FIX = (
@@ -132,6 +139,47 @@ def pod_size(req: dict[str, Fraction]) -> str:
     )
 
 
+def _unbound(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
+    """Names the function the SDK sent uses and never binds (`pynames.unbound`), read from
+    the file its pod writes (the TrainJob's own script, `fetches.heredoc_files`)."""
+    found = [
+        f"`{n}` ({file}:{line}, the file the SDK writes in the pod)"
+        for c in (pod.get("spec") or {}).get("containers") or []
+        for file, text in heredoc_files(P.shell_script(c) or "", f"container {c.get('name')}")
+        if file.endswith(".py")
+        for n, line in pynames.unbound(text, file)
+    ]
+    if not found:
+        return []
+    names = ", ".join(found)
+    lines.append(f"  REFUSED: the function uses names it never defines: {names}")
+    message = (
+        f"{o.ident} (sent by the program): the function the SDK sent uses {names}, which it "
+        "never defines, imports or takes as a parameter and no builtin provides; the SDK sends "
+        "the function's source alone, without its module's imports and globals, so each pod "
+        "raises NameError when it reaches that line and the runtime restarts it until the "
+        "backoffLimit"
+    )
+    return [_finding(o.ident, RULE_NAMES, message, RULES[RULE_NAMES], o.urn)]
+
+
+def _fits_no_node(ctx: PlanContext, o: Any, pod: dict[str, Any], pods: int, w: Any) -> list[str]:
+    """When Kueue admits it on no flavor: the node fit (`capacity.rehearse`) on the pool of
+    each flavor of its ClusterQueue; each pool's problem when no node of any holds one pod
+    (then no quota helps), else []."""
+    queue = K.read([x.doc for x in ctx.objects]).queues.get(w.queue or "")
+    ranges = Q.limit_ranges(ctx, o.namespace or "")
+    req = capacity.pod_request(pod.get("spec") or {}, ranges)
+    out = []
+    for flavor in queue.flavors if queue and ctx.declared else []:
+        pool = ctx.declared.pool(flavor)
+        r = capacity.rehearse(req, pods, pool) if pool is not None else None
+        if r is None or not r.fits or any(f.per_node > 0 for f in r.fits):
+            return []  # a node may hold it: quota is what keeps it out
+        out += [p.message for p in r.problems]
+    return out
+
+
 def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Finding]]:
     """One sent TrainJob: its pods, queue, node fit, packages and cost."""
     ident = o.ident
@@ -153,11 +201,22 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     size = pod_size(req)
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
+    findings += _unbound(o, pod, lines)
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
         message = f"{ident} (sent by the program): {w.reason}"
         rule = Q.RULE_OVER_LIMITS if w.invalid else Q.RULE_NEVER
-        findings.append(_finding(ident, rule, message, Q.RULES[rule], o.urn))
+        unfit = _fits_no_node(ctx, o, pod, pods, w) if not w.invalid else []
+        fix = Q.RULES[rule]
+        if unfit:
+            fix = (
+                f"more quota on these pools cannot help: its pods fit no node of ClusterQueue "
+                f"{w.queue}'s flavors' pools ({S.RULE}); {FIT_FIX}"
+            )
+            why = f"{ident} (sent by the program): no flavor admits it, and " + "; ".join(unfit)
+            lines += [f"  CANNOT RUN: {p}" for p in unfit]
+            findings.append(_finding(ident, S.RULE, why, FIT_FIX, o.urn))
+        findings.append(_finding(ident, rule, message, fix, o.urn))
         return lines, findings
     lines.append(
         f"  queue: admitted through LocalQueue {w.queue_name} of {o.namespace} (ClusterQueue "
