@@ -57,7 +57,8 @@ FIT_FIX = (
     "pool of bigger nodes (docs/jobs.md, The Kubeflow SDK)"
 )
 # The SDK's generated install script (kubeflow 0.4.1, the pinned SDK, and 0.5.0:
-# trainer/backends/kubernetes/utils.py get_script_for_python_packages; its utils_test.py cases): a bash array of the packages, then `python -m pip install`.
+# trainer/backends/kubernetes/utils.py get_script_for_python_packages; its utils_test.py
+# cases): a bash array of the packages, then `python -m pip install`.
 _PACKAGES = re.compile(r"^PACKAGES=\((?P<list>.*)\)$", re.MULTILINE)
 _PIP = re.compile(r"\bpip3?\s+install\b|-m\s+pip\s+install\b")
 
