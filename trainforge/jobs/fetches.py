@@ -451,7 +451,7 @@ def container_fetches(
 @functools.cache
 def _runtime_texts() -> frozenset[str]:
     """The bundled runtime's Python files (jobs/codeship.collect), which every pod of a plan
-    mounts from its ConfigMaps (prod: 59 files, 2.3 of its 19 s under cProfile): they
+    mounts from its ConfigMaps (prod: 59 files, 2.9 of its 19.6 s under cProfile): they
     download nothing (tests/jobs/test_local.py::test_the_shipped_runtime_downloads_nothing,
     which reads each with this reader), so a mounted copy is not read again."""
     from trainforge.jobs import codeship  # noqa: PLC0415 - only where a container has files
