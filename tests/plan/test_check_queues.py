@@ -3,6 +3,7 @@ nominal quota or borrowing from the cohort), who waits and for what, who is pree
 
 from __future__ import annotations
 
+import pulumi
 import pytest
 
 from tests.conftest import ROOT, shipped_plan
@@ -149,6 +150,32 @@ def test_a_job_no_queue_could_ever_admit_is_a_waivable_finding():
     waivers = [{"resource": "wide", "rule": Q.RULE_NEVER, "reason": "quota grows next week"}]
     waived = plan(jobs, teams=teams, **{"trainforge-policy:waivers": waivers})
     assert not [v for v in waived.failing if v.rule == Q.RULE_NEVER]
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "need"),
+    [("cpu", "8", "needs cpu 8000m, g4dn.xlarge: 4 vCPU"),
+     ("memory", "20Gi", "needs memory 20Gi, g4dn.xlarge: 16384Mi")],
+)  # fmt: skip
+def test_a_stack_job_whose_pod_fits_no_node_is_refused_for_the_node_not_sent_for_quota(
+    key, value, need
+):
+    """Its GPU fits a gpu-workloads node (g4dn/g5.xlarge: 1 GPU, 4 vCPU, 16 GiB) and its team
+    has the quota, but its cpu or memory fits no node: the stack refuses it at resolve time
+    (jobs/wiring.py resolve_job on `capacity.rehearse`) with the node fit, naming the key,
+    before any queue check could tell the user to get more quota (as submitted.py must for
+    an SDK TrainJob, which no resolve_job sees)."""
+    fat = job("fat", "vision", 1, gpusPerWorker=1, **{key: value})
+    with pytest.raises(pulumi.RunError) as e:
+        plan([fat])
+    (line,) = [ln.strip() for ln in str(e.value).splitlines() if "trainforge:jobs" in ln]
+    assert line.startswith(
+        f"- trainforge:jobs[0] (fat).{key}: got '{value}'; no instance type of pool "
+        f"'gpu-workloads' (g4dn.xlarge, g5.xlarge) can hold one pod: {need}"
+    )
+    assert line.endswith("Ask for less, or use a pool with bigger nodes "
+                         "(docs/rehearsals.md, Scheduling rehearsal)")  # fmt: skip
+    assert "quota" not in str(e.value)
 
 
 @pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job", "trainjob"])
