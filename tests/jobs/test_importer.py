@@ -1094,3 +1094,54 @@ def test_a_malformed_worker_field_is_one_line(tmp_path):
         with pytest.raises(ImportProblem) as e:
             imp(path)
         assert str(e.value) == f"{path}: {says}"
+
+
+def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
+    """Trainer v2.2.1's TrainJobSpec (pkg/apis/trainer/v1alpha1/trainjob_types.go) has
+    runtimeRef, initializer, trainer, runtimePatches, suspend, activeDeadlineSeconds and
+    managedBy. Import named podTemplateOverrides/podSpecOverrides, fields v2.2.1 does not have,
+    and dropped runtimePatches (its pod overrides) and the others without a line."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: tj}
+        spec:
+          trainer:
+            image: ghcr.io/acme/trainer:1.0
+            command: [torchrun, /code/train.py]
+            numNodes: 2
+          activeDeadlineSeconds: 3600
+          suspend: true
+          managedBy: kueue.x-k8s.io/multikueue
+          runtimePatches:
+            - manager: acme.io/tuner
+              trainingRuntimeSpec:
+                template:
+                  spec:
+                    replicatedJobs:
+                      - name: node
+                        template: {spec: {template: {spec: {nodeSelector: {a: b}}}}}
+    """,
+    )
+    r = imp(path)
+    assert r.entry["runPolicy"] == {"activeDeadlineSeconds": 3600}
+    lines = [c for c in r.changes if c.startswith("spec.") and not c.startswith("spec.trainer")]
+    assert lines == [
+        "spec.activeDeadlineSeconds 3600 -> runPolicy.activeDeadlineSeconds 3600: kept",
+        "spec.managedBy: dropped; the platform sets it where MultiKueue runs the job (a "
+        "fleet's manager stack)",
+        "spec.runtimePatches: dropped; not supported (its pod overrides: the pod's image, "
+        "command, env and size come from spec.trainer; put the rest in your code or image)",
+        "spec.suspend: dropped; Kueue admits and queues jobs",
+    ]
+    entry = imp(path, backends=("pytorchjob", "trainjob")).entry
+    job = parse_job(entry, "trainforge:jobs[0]")  # the stack's job model takes it
+    assert job.run_policy.active_deadline_seconds == 3600
+    bad = write(tmp_path, path.read_text().replace("3600", "an hour"), "bad.yaml")
+    with pytest.raises(ImportProblem) as e:
+        imp(bad)
+    assert (
+        str(e.value) == f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number"
+    )

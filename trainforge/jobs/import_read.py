@@ -237,21 +237,23 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     trainer = get(doc, "spec", "trainer")
     if not isinstance(trainer, dict):
         raise ImportProblem(file, "spec.trainer", "missing; expected image, command, numNodes")
-    for k in (
-        "initializer",
-        "podTemplateOverrides",
-        "podSpecOverrides",
-        "datasetConfig",
-        "modelConfig",
-    ):
-        if get(doc, "spec", k) is not None:
-            changes.append(f"spec.{k}: dropped (not supported; put it in your code or image)")
+    extra: dict[str, Any] = {}
+    deadline = get(doc, "spec", "activeDeadlineSeconds")
+    if deadline is not None:
+        _int(deadline, file, "spec.activeDeadlineSeconds")
+        extra["runPolicy"] = {"activeDeadlineSeconds": deadline}
+        changes.append(
+            f"spec.activeDeadlineSeconds {deadline} -> runPolicy.activeDeadlineSeconds "
+            f"{deadline}: kept"
+        )
+    for k in sorted(set(doc["spec"]) - {"runtimeRef", "trainer", "activeDeadlineSeconds"}):
+        why = _TRAINJOB_DROPPED.get(k, " (not supported; put it in your code or image)")
+        changes.append(f"spec.{k}: dropped{why}")
     workers = _int(trainer.get("numNodes"), file, "spec.trainer.numNodes", 1)
     container = dict(trainer)
     resources = trainer.get("resourcesPerNode")
     if resources is not None:
         container["resources"] = resources
-    extra: dict[str, Any] = {}
     nproc = trainer.get("numProcPerNode")
     if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
         extra["procsPerWorker"] = int(nproc)
@@ -267,6 +269,18 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         resources_key="resourcesPerNode",
         runtime_ref=get(doc, "spec", "runtimeRef", "name"),
     )
+
+
+# What becomes of a TrainJob's other spec fields: Trainer v2.2.1's TrainJobSpec has runtimeRef,
+# initializer, trainer, runtimePatches, suspend, activeDeadlineSeconds and managedBy
+# (pkg/apis/trainer/v1alpha1/trainjob_types.go at tag v2.2.1, read 2026-11-30); others are
+# named as not supported.
+_TRAINJOB_DROPPED = {
+    "runtimePatches": "; not supported (its pod overrides: the pod's image, command, env and "
+    "size come from spec.trainer; put the rest in your code or image)",
+    "suspend": "; Kueue admits and queues jobs",
+    "managedBy": "; the platform sets it where MultiKueue runs the job (a fleet's manager stack)",
+}
 
 
 def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
