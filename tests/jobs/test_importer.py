@@ -951,3 +951,197 @@ def test_a_workers_other_node_selector_is_named(tmp_path):
     roles["Master"]["template"]["spec"]["nodeSelector"] = {"karpenter.sh/nodepool": "efa-p5"}
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
     assert not [c for c in imp(path).changes if "Worker.template.spec.nodeSelector" in c]
+
+
+WORKER = "spec.pytorchReplicaSpecs.Worker.template.spec"
+
+
+def _roles(tmp_path: Path, edit) -> Path:
+    """The blog job with `edit(master_pod, worker_pod)` applied to its pod templates' specs."""
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    roles = docs[1]["spec"]["pytorchReplicaSpecs"]
+    edit(roles["Master"]["template"]["spec"], roles["Worker"]["template"]["spec"])
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
+
+
+def _set(where: tuple, value: Any):
+    """An edit setting the Worker pod's field at `where` (a path from the pod spec)."""
+
+    def edit(_master: dict, worker: dict) -> None:
+        *parents, last = where
+        node: Any = worker
+        for k in parents:
+            node = node[k]
+        if value is None:
+            del node[last]
+        elif isinstance(node, list) and last == len(node):
+            node.append(value)
+        else:
+            node[last] = value
+
+    return edit
+
+
+C = ("containers", 0)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "field", "says"),
+    [
+        # the review's v6: a Worker asking 2 GPUs imported as 1 per pod, Master's, silently
+        ((*C, "resources", "limits", "nvidia.com/gpu"), 2, "resources.limits[nvidia.com/gpu]",
+         "got 2; Master's is 1"),
+        ((*C, "resources", "limits", "cpu"), "2", "resources.limits.cpu", "got '2'; Master's is '4'"),
+        ((*C, "resources", "limits", "memory"), None, "resources.limits.memory",
+         "got unset; Master's is '8Gi'"),
+        ((*C, "image"), "ghcr.io/acme/other:1.0", "image",
+         "got 'ghcr.io/acme/other:1.0'; Master's is 'pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime'"),
+        ((*C, "command", 3), "100", "command[3]", "got '100'; Master's is '200'"),
+        ((*C, "args"), ["--fast"], "args", "got [\"--fast\"]; Master's is unset"),
+        ((*C, "env", 0, "value"), "WARN", "env[0] (NCCL_DEBUG)",
+         "got {\"name\": \"NCCL_DEBUG\", \"value\": \"WARN\"}; Master's is "
+         "{\"name\": \"NCCL_DEBUG\", \"value\": \"INFO\"}"),
+        ((*C, "env", 2), {"name": "LR", "value": "0.1"}, "env[2] (LR)",
+         "got {\"name\": \"LR\", \"value\": \"0.1\"}; Master's is unset"),
+        ((*C, "env"), [{"name": "NCCL_DEBUG", "value": "INFO"}], "env (NCCL_SOCKET_IFNAME)",
+         "got unset; Master's is {\"name\": \"NCCL_SOCKET_IFNAME\", \"value\": \"eth0\"}"),
+        ((*C, "volumeMounts", 0, "mountPath"), "/code", "volumeMounts[0].mountPath",
+         "got '/code'; Master's is '/workspace'"),
+        ((*C, "workingDir"), "/app", "workingDir", "got '/app'; Master's is unset"),
+        (("volumes", 0, "configMap", "name"), "other-script", "volumes[0].configMap.name",
+         "got 'other-script'; Master's is 'training-script'"),
+    ],
+)  # fmt: skip
+def test_a_worker_whose_pod_differs_from_masters_is_refused(tmp_path, where, value, field, says):
+    """The emitters write one pod template for Master and Worker (pytorchjob.replica_specs),
+    while the training operator makes each replica's pods from that replica's own template
+    (kubeflow/trainer v1.9.4 pkg/controller.v1/common/pod.go createNewPod:
+    `spec.Template.DeepCopy()`). Import read Master's pod alone: a Worker's other size, code or
+    environment was lost without a word. Now: one line naming the Worker's field, both values
+    and the fix."""
+    path = _roles(tmp_path, _set(where, value))
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    at = f"{WORKER}.{field}" if where[0] == "volumes" else f"{WORKER}.containers[0].{field}"
+    assert str(e.value) == (
+        f"{path}: {at}: {says}; every pod of a trainforge job has one spec, so the Worker "
+        "pods cannot differ from Master's: make them equal and import again"
+    )
+
+
+def test_a_worker_without_resources_gets_masters_and_is_told(tmp_path):
+    path = _roles(tmp_path, _set((*C, "resources"), None))
+    r = imp(path)
+    assert r.entry["gpusPerWorker"] == 1 and r.entry["workers"] == 2
+    assert (
+        f"{WORKER}.containers[0].resources: unset; the Worker pods get Master's "
+        '({"limits": {"cpu": "4", "memory": "8Gi", "nvidia.com/gpu": 1}}): every pod of a '
+        "trainforge job has one size"
+    ) in r.changes
+
+
+def test_equal_quantities_spelled_apart_are_the_same_pod(tmp_path):
+    path = _roles(tmp_path, _set((*C, "resources", "limits", "cpu"), "4000m"))
+    assert imp(path).entry["gpusPerWorker"] == 1
+
+
+def test_a_workers_own_dropped_fields_and_containers_are_named(tmp_path):
+    """What import drops from Master's pod it names; a Worker's own such fields, and its own
+    extra containers, were dropped without a line."""
+
+    def edit(master: dict, worker: dict) -> None:
+        worker["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        worker["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+        worker["containers"].append({"name": "sidecar", "image": "busybox:1.36"})
+        master["containers"][0]["ports"] = [{"containerPort": 23456}]
+        worker["containers"][0]["ports"] = [{"containerPort": 23456}]
+        # a variable the platform sets on every pod is dropped from either: no refusal
+        worker["containers"][0]["env"].insert(0, {"name": "MASTER_PORT", "value": "29500"})
+
+    r = imp(_roles(tmp_path, edit))
+    assert (
+        f"{WORKER}.containers[0].env MASTER_PORT: dropped; the platform or operator sets it on "
+        "every pod"
+    ) in r.changes
+    assert f"{WORKER}.tolerations: dropped; the platform tolerates the pool's own taints" in (
+        r.changes
+    )
+    assert (
+        f"{WORKER}.containers[0].imagePullPolicy: dropped; the platform sets IfNotPresent on "
+        "every job's container"
+    ) in r.changes
+    assert (
+        f"{WORKER}.containers[1] (sidecar): dropped; a trainforge pod runs one training container"
+    ) in r.changes
+    # a field equal to Master's is said once, at Master's
+    assert not [c for c in r.changes if c.startswith(f"{WORKER}.containers[0].ports")]
+    assert [c for c in r.changes if ".containers[0].ports" in c] == [
+        f"{MASTER}.containers[0].ports: dropped; the platform opens the rendezvous port "
+        "(pytorchjob-port) and the metrics port"
+    ]
+
+
+def test_a_malformed_worker_field_is_one_line(tmp_path):
+    """The Worker's pod is read for its shape as Master's is (its nodeSelector's items were
+    read as a mapping: a list raised AttributeError)."""
+    for where, value, says in (
+        (("nodeSelector",), ["a"], f"{WORKER}.nodeSelector: got ['a']; expected a mapping"),
+        ((*C, "env"), "X=1", f"{WORKER}.containers[0].env: got 'X=1'; expected a list"),
+    ):
+        path = _roles(tmp_path, _set(where, value))
+        with pytest.raises(ImportProblem) as e:
+            imp(path)
+        assert str(e.value) == f"{path}: {says}"
+
+
+def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
+    """Trainer v2.2.1's TrainJobSpec (pkg/apis/trainer/v1alpha1/trainjob_types.go) has
+    runtimeRef, initializer, trainer, runtimePatches, suspend, activeDeadlineSeconds and
+    managedBy. Import named podTemplateOverrides/podSpecOverrides, fields v2.2.1 does not have,
+    and dropped runtimePatches (its pod overrides) and the others without a line."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: trainer.kubeflow.org/v1alpha1
+        kind: TrainJob
+        metadata: {name: tj}
+        spec:
+          trainer:
+            image: ghcr.io/acme/trainer:1.0
+            command: [torchrun, /code/train.py]
+            numNodes: 2
+          activeDeadlineSeconds: 3600
+          suspend: true
+          managedBy: kueue.x-k8s.io/multikueue
+          runtimePatches:
+            - manager: acme.io/tuner
+              trainingRuntimeSpec:
+                template:
+                  spec:
+                    replicatedJobs:
+                      - name: node
+                        template: {spec: {template: {spec: {nodeSelector: {a: b}}}}}
+    """,
+    )
+    r = imp(path)
+    assert r.entry["runPolicy"] == {"activeDeadlineSeconds": 3600}
+    lines = [c for c in r.changes if c.startswith("spec.") and not c.startswith("spec.trainer")]
+    assert lines == [
+        "spec.activeDeadlineSeconds 3600 -> runPolicy.activeDeadlineSeconds 3600: kept",
+        "spec.managedBy: dropped; the platform sets it where MultiKueue runs the job (a "
+        "fleet's manager stack)",
+        "spec.runtimePatches: dropped; not supported (its pod overrides: the pod's image, "
+        "command, env and size come from spec.trainer; put the rest in your code or image)",
+        "spec.suspend: dropped; Kueue admits and queues jobs",
+    ]
+    entry = imp(path, backends=("pytorchjob", "trainjob")).entry
+    job = parse_job(entry, "trainforge:jobs[0]")  # the stack's job model takes it
+    assert job.run_policy.active_deadline_seconds == 3600
+    bad = write(tmp_path, path.read_text().replace("3600", "an hour"), "bad.yaml")
+    with pytest.raises(ImportProblem) as e:
+        imp(bad)
+    assert (
+        str(e.value) == f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number"
+    )

@@ -9,6 +9,7 @@ one shape to translate. Pulumi-free.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,9 +18,10 @@ from typing import Any
 import yaml
 
 from trainforge.core import versions
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import pytorchjob, trainjob
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
-from trainforge.stack.jobs import RunPolicySpec, whole_command_line
+from trainforge.stack.jobs import RESERVED_ENV, RunPolicySpec, whole_command_line
 
 SUPPORTED = (
     f"a {pytorchjob.API_VERSION} PyTorchJob, a {trainjob.API_VERSION} TrainJob or a batch/v1 "
@@ -52,6 +54,9 @@ class Workload:
     # (field path, metadata) of the job and of each pod template: their labels and
     # annotations, which the importer names one by one
     metadata: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    # the other replicas' pods (a PyTorchJob's Worker beside Master): `same_pods` holds them
+    # to this one's, the pod every replica of the entry gets
+    others: list[Workload] = field(default_factory=list)
 
     @property
     def resources_at(self) -> str:
@@ -163,23 +168,14 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     if not isinstance(pod, dict):
         raise ImportProblem(file, pod_at, "missing; expected the pod template's spec")
     container, at = _container(pod, file, pod_at, changes)
+    others = []
     if set(specs) == {"Master", "Worker"}:
-        mine = {k: container.get(k) for k in ("image", "command", "args")}
-        worker, _ = _container(get(specs, "Worker", "template", "spec") or {}, file, "Worker", [])
-        theirs = {k: worker.get(k) for k in ("image", "command", "args")}
-        if mine != theirs:
-            changes.append(
-                "spec.pytorchReplicaSpecs.Worker: its image/command differ from Master's; every "
-                "trainforge pod runs the same code, Master's (rank 0 decides by RANK)"
-            )
-        theirs_selector = get(specs, "Worker", "template", "spec", "nodeSelector")
-        if (pod.get("nodeSelector") or {}) != (theirs_selector or {}):
-            said = ", ".join(f"{k}: {v}" for k, v in (theirs_selector or {}).items()) or "unset"
-            changes.append(
-                f"spec.pytorchReplicaSpecs.Worker.template.spec.nodeSelector ({said}): "
-                "dropped; it differs from Master's, and every pod of a trainforge job runs on "
-                "one pool, the one Master's chose"
-            )
+        w_pod_at = "spec.pytorchReplicaSpecs.Worker.template.spec"
+        w_pod = get(specs, "Worker", "template", "spec")
+        if not isinstance(w_pod, dict):
+            raise ImportProblem(file, w_pod_at, "missing; expected the pod template's spec")
+        w_container, w_at = _container(w_pod, file, w_pod_at, changes)
+        others.append(Workload("PyTorchJob", "", 0, w_container, w_at, w_pod, w_pod_at))
     for r, spec in specs.items():
         policy = get(spec, "restartPolicy")
         if policy is not None:
@@ -219,8 +215,9 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         extra.update(_run_policy(run_policy, "spec.runPolicy", changes))
     pods = " + ".join(f"{n} {r}" for r, n in counts.items())
     return Workload(
-        "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods
-    )
+        "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods,
+        others=others,
+    )  # fmt: skip
 
 
 def _run_policy(policy: Mapping[str, Any], at: str, changes: list[str]) -> dict[str, Any]:
@@ -240,21 +237,23 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     trainer = get(doc, "spec", "trainer")
     if not isinstance(trainer, dict):
         raise ImportProblem(file, "spec.trainer", "missing; expected image, command, numNodes")
-    for k in (
-        "initializer",
-        "podTemplateOverrides",
-        "podSpecOverrides",
-        "datasetConfig",
-        "modelConfig",
-    ):
-        if get(doc, "spec", k) is not None:
-            changes.append(f"spec.{k}: dropped (not supported; put it in your code or image)")
+    extra: dict[str, Any] = {}
+    deadline = get(doc, "spec", "activeDeadlineSeconds")
+    if deadline is not None:
+        _int(deadline, file, "spec.activeDeadlineSeconds")
+        extra["runPolicy"] = {"activeDeadlineSeconds": deadline}
+        changes.append(
+            f"spec.activeDeadlineSeconds {deadline} -> runPolicy.activeDeadlineSeconds "
+            f"{deadline}: kept"
+        )
+    for k in sorted(set(doc["spec"]) - {"runtimeRef", "trainer", "activeDeadlineSeconds"}):
+        why = _TRAINJOB_DROPPED.get(k, " (not supported; put it in your code or image)")
+        changes.append(f"spec.{k}: dropped{why}")
     workers = _int(trainer.get("numNodes"), file, "spec.trainer.numNodes", 1)
     container = dict(trainer)
     resources = trainer.get("resourcesPerNode")
     if resources is not None:
         container["resources"] = resources
-    extra: dict[str, Any] = {}
     nproc = trainer.get("numProcPerNode")
     if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
         extra["procsPerWorker"] = int(nproc)
@@ -270,6 +269,18 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         resources_key="resourcesPerNode",
         runtime_ref=get(doc, "spec", "runtimeRef", "name"),
     )
+
+
+# What becomes of a TrainJob's other spec fields: Trainer v2.2.1's TrainJobSpec has runtimeRef,
+# initializer, trainer, runtimePatches, suspend, activeDeadlineSeconds and managedBy
+# (pkg/apis/trainer/v1alpha1/trainjob_types.go at tag v2.2.1, read 2026-11-30); others are
+# named as not supported.
+_TRAINJOB_DROPPED = {
+    "runtimePatches": "; not supported (its pod overrides: the pod's image, command, env and "
+    "size come from spec.trainer; put the rest in your code or image)",
+    "suspend": "; Kueue admits and queues jobs",
+    "managedBy": "; the platform sets it where MultiKueue runs the job (a fleet's manager stack)",
+}
 
 
 def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
@@ -472,3 +483,120 @@ def check_shapes(w: Workload, docs: list[dict[str, Any]], file: str) -> None:
     for d in docs:
         if d.get("kind") == "ConfigMap":
             need(d.get("data"), dict, f"ConfigMap {get(d, 'metadata', 'name')}.data", "a mapping")
+    for other in w.others:
+        check_shapes(other, [], file)
+
+
+def owned_env(name: str) -> bool:
+    """A variable the platform or the training operator sets on every pod: import drops it."""
+    return name in RESERVED_ENV or name == "HOME" or name.startswith("PET_")
+
+
+def same_quantity(a: Any, b: Any) -> bool:
+    try:
+        return parse_quantity(str(a)) == parse_quantity(str(b))
+    except ValueError:
+        return False
+
+
+# The training container's fields the entry is made of: one value for every pod of a trainforge
+# job (jobs/pytorchjob.replica_specs writes one template for Master and Worker), while the
+# training operator makes each replica's pods from its own template (kubeflow/trainer v1.9.4
+# pkg/controller.v1/common/pod.go createNewPod, `spec.Template.DeepCopy()`, read 2026-11-30).
+_ONE_SPEC = ("image", "command", "args", "env", "resources", "volumeMounts", "workingDir")
+
+
+def same_pods(w: Workload, file: str, changes: list[str]) -> None:
+    """Hold each other replica's pod (a Worker) to `w`'s, Master's, after `check_shapes`: a
+    difference the entry cannot carry is refused in one line (the Worker's field, both values);
+    a Worker without resources gets Master's, and its own dropped fields are named."""
+    for o in w.others:
+        mine, theirs = w.container, o.container
+        if _empty(theirs.get("resources")) and not _empty(mine.get("resources")):
+            changes.append(
+                f"{o.resources_at}: unset; the Worker pods get Master's "
+                f"({_show(mine['resources'])}): every pod of a trainforge job has one size"
+            )
+        for k in (*_ONE_SPEC, "volumes"):
+            at = f"{o.pod_at}.{k}" if k == "volumes" else f"{o.at}.{k}"
+            if k == "volumes":
+                found = _diff(o.pod.get(k), w.pod.get(k), at)
+            elif k == "env":
+                found = _env_diff(theirs.get(k) or [], mine.get(k) or [], at, changes)
+            elif k == "resources" and _empty(theirs.get(k)):
+                found = None
+            else:
+                found = _diff(theirs.get(k), mine.get(k), at, quantities=k == "resources")
+            if found:
+                where, got, masters = found
+                raise ImportProblem(
+                    file,
+                    where,
+                    f"got {_show(got)}; Master's is {_show(masters)}; every pod of a trainforge "
+                    "job has one spec, so the Worker pods cannot differ from Master's: make "
+                    "them equal and import again",
+                )
+        selector = o.pod.get("nodeSelector")
+        if not _diff(selector, w.pod.get("nodeSelector"), ""):
+            continue
+        said = ", ".join(f"{k}: {v}" for k, v in (selector or {}).items()) or "unset"
+        changes.append(
+            f"{o.pod_at}.nodeSelector ({said}): dropped; it differs from Master's, and every "
+            "pod of a trainforge job runs on one pool, the one Master's chose"
+        )
+
+
+def _env_diff(
+    theirs: list[dict[str, Any]], mine: list[dict[str, Any]], at: str, changes: list[str]
+) -> tuple[str, Any, Any] | None:
+    """The first variable set otherwise on the Worker than on Master, by name; one the
+    platform sets (`owned_env`) is dropped either way, and named."""
+    by_name = {e["name"]: (i, e) for i, e in enumerate(theirs)}
+    masters = {e["name"]: e for e in mine}
+    for name in [*by_name, *(n for n in masters if n not in by_name)]:
+        i, e = by_name.get(name, (None, None))
+        if e == masters.get(name):
+            continue
+        if owned_env(name):
+            if e is not None:
+                changes.append(
+                    f"{at} {name}: dropped; the platform or operator sets it on every pod"
+                )
+            continue
+        return (f"{at}[{i}] ({name})" if i is not None else f"{at} ({name})"), e, masters.get(name)
+    return None
+
+
+def _diff(theirs: Any, mine: Any, at: str, quantities: bool = False) -> tuple[str, Any, Any] | None:
+    """The first field below `at` where `theirs` differs from `mine`: (its path, both values).
+    Unset and empty are alike; `quantities`: 4 and 4000m are alike."""
+    if _empty(theirs) and _empty(mine):
+        return None
+    if isinstance(theirs, dict) and isinstance(mine, dict):
+        for k in [*theirs, *(k for k in mine if k not in theirs)]:
+            key = f"[{k}]" if "/" in str(k) or "." in str(k) else f".{k}"
+            if found := _diff(theirs.get(k), mine.get(k), at + key, quantities):
+                return found
+        return None
+    if isinstance(theirs, list) and isinstance(mine, list):
+        for i in range(max(len(theirs), len(mine))):
+            t = theirs[i] if i < len(theirs) else None
+            m = mine[i] if i < len(mine) else None
+            if found := _diff(t, m, f"{at}[{i}]", quantities):
+                return found
+        return None
+    if theirs == mine or (quantities and same_quantity(theirs, mine)):
+        return None
+    return at, theirs, mine
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == {} or value == []
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "unset"
+    if isinstance(value, dict | list):
+        return json.dumps(value, sort_keys=True, default=str)
+    return repr(value) if isinstance(value, str) else str(value)

@@ -34,12 +34,15 @@ from trainforge.jobs.import_read import (
     Workload,
     check_shapes,
     get,
+    owned_env,
     read_documents,
+    same_pods,
+    same_quantity,
     workload,
 )
 from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.jobs.tenancy import PRIORITY_LABEL
-from trainforge.stack.jobs import IMAGE_RE, RESERVED_ENV
+from trainforge.stack.jobs import IMAGE_RE
 
 GPU = GPU_RESOURCE
 _PYTHON = re.compile(r"^(?:/[\w./-]*/)?python(?:3(?:\.\d+)?)?$")
@@ -279,11 +282,7 @@ def _size(
             f"it a pod on {pool.name} gets {named})"
         )
         limit = limits.get(res)
-        if (
-            at.endswith(f"requests.{res}")
-            and limit is not None
-            and not _same_quantity(limit, value)
-        ):
+        if at.endswith(f"requests.{res}") and limit is not None and not same_quantity(limit, value):
             changes.append(
                 f"{res_at}.limits.{res} {limit}: dropped; the limit is the request ({res} "
                 f"{value}): the platform's pods have requests == limits (Guaranteed QoS)"
@@ -327,13 +326,6 @@ def _refuse_memory(
         f"got {value!r}; {nodes}. The import does not shrink a memory request (less memory "
         f"than the code asks ends in an OOM kill): {instead}",
     )
-
-
-def _same_quantity(a: Any, b: Any) -> bool:
-    try:
-        return parse_quantity(str(a)) == parse_quantity(str(b))
-    except ValueError:
-        return False
 
 
 _TYPE_KEYS = (labels.INSTANCE_TYPE, "beta.kubernetes.io/instance-type")
@@ -496,6 +488,7 @@ def import_workload(
     changes: list[str] = []
     w = workload(docs, file, changes)
     check_shapes(w, docs, file)
+    same_pods(w, file, changes)
     c, at = w.container, w.at
     entry: dict[str, Any] = {"name": w.name, "team": team}
 
@@ -591,7 +584,7 @@ def import_workload(
             changes.append(
                 f"{at}.env {name}: dropped (valueFrom: Secrets and field refs are not supported; put the value in your code or image)"
             )
-        elif name in RESERVED_ENV or name == "HOME" or name.startswith("PET_"):
+        elif owned_env(name):
             changes.append(
                 f"{at}.env {name}: dropped; the platform or operator sets it on every pod"
             )
@@ -627,6 +620,13 @@ def import_workload(
         if k == "nodeSelector":
             reason = _selector_fate(selector, pool_name, pool.name)
         changes.append(f"{w.pod_at}.{k}: dropped; {reason}")
+    for o in w.others:  # a Worker's own such fields (one equal to Master's is said above)
+        for k in sorted(set(o.container) - _CONTAINER_KNOWN):
+            if o.container[k] != c.get(k):
+                changes.append(f"{o.at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
+        for k in sorted(set(o.pod) - {"containers", "volumes", "nodeSelector"}):
+            if o.pod[k] != w.pod.get(k):
+                changes.append(f"{o.pod_at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     if w.kind == "TrainJob":
         # the runtime's fate is the backend's: said once the backend is known, so that it
         # never speaks of a ClusterTrainingRuntime for a job that becomes a PyTorchJob
