@@ -249,21 +249,24 @@ class Assigner:
                 # a queue that covers `pods` counts the pod set's pods as a resource
                 requests.setdefault("pods", Fraction(ps.count))
             chosen: dict[str, Choice] = {}
-            ok = True
+            ok, mine = True, []
             for r in requests:
                 if r in chosen:
                     continue
                 group = q.group_of(r)
                 if group is None:
-                    out.reasons.append(W.unavailable(r))
-                    ok = False
+                    ok, mine = False, [W.unavailable(r)]
                     break
                 covered = {x: v for x, v in requests.items() if x in group[0]}
-                got = self._group(q, ps, group[1], covered, assumed, out.reasons)
+                tried: list[str] = []
+                got = self._group(q, ps, group[1], covered, assumed, tried)
                 if got is None or len(got) < len(covered):
-                    ok = False
+                    # assignFlavors: the pod set's status is the failing resource's alone
+                    ok, mine = False, tried
                     break
+                mine += tried
                 chosen.update(got)
+            out.reasons += mine
             out.podsets[ps.name] = chosen if ok else {}
             if ok:
                 for r, c in chosen.items():
