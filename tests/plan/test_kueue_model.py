@@ -122,7 +122,7 @@ def _more_reasons() -> list[str]:
     }
     ps = K.PodSet("main", 3, {"cpu": Fraction(3, 2), "memory": Fraction(2 * 2**30)})
     out = [A.flavor_fits_podset(ps, flavors.get(f), False, f) for f in ("gone", "a", "b", "t")]
-    out.append(A.flavor_fits_podset(K.PodSet("m", 1, {}, topology=True), flavors["a"], False))
+    out.append(A.flavor_fits_podset(K.PodSet("m", 1, {}, topology=True), flavors["a"], False, "a"))
     doc = {
         "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
         "spec": {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [

@@ -153,11 +153,9 @@ def only_tas(q: ClusterQueue, flavors: Mapping[str, Flavor]) -> bool:
     return all((fl := flavors.get(f)) is not None and fl.topology is not None for f in q.flavors)
 
 
-def flavor_fits_podset(
-    ps: PodSet, flavor: Flavor | None, all_tas: bool, name: str = ""
-) -> str | None:
-    """None, or why the flavor (`name` where it is missing) is skipped for the pod set, in
-    Kueue's words (checkFlavorForPodSets)."""
+def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool, name: str) -> str | None:
+    """None, or why flavor `name` (None: the queue names one that does not exist) is skipped
+    for the pod set, in Kueue's words (checkFlavorForPodSets)."""
     if flavor is None:
         return W.not_found(name)
     wants_tas = ps.topology or all_tas
