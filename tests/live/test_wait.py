@@ -90,7 +90,7 @@ def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
         wl = next(w for w in api.routes[path]["items"] if "gpt-13b" in w["metadata"]["name"])
         wl["status"]["conditions"][0]["message"] = (
             "couldn't assign flavors to pod set worker: untolerated taint "
-            "{trainforge.io/spot: true:NoSchedule} in flavor spot-gpu, insufficient unused "
+            "{trainforge.io/spot true NoSchedule <nil>} in flavor spot-gpu, insufficient unused "
             "quota for nvidia.com/gpu in flavor efa-training, 16 more needed"
         )
     e = expected(api)
@@ -196,7 +196,7 @@ UNKNOWN = {
     "no-flavor": (
         _untolerated_flavor,
         "Kueue assigns it no one flavor of ClusterQueue llm: untolerated taint "
-        "trainforge.io/reserved in flavor efa-training",
+        "{trainforge.io/reserved true NoSchedule <nil>} in flavor efa-training",
     ),
     "no-positions": (
         _no_positions,

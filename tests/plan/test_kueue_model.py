@@ -6,6 +6,7 @@ toleration matcher against Kubernetes' ToleratesTaint rules. In memory, millisec
 from __future__ import annotations
 
 import pathlib
+import re
 from fractions import Fraction
 
 import pytest
@@ -14,6 +15,7 @@ import yaml
 from trainforge.core import taints as T
 from trainforge.plan import kueue as K
 from trainforge.plan.kueue import assign as A
+from trainforge.plan.kueue import words as W
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "kueue_flavorassigner.yaml"
 DATA = yaml.safe_load(FIXTURES.read_text())
@@ -78,6 +80,123 @@ def test_the_model_assigns_flavors_as_kueue_does(case):
     }
     assert flavors == want["podSets"], got.reasons
     assert got.borrowing == want.get("borrowing", 0)
+
+
+def _assign(case: dict) -> K.Assignment:
+    model = K.read(_docs(case))
+    model.queues[MAIN].usage = _use(case.get("usage"))
+    if SECOND in model.queues:
+        model.queues[SECOND].usage = _use(case.get("secondaryUsage"))
+    assigner = K.Assigner(
+        K.Quotas(model.queues, model.shared), model.flavors, _oracle(case.get("oracle") or {})
+    )
+    return assigner.assign(model.queues[MAIN], [_podset(p) for p in case["podSets"]])
+
+
+WORDED = [c for c in DATA["cases"] if "reasons" in c]
+
+
+@pytest.mark.parametrize("case", WORDED, ids=[c["case"] for c in WORDED])
+def test_the_model_words_its_reasons_as_kueue_does(case):
+    """Each reason the assigner writes is Kueue's own text, from the same data: the taint as
+    Go prints a corev1.Taint, the amounts as Kueue's ResourceFormatter writes them."""
+    assert sorted(_assign(case).reasons) == sorted(case["reasons"])
+
+
+def _more_reasons() -> list[str]:
+    """Reasons no fixture case words: a missing flavor, taints without a value or with a
+    timeAdded, a topology mismatch, amounts in binary and decimal suffixes."""
+    taints = [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule"},
+        {
+            "key": "spot",
+            "value": "true",
+            "effect": "NoExecute",
+            "timeAdded": "2026-11-30T09:00:00Z",
+        },
+    ]
+    flavors = {
+        "a": K.Flavor("a", {}, taints[:1], None),
+        "b": K.Flavor("b", {}, taints[1:], None),
+        "t": K.Flavor("t", {}, [], "topo"),
+    }
+    ps = K.PodSet("main", 3, {"cpu": Fraction(3, 2), "memory": Fraction(2 * 2**30)})
+    out = [A.flavor_fits_podset(ps, flavors.get(f), False, f) for f in ("gone", "a", "b", "t")]
+    out.append(A.flavor_fits_podset(K.PodSet("m", 1, {}, topology=True), flavors["a"], False, "a"))
+    doc = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu", "memory"], "flavors": [
+            {"name": "d", "resources": [{"name": "cpu", "nominalQuota": "4500m"},
+                                        {"name": "memory", "nominalQuota": "8Gi"}]}]}]},
+    }  # fmt: skip
+    m = K.read([doc])
+    m.queues["q"].usage = {"d": {"cpu": Fraction(1, 2)}}
+    got = K.Assigner(K.Quotas(m.queues, m.shared), {"d": K.Flavor("d", {}, [], None)})
+    out += got.assign(m.queues["q"], [ps]).reasons
+    big = K.PodSet("main", 1, {"memory": Fraction(9 * 2**30), "cpu": Fraction(1)})
+    out += got.assign(m.queues["q"], [big]).reasons
+    return [r for r in out if r]
+
+
+def test_reasons_beyond_the_fixtures_in_kueue_s_words():
+    """Worded as flavorassigner.go:1220, :1243 (Go's %v of a corev1.Taint value: an empty value
+    leaves two spaces, a *metav1.Time prints as time.Time.String), tas_flavorassigner.go:182,
+    and :1350/:1368 with resource_formatter.go's amounts (cpu in milli, memory BinarySI)."""
+    assert _more_reasons() == [
+        "flavor gone not found",
+        "untolerated taint {nvidia.com/gpu  NoSchedule <nil>} in flavor a",
+        "untolerated taint {spot true NoExecute 2026-11-30 09:00:00 +0000 UTC} in flavor b",
+        'Flavor "t" supports only TopologyAwareScheduling',
+        'Flavor "a" does not support TopologyAwareScheduling',
+        "insufficient unused quota for cpu in flavor d, 500m more needed",
+        "insufficient quota for memory in flavor d, previously considered podsets requests (0) "
+        "+ current podset request (9Gi) > maximum capacity (8Gi)",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("resource", "value", "kueue"),
+    [
+        # Kueue's own expected amounts (flavorassigner_test.go:703, scheduler_test.go:6683)
+        ("memory", Fraction(10 * 2**20), "10Mi"),
+        ("cpu", Fraction(1000), "1k"),
+        ("cpu", Fraction(10000), "10k"),
+        ("cpu", Fraction(9223372036854775), "9223372036854775"),
+        ("cpu", Fraction(0), "0"),
+        # apimachinery's canonical forms: milli, binary only where exact, decimal under 1024
+        ("cpu", Fraction(3, 2), "1500m"),
+        ("memory", Fraction(1000), "1k"),
+        ("memory", Fraction(1536), "1536"),
+        ("memory", Fraction(2_000_000), "2M"),
+        ("memory", Fraction(3 * 2**30), "3Gi"),
+        ("nvidia.com/gpu", Fraction(16), "16"),
+        ("pods", Fraction(3000), "3k"),
+    ],
+)
+def test_amounts_as_kueue_s_resource_formatter_writes_them(resource, value, kueue):
+    assert W.quantity(resource, value) == kueue
+
+
+def test_pending_reads_every_reason_the_assigner_writes():
+    """`pending.outlook` reads the plan's own reasons as it reads Kueue's: each alone in a pod
+    set's message is never, but a shortfall of unused quota, which waiting cures."""
+    head = "couldn't assign flavors to pod set main: "
+    reasons = [r for c in DATA["cases"] for r in _assign(c).reasons] + _more_reasons()
+    kinds = ("untolerated taint {", "insufficient quota ", "insufficient unused ", "flavor ")
+    kinds += ("resource ", 'Flavor "')
+    assert all(any(r.startswith(k) for r in reasons) for k in kinds)
+    for r in reasons:
+        wait = r.startswith("insufficient unused quota for ")
+        assert K.outlook(_pending(head + r)) == (("", "") if wait else ("never", head + r)), r
+        if wait:
+            assert re.fullmatch(
+                r"insufficient unused quota for \S+ in flavor \S+, \S+ more needed", r
+            )
+
+
+def _pending(message: str) -> dict:
+    c = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": message}
+    return {"status": {"conditions": [c]}}
 
 
 def test_the_fixtures_cover_the_families_the_brief_names():

@@ -222,7 +222,7 @@ def test_the_admission_rehearsal_decides_both_ways(plan, sent):
     # (`tolerations`) refuses the SDK's pods, which tolerate nothing: Kueue's flavorassigner
     required = [_untolerating(o) if o.kind == "ResourceFlavor" else o for o in plan.objects]
     w = Q.admit_submitted(_ctx(plan, required), sent, pod, 4)
-    assert w.state == "never" and "untolerated taint nvidia.com/gpu" in w.reason, w.reason
+    assert w.state == "never" and "untolerated taint {nvidia.com/gpu " in w.reason, w.reason
 
 
 def _untolerating(o):

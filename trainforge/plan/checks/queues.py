@@ -705,7 +705,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         all_tas = K.only_tas(q, m.flavors)
         # a pod set that no flavor takes is never admitted, whichever template it is
         skips_of = [
-            {f: K.flavor_fits_podset(p, m.flavors.get(f), all_tas) for f in q.flavors} for p in sets
+            {f: K.flavor_fits_podset(p, m.flavors.get(f), all_tas, f) for f in q.flavors}
+            for p in sets
         ]
         # the flavor its wait is explained against: the first its pods may land on
         w.flavor = next((f for f, why in skips_of[0].items() if why is None), None)
@@ -974,7 +975,7 @@ def placement(ctx: PlanContext) -> CheckResult:
                     for f in q.flavors
                     if f != flavor
                     and K.Quotas.nominal(q, f, GPU) >= 1
-                    and K.flavor_fits_podset(ps, m.flavors.get(f), False) is None
+                    and K.flavor_fits_podset(ps, m.flavors.get(f), False, f) is None
                 ]
                 if own:
                     why = (

@@ -8,7 +8,8 @@ release-0.19 c90ed70 (read 2026-11-29; the tag v0.19.2 already has all of it, an
 development, main at ff69552 2026-08-22, changes only bookkeeping there). Each function names
 the upstream one it follows. Not modelled: partial admission, reclaimable pods, the
 last-tried-flavor memory across scheduling cycles, pod-set groups (leader/worker sets), fair
-sharing, nested cohorts.
+sharing, nested cohorts. Its reasons are Kueue's own text (`words`), as Kueue's tests want
+them (tests/plan/fixtures/kueue_flavorassigner.yaml `reasons`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from trainforge.core import taints as T
 from trainforge.core.quantity import counted
+from trainforge.plan.kueue import words as W
 from trainforge.plan.kueue.objects import TRY_NEXT, ClusterQueue, Flavor
 from trainforge.plan.kueue.quota import Quotas
 
@@ -151,20 +153,21 @@ def only_tas(q: ClusterQueue, flavors: Mapping[str, Flavor]) -> bool:
     return all((fl := flavors.get(f)) is not None and fl.topology is not None for f in q.flavors)
 
 
-def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool) -> str | None:
-    """None, or why the flavor is skipped for the pod set (checkFlavorForPodSets)."""
+def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool, name: str) -> str | None:
+    """None, or why flavor `name` (None: the queue names one that does not exist) is skipped
+    for the pod set, in Kueue's words (checkFlavorForPodSets)."""
     if flavor is None:
-        return "flavor not found"
+        return W.not_found(name)
     wants_tas = ps.topology or all_tas
     if wants_tas and not all_tas and flavor.topology is None:
-        return f'Flavor "{flavor.name}" does not support TopologyAwareScheduling'
+        return W.no_tas(flavor.name)
     if not wants_tas and flavor.topology is not None:
-        return f'Flavor "{flavor.name}" supports only TopologyAwareScheduling'
+        return W.only_tas(flavor.name)
     taint = T.untolerated(flavor.taints, [*ps.tolerations, *flavor.tolerations], T.schedules)
     if taint is not None:
-        return f"untolerated taint {taint.get('key')} in flavor {flavor.name}"
+        return W.untolerated(taint, flavor.name)
     if not selector_matches(ps, flavor):
-        return f"flavor {flavor.name} doesn't match node affinity"
+        return W.no_affinity(flavor.name)
     return None
 
 
@@ -186,13 +189,13 @@ class Assigner:
     ) -> tuple[int, int, str]:
         """fitsResourceQuota: (preemption mode, borrowing level, reason)."""
         qs = self.quotas
-        val = assumed + request
-        if val > qs.potential(q, f, r):
-            return _NO_FIT, 0, f"insufficient quota for {r} in flavor {f}"
+        val, most = assumed + request, qs.potential(q, f, r)
+        if val > most:
+            return _NO_FIT, 0, W.over_capacity(r, f, assumed, request, most)
         borrow, may_reclaim = qs.height(q, f, r, val)
         if val <= qs.available(q, f, r):
             return _FIT, borrow, ""
-        reason = f"insufficient unused quota for {r} in flavor {f}"
+        reason = W.short(r, f, val - qs.available(q, f, r))
         bwc = (q.preemption.get("borrowWithinCohort") or {}).get("policy", "Never")
         if qs.nominal(q, f, r) >= val or may_reclaim or bwc != "Never":
             possibility, after = self.oracle(q, f, r, val)
@@ -213,7 +216,7 @@ class Assigner:
         best: dict[str, Choice] | None = None
         best_mode = (_NO_FIT, _BIG)
         for f in flavors:
-            why = flavor_fits_podset(ps, self.flavors.get(f), all_tas)
+            why = flavor_fits_podset(ps, self.flavors.get(f), all_tas, f)
             if why:
                 reasons.append(why)
                 continue
@@ -244,21 +247,24 @@ class Assigner:
                 # a queue that covers `pods` counts the pod set's pods as a resource
                 requests.setdefault("pods", Fraction(ps.count))
             chosen: dict[str, Choice] = {}
-            ok = True
+            ok, mine = True, []
             for r in requests:
                 if r in chosen:
                     continue
                 group = q.group_of(r)
                 if group is None:
-                    out.reasons.append(f"resource {r} unavailable in ClusterQueue")
-                    ok = False
+                    ok, mine = False, [W.unavailable(r)]
                     break
                 covered = {x: v for x, v in requests.items() if x in group[0]}
-                got = self._group(q, ps, group[1], covered, assumed, out.reasons)
+                tried: list[str] = []
+                got = self._group(q, ps, group[1], covered, assumed, tried)
                 if got is None or len(got) < len(covered):
-                    ok = False
+                    # assignFlavors: the pod set's status is the failing resource's alone
+                    ok, mine = False, tried
                     break
+                mine += tried
                 chosen.update(got)
+            out.reasons += mine
             out.podsets[ps.name] = chosen if ok else {}
             if ok:
                 for r, c in chosen.items():

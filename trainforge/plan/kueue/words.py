@@ -1,0 +1,97 @@
+"""The reasons Kueue's flavor assigner writes, in Kueue's words and from the same data, so that
+what the plan prints for a pod set no flavor takes reads as Kueue's own condition message and
+`pending.outlook` reads both alike (tests/plan/test_kueue_model.py runs both on our outputs).
+
+Source: kubernetes-sigs/kueue release-0.19 c90ed700c1 (2026-08-22), read 2026-11-30:
+pkg/scheduler/flavorassigner/flavorassigner.go:1071 (resource unavailable), :1220 (flavor
+not found), :1243 (untolerated taint), :1252 (node affinity), :1350 and :1368 (quota),
+tas_flavorassigner.go:182 and :200 (topology); the amounts as pkg/resources/
+resource_formatter.go `ResourceQuantityString` writes them (apimachinery Quantity.String).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from fractions import Fraction
+from typing import Any
+
+_DECIMAL = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+_BINARY = {1: "Ki", 2: "Mi", 3: "Gi", 4: "Ti", 5: "Pi", 6: "Ei"}
+
+
+def _decimal(mantissa: int, exponent: int) -> str:
+    """Quantity.String of a DecimalSI int64Amount (AsCanonicalBytes): trailing zeros moved
+    into the exponent, which is then lowered to a multiple of 3 for its suffix."""
+    if mantissa == 0:
+        return "0"
+    while mantissa % 10 == 0:
+        mantissa, exponent = mantissa // 10, exponent + 1
+    shift = exponent % 3
+    return f"{mantissa * 10**shift}{_DECIMAL[exponent - shift]}"
+
+
+def quantity(resource: str, value: Fraction) -> str:
+    """ResourceFormatter.ResourceQuantityString: cpu in millicores (DecimalSI), memory,
+    ephemeral-storage and hugepages-* in bytes in the canonical of BinarySI (a power-of-1024
+    suffix where exact, else DecimalSI, and DecimalSI under 1024), anything else DecimalSI."""
+    if resource == "cpu":
+        return _decimal(math.ceil(value * 1000), -3)
+    v = math.ceil(value)
+    binary = resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-")
+    if not binary or abs(v) < 1024:
+        return _decimal(v, 0)
+    power = 0
+    while v % 1024 == 0 and power < 6:
+        v, power = v // 1024, power + 1
+    return f"{v}{_BINARY[power]}" if power else _decimal(v, 0)
+
+
+def taint(t: Mapping[str, Any]) -> str:
+    """A corev1.Taint value as Go's %s prints it: {key value effect timeAdded}, a nil
+    timeAdded as <nil>, a set one as time.Time.String in the controller's zone (UTC)."""
+    added = t.get("timeAdded")
+    when = "<nil>"
+    if added:  # metav1.Time: RFC 3339 on the wire, parsed into the local zone
+        stamp = datetime.fromisoformat(str(added).replace("Z", "+00:00"))
+        when = stamp.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    return f"{{{t.get('key', '')} {t.get('value', '')} {t.get('effect', '')} {when}}}"
+
+
+def untolerated(t: Mapping[str, Any], flavor: str) -> str:
+    return f"untolerated taint {taint(t)} in flavor {flavor}"
+
+
+def no_affinity(flavor: str) -> str:
+    return f"flavor {flavor} doesn't match node affinity"
+
+
+def not_found(flavor: str) -> str:
+    return f"flavor {flavor} not found"
+
+
+def unavailable(resource: str) -> str:
+    return f"resource {resource} unavailable in ClusterQueue"
+
+
+def no_tas(flavor: str) -> str:
+    return f'Flavor "{flavor}" does not support TopologyAwareScheduling'
+
+
+def only_tas(flavor: str) -> str:
+    return f'Flavor "{flavor}" supports only TopologyAwareScheduling'
+
+
+def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fraction) -> str:
+    """More than the flavor could ever hold of `r` (never, as the queue stands)."""
+    return (
+        f"insufficient quota for {r} in flavor {f}, previously considered podsets requests "
+        f"({quantity(r, assumed)}) + current podset request ({quantity(r, request)}) > "
+        f"maximum capacity ({quantity(r, most)})"
+    )
+
+
+def short(r: str, f: str, needed: Fraction) -> str:
+    """Not enough unused quota now: `needed` more of `r`."""
+    return f"insufficient unused quota for {r} in flavor {f}, {quantity(r, needed)} more needed"
