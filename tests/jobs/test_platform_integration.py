@@ -118,7 +118,7 @@ def test_dev_quota_rejects_a_job_too_big_for_the_team(dev_platform):
         }
     ]
     with pytest.raises(
-        JobConfigError, match=rf"trainforge:jobs\[0\]\.workers: .*quota of {gpus}\b"
+        JobConfigError, match=rf"trainforge:jobs\[0\]\.workers: .*may hold at most {gpus} gpus\b"
     ):
         declare_jobs(dev_platform.contract, too_big)
 

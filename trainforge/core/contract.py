@@ -19,11 +19,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainforge.core import catalog
 from trainforge.core.errors import JobConfigError
+
+if TYPE_CHECKING:  # annotation only: the runtime's start-up imports this module, and every
+    # module it imports is a name a user's file may not shadow (training/shadowing.py)
+    from fractions import Fraction
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
