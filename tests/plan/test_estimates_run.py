@@ -81,3 +81,27 @@ def test_a_measured_step_time_is_the_duration_the_estimates_print():
     assert cost["durationSource"] == "expectedStepSeconds"
     (dur,) = [ln for ln in lines if ln.startswith("  duration: ")]
     assert "expectedStepSeconds" in dur and "the estimate: " in dur
+
+
+def test_a_fleet_managers_job_is_timed_on_a_worker_as_its_object_has_it():
+    """A manager and a worker both like prod, the job's object with the anti-affinity: the
+    worker's run (the Cost's per-worker row, the fleet section's) is the object's 2 x
+    g5.12xlarge and its duration, the run `queues.job_run` prices for the same object in a
+    single cluster (the worker's run was priced from the spec: 1 x g5.48xlarge)."""
+    from trainforge.plan.checks import fleet as FC
+    from trainforge.plan.fleet import WorkerPlan
+
+    single = _ctx(True)
+    d = next(d for d in single.declared.jobs if d.spec.name == JOB)
+    alone = Q.job_run(single, d)
+    worker = WorkerPlan("w1", "fleet-w1", "us-east-1", single.inventory, single.objects)
+    ctx = replace(_ctx(True), fleet_workers={"w1": worker})
+    (cost,) = [j for j in cost_check.build_report(ctx, dt.date(2026, 11, 23)).jobs if j.name == JOB]
+    (run,) = cost.to_json()["workers"]
+    assert run["launch"] == "2 x g5.12xlarge" == alone.to_json()["launch"]
+    assert run["durationSeconds"] == alone.duration.seconds
+    assert run["onDemandPerHour"] == alone.hourly
+    section = FC.check(ctx).sections[0]
+    (job,) = [j for j in section.data["jobs"] if j["job"] == JOB]
+    (there,) = job["workers"]
+    assert there["onDemandPerHour"] == alone.hourly and "g5.12xlarge x2" in there["cost"]
