@@ -81,6 +81,9 @@ def test_a_measured_step_time_is_the_duration_the_estimates_print():
     assert cost["durationSource"] == "expectedStepSeconds"
     (dur,) = [ln for ln in lines if ln.startswith("  duration: ")]
     assert "expectedStepSeconds" in dur and "the estimate: " in dur
+    # docs/cost.md, "Expected run", quotes this line
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    assert f"`{dur.strip()}`" in doc
 
 
 def test_a_fleet_managers_job_is_timed_on_a_worker_as_its_object_has_it():
