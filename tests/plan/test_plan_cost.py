@@ -19,6 +19,7 @@ from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import cost_check, estimates
+from trainforge.plan.fleet import WorkerPlan
 from trainforge.stack.policy import CostCapsError
 
 G5 = PoolFacts(
@@ -768,7 +769,8 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
         assert c.to_json()["nodeChoice"] == why
         assert cost_check._unpriced_job(c, 5.0).endswith(f"but {why}, so the cap cannot be checked")
         assert cost_check._unpriced_team("t", 5.0, [c]).endswith(f"but job j: {why}")
-        assert queues._run(job, "w", "gpu", pool, "us-east-1").why == f"cost unknown: {why}"
+        worker = WorkerPlan("w", "fleet-w", "us-east-1")
+        assert queues._run(job, None, worker, "gpu", pool).why == f"cost unknown: {why}"
     # not the limits: a pod no type holds is still "none fits"
     big = cost.job_cost(_job(gpusPerWorker=16, workers=1), G5, "us-east-1", "t/Job/j")
     assert big.no_node == "" and "none fits" in cost_check._row(big, big, [])

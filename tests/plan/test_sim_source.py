@@ -69,6 +69,12 @@ def test_a_patched_object_gets_one_duration_in_the_queue_and_the_cost():
     assert w0.duration == row0["durationSeconds"] != row["durationSeconds"]
 
 
+def _gang(ctx: PlanContext, d):
+    """The job's gang as the queue, the Cost and the estimates read it (`queues.object_gang`)."""
+    obj = Q.workload_object(ctx, d.spec.name, d.target.namespace)
+    return Q.object_gang(ctx, obj, d.spec, d.target.pool)
+
+
 def _more_cpu(spec: dict) -> None:
     (c,) = [c for c in spec["template"]["spec"]["containers"] if c["name"] == "pytorch"]
     c["resources"] = {**c["resources"], "requests": {**c["resources"]["requests"], "cpu": "60"}}
@@ -81,7 +87,7 @@ def test_the_queue_charges_what_the_objects_pods_ask_as_the_cost_packs_them():
     the Cost packs (the queue charged the spec's cores times the object's pods)."""
     ctx = _ctx(_more_cpu)
     w, _ = _figures(ctx)
-    gang = cost_check.gang(ctx, next(d for d in ctx.declared.jobs if d.spec.name == JOB))
+    gang = _gang(ctx, next(d for d in ctx.declared.jobs if d.spec.name == JOB))
     assert {p.cpu_m for p in gang.pods} == {60_000}
     assert w.pods == len(gang.pods) == 2
     assert w.need["cpu"] == Fraction(120)
@@ -124,6 +130,6 @@ def test_an_sdk_style_trainjob_is_charged_the_pods_the_trainer_builds(monkeypatc
     inv = result.inventory
     ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
     (w,) = Q.simulate(ctx)[0]
-    gang = cost_check.gang(ctx, inv.declared.jobs[0])
+    gang = _gang(ctx, inv.declared.jobs[0])
     assert [p.cpu_m for p in gang.pods] == [5000, 5000]
     assert w.pods == 2 and w.need["cpu"] == Fraction(10)

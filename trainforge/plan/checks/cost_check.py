@@ -9,7 +9,6 @@ import datetime as dt
 from dataclasses import replace
 from typing import Any
 
-from trainforge.jobs import capacity
 from trainforge.jobs.duration import Duration, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
@@ -36,15 +35,6 @@ RULES = {
 
 
 # --- building the report from what the program declared ---------------------------------------
-
-
-def gang(ctx: PlanContext, d: Any) -> capacity.Gang:
-    """A declared job's pods as Karpenter packs them, read from its emitted object's pod
-    templates (`queues.object_gang`: each pod's requests and their cap per node,
-    `packing.spread_limit`): the Cost, the estimates section and the queue's launch check read
-    this one gang."""
-    obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
-    return queues.object_gang(ctx, obj, d.spec, d.target.pool)
 
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:

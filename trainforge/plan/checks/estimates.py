@@ -11,13 +11,12 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
-from trainforge.jobs.duration import duration_text
+from trainforge.jobs.duration import Duration, duration_text
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, memory_unit, warnings
 from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
-from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
-from trainforge.plan.checks import cost_check
+from trainforge.plan.checks import queues
 
 RULES: dict[str, str] = {}  # reports only: nothing to waive
 TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
@@ -35,11 +34,16 @@ def step_text(seconds: float) -> str:
 
 
 def lines_for(
-    e: JobEstimate, ident: str, run: JobEstimate | None = None, launched: str = ""
+    e: JobEstimate,
+    ident: str,
+    run: JobEstimate | None = None,
+    launched: str = "",
+    duration: Duration | None = None,
 ) -> list[str]:
-    """The estimate's lines. `run`: the step time and duration on `launched`, the type a
-    mixed pool launches for the job (the cost model's pick); the memory stays `e`'s, judged
-    on every type of the pool."""
+    """The estimate's lines. `run`: the step time on the type the job's run is timed on
+    (`queues.job_run`); `launched`: that type, named when the pool has several; `duration`:
+    that run's (what the Cost and the queue use). The memory stays `e`'s, judged on every
+    type of the pool."""
     cap = e.memory_capacity
     frac = f" ({e.memory_fraction:.0%})" if e.memory_fraction is not None else ""
     per = memory_unit(e.gpu)
@@ -49,13 +53,13 @@ def lines_for(
     out.append(f"  memory per {per}: est. {gib(e.memory_total)}{of} at the {e.memory_phase}")
     out.append(f"    {e.memory_line()}")
     notes = e.notes
-    if run is not None:
+    if run is not None and launched:
         out.append(
             f"  memory judged on every type of the pool (its slowest GPU, least GPU memory); "
             f"step and duration on {launched} ({run.world_size} x {run.gpu}), the type the "
             "pool launches for it (Cost)"
         )
-        e = run
+    e = run or e
     if e.step_seconds is not None and e.step_seconds_range is not None:
         lo, hi = e.step_seconds_range
         if e.has_tokens:  # only the units the model has: a CNN has samples, not tokens
@@ -65,11 +69,13 @@ def lines_for(
                 f"{e.samples_per_second or 0:,.0f} samples/s, {e.samples_per_step:,} samples/step"
             )
         out.append(f"  step {step_text(e.step_seconds)} ({step_text(lo)}-{step_text(hi)}), {rate}")
-        if e.duration_seconds is not None and e.duration_range is not None:
-            dlo, dhi = e.duration_range
+        d = duration or Duration(e.duration_seconds, "estimate", "", *(e.duration_range or ()))
+        if d.source != "estimate":
+            out.append(_other_duration(e, d))
+        elif d.seconds is not None and d.low is not None and d.high is not None:
             out.append(
-                f"  duration: {e.steps:,} steps in {duration_text(e.duration_seconds)} "
-                f"({duration_text(dlo)}-{duration_text(dhi)}, incl. start-up and checkpoints)"
+                f"  duration: {e.steps:,} steps in {duration_text(d.seconds)} "
+                f"({duration_text(d.low)}-{duration_text(d.high)}, incl. start-up and checkpoints)"
             )
     if e.method:
         out.append(f"  basis: {e.method}; MFU {e.basis}")
@@ -77,6 +83,16 @@ def lines_for(
         out.append(f"  basis: {e.basis}")
     out += [f"  note: {n}" for n in notes]
     return out
+
+
+def _other_duration(e: JobEstimate, d: Duration) -> str:
+    """The run's duration when it is not the model's (a measured step time): what the Cost
+    and the queue use, with the model's figure beside it."""
+    text = (
+        "unknown" if d.seconds is None else ("<= " if d.ceiling else "") + duration_text(d.seconds)
+    )
+    model = f"; the estimate: {duration_text(e.duration_seconds)}" if e.duration_seconds else ""
+    return f"  duration: {text} ({d.detail}, what the Cost and the queue use{model})"
 
 
 _BYTES = ("memory", "memory_total", "memory_capacity", "host_memory_per_pod")
@@ -107,13 +123,31 @@ def _restart_data(job: JobSpec) -> dict[str, Any]:
     }
 
 
+def _on(job: JobSpec, pool: Any, instance_type: str) -> JobEstimate | None:
+    """The estimate on the nodes of `instance_type` (None: no type, or no facts for it)."""
+    try:
+        return estimate(job, pool.only(instance_type)) if instance_type else None
+    except NoEstimate:
+        return None
+
+
+def _run_on(timed_on: str, run: JobEstimate | None, cost: Any) -> dict[str, Any] | None:
+    """The step figures on the type the run is timed on, and the run's duration (the Cost's
+    and the queue's, `queues.job_run`)."""
+    if run is None:
+        return None
+    d = cost.duration
+    span = (d.low, d.high) if d.low is not None and d.high is not None else None
+    return {"instanceType": timed_on, **_data(run), "duration_seconds": d.seconds,
+            "duration_range": span, "duration_source": d.source}  # fmt: skip
+
+
 def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or not declared.jobs:
         return CheckResult()
     lines: list[str] = []
     data: list[dict[str, Any]] = []
-    region = C.plan_region(ctx.inventory)
     for dj in declared.jobs:
         job = dj.spec
         ident = f"{dj.target.namespace}/{job.name}"
@@ -123,22 +157,22 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"{ident} on {job.pool}: no estimate ({err})")
             data.append({"job": job.name, "pool": job.pool, "no_estimate": str(err)})
             continue
-        pool = dj.target.pool
         fleet = bool(getattr(ctx, "fleet_workers", None))
-        mixed = e.gpu is not None and len(pool.node_types) > 1 and not fleet
-        choice = C.choose_nodes(job, pool, region, cost_check.gang(ctx, dj)) if mixed else None
-        launched = choice.timed_on if choice else ""  # the type the Cost times the run on
-        run = estimate(job, pool.only(launched)) if choice else None
-        lines += lines_for(e, ident, run, launched)
+        # the job's one priced run (the Cost's row, the queue's duration); a fleet manager's
+        # job runs on a worker, where the Cost prices it
+        cost = None if fleet else queues.job_run(ctx, dj)
+        timed_on = cost.choice.timed_on if cost and cost.choice and e.gpu else ""
+        run = _on(job, dj.target.pool, timed_on)
+        mixed = len(dj.target.pool.node_types) > 1
+        ran = cost.duration if cost else None
+        lines += lines_for(e, ident, run, timed_on if mixed else "", ran)
         if fleet:
             lines.append(
                 "  a fleet manager's job: the figures above are this pool's (its memory fit); "
                 "it runs on a worker, and the Cost section times it there"
             )
         lines += [f"  warning: {w}" for w in warnings(e, ident)]
-        data.append(
-            {**_data(e), "runOn": {"instanceType": launched, **_data(run)} if run else None}
-        )
+        data.append({**_data(e), "runOn": _run_on(timed_on, run, cost)})
     restarts = [
         f"{dj.target.namespace}/{dj.spec.name}: {launch_line(dj.spec)}" for dj in declared.jobs
     ]

@@ -2,9 +2,10 @@
 its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
 trainforge.plan.fleet). Each job's object is admitted into each planned worker's Kueue objects
 by the one Kueue model (`queues.admit_object`) and priced there as the cost section prices it
-(`cost.job_cost`, the worker's region; `queues.dispatches`, which the cost section and the
-queue simulation read too). What the section says and why each finding is one
-(the dispatchers, with their Kueue 0.19 sources; same shape; data; job inputs): docs/fleet.md.
+(`cost.job_cost` of the pods its object makes, the worker's region; `queues.dispatches`,
+which the cost section and the queue simulation read too). What the section says and why
+each finding is one (the dispatchers, with their Kueue 0.19 sources; same shape; data; job
+inputs): docs/fleet.md.
 """
 
 from __future__ import annotations

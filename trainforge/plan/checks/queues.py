@@ -542,7 +542,12 @@ def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
 def limit_ranges(ctx: PlanContext, namespace: str) -> list[dict[str, Any]]:
     """The LimitRange documents of `namespace` in the plan (what Kueue and the API server
     default a pod's missing requests from)."""
-    return [o.doc for o in ctx.objects if o.kind == "LimitRange" and o.namespace == namespace]
+    return _limit_ranges_in([o.doc for o in ctx.objects], namespace)
+
+
+def _limit_ranges_in(docs: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    return [d for d in docs if d.get("kind") == "LimitRange"
+            and (d.get("metadata") or {}).get("namespace") == namespace]  # fmt: skip
 
 
 def object_gang(ctx: PlanContext, obj: Any, spec: Any, pool: PoolFacts) -> capacity.Gang:
@@ -555,9 +560,15 @@ def object_gang(ctx: PlanContext, obj: Any, spec: Any, pool: PoolFacts) -> capac
     key = (spec.team, spec.name)
     if key not in memo:
         templates = pod_templates(obj.doc, runtimes=runtime_docs(ctx)) if obj is not None else []
-        got = capacity.gang(templates, limit_ranges(ctx, obj.namespace if obj else ""))
-        memo[key] = got if got.pods else capacity.job_gang(spec, pool, got.most)
+        memo[key] = _gang(templates, limit_ranges(ctx, obj.namespace if obj else ""), spec, pool)
     return memo[key]
+
+
+def _gang(templates: list[Any], lrs: list[dict[str, Any]], spec: Any, pool: PoolFacts):
+    """The gang of an object's pod templates (`capacity.gang`); the spec's when none of its
+    pods can be read (`capacity.job_gang`)."""
+    got = capacity.gang(templates, lrs)
+    return got if got.pods else capacity.job_gang(spec, pool, got.most)
 
 
 def job_run(ctx: PlanContext, d: Any) -> C.JobCost:
@@ -820,9 +831,12 @@ def admit_object(
 # --- a fleet manager's jobs on its workers (MultiKueue) ----------------------------------------
 
 
-def _run(spec: Any, worker: str, flavor: str, pool: Any, region: str | None) -> C.WorkerRun:
-    """The job on a worker's pool in the worker's region, priced and timed as the cost section
-    prices any job (`cost.job_cost`), with the words the fleet section prints."""
+def _run(spec: Any, obj: Any, w: Any, flavor: str, pool: Any) -> C.WorkerRun:
+    """The job's object on worker `w`'s pool in its region, priced and timed as `job_run`
+    prices a job (`cost.job_cost` of the object's gang: the pods the worker's controllers
+    build, with the worker's LimitRanges; no object: the spec's), with the words the fleet
+    section prints."""
+    worker, region = w.name, w.region
     if pool is None:
         why = "cost unknown: the worker declares no pool of that name"
         return C.WorkerRun(worker, flavor, region, None, why)
@@ -830,7 +844,10 @@ def _run(spec: Any, worker: str, flavor: str, pool: Any, region: str | None) -> 
         return C.WorkerRun(
             worker, flavor, None, None, "cost unknown: the worker's stack sets no aws:region"
         )
-    cost = C.job_cost(spec, pool, region, spec.name)
+    runtimes = trainjob.runtimes_in(w.docs)
+    templates = pod_templates(obj.doc, runtimes=runtimes) if obj is not None else []
+    lrs = _limit_ranges_in(w.docs, obj.namespace if obj is not None else "")
+    cost = C.job_cost(spec, pool, region, spec.name, gang=_gang(templates, lrs, spec, pool))
     choice = cost.choice
     if choice is None:
         why = f"cost unknown: {cost.why_no_node}"
@@ -878,7 +895,7 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
                 continue
             flavor = got.workload.flavor
             pool = w.declared.pool(flavor) if w.declared else None
-            runs.append(_run(spec, name, flavor or "?", pool, w.region))
+            runs.append(_run(spec, obj, w, flavor or "?", pool))
         out[(spec.team, spec.name)] = Dispatch(tuple(runs), tuple(refused))
     ctx.memo["fleet.dispatches"] = out
     return out
