@@ -95,7 +95,7 @@ def test_the_first_difference_is_a_finding(sent):
     (f,) = SB._expanded(_Sent, pod, lines)
     assert f.rule == SB.RULE_HEREDOC == "TRAINFORGE_SDK_SHELL_EXPANDS"
     assert (
-        "first at expands.py:2: written `total = 1 + \\`, the pod runs `total = 1 +         2`"
+        "first at expands.py:2 (that file in the pod: line 2 of the function): written `total = 1 + \\`, the pod runs `total = 1 +         2`"
         in f.message
     )
     assert "unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`" in f.message
@@ -140,3 +140,20 @@ def test_no_sandbox_runs_nothing_and_guesses_nothing(sent, monkeypatch):
         assert plain.read == plain.source
     finally:
         pod_files._written.cache_clear()
+
+
+def test_the_plan_refuses_what_bash_changes(tmp_path, capsys):
+    """`trainforge plan --sdk`: before, CLEAN apart from the download, and `price` reported as a
+    NameError the pod never raises."""
+    from test_plan_sdk import plan_sdk, with_trainjob
+
+    program = tmp_path / "expands.py"
+    program.write_text(
+        PROGRAM.replace('    from datasets import load_dataset\n\n    load_dataset("imdb")\n', "")
+    )
+    rc, out, printed = plan_sdk(tmp_path, capsys, program, with_trainjob)
+    assert rc == 1 and "CLEAN" not in out.splitlines()[0]
+    (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{SB.RULE_HEREDOC}]")]
+    assert "research/TrainJob/" in line
+    assert "REFUSED: expands.py:2 in the pod is `total = 1 +         2`" in printed
+    assert SB.RULE_NAMES not in out and "TRAINFORGE_POD_SCRIPT_FAILS" not in out

@@ -52,10 +52,10 @@ RULES = {
         "pass the value as an argument (CustomTrainer(func_args=...))"
     ),
     RULE_HEREDOC: (
-        "write the function so that bash changes none of it: in its strings, `\\x24` for `$`, "
-        "`\\x60` for a backtick and `\\x5c` for a backslash (Python reads the same "
-        "characters; bash keeps a backslash before any other); or ship the code in an image "
-        "and use a non-function trainer (CustomTrainerContainer)"
+        "write the function so that bash changes none of it: in its (non-raw) strings, "
+        "`\\x24` for `$`, `\\x60` for a backtick and `\\x5c` for a backslash (Python reads "
+        "the same characters; bash keeps a backslash before any other); or ship the code in an "
+        "image and use a non-function trainer (CustomTrainerContainer)"
     ),
 }
 FIT_FIX = (
@@ -193,7 +193,8 @@ def _expanded(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
             lines.append(f"  REFUSED: {w.file}:{line} in the pod is `{runs.strip()}`")
             message = (
                 f"{o.ident} (sent by the program): the file the SDK writes in the pod differs "
-                f"from the function it sent, first at {w.file}:{line}: written "
+                f"from the function it sent, first at {w.file}:{line} (that file in the pod: "
+                f"line {line} of the function): written "
                 f"`{wrote.strip()}`, the pod runs `{runs.strip()}`; the SDK writes the function "
                 "through an unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`, kubeflow "
                 "0.4.1 EXEC_FUNC_SCRIPT), so bash expands `$name`, `${...}`, `$(...)`, "
