@@ -157,3 +157,17 @@ def test_the_plan_refuses_what_bash_changes(tmp_path, capsys):
     assert "research/TrainJob/" in line
     assert "REFUSED: expands.py:2 in the pod is `total = 1 +         2`" in printed
     assert SB.RULE_NAMES not in out and "TRAINFORGE_POD_SCRIPT_FAILS" not in out
+
+
+def test_a_link_the_script_makes_is_not_followed_out_of_its_volume(sent, tmp_path):
+    """A command substitution that makes the file a link to this machine's files: the plan
+    reads nothing through it (the sandbox's `/` is not this machine's)."""
+    _, pod = sent
+    spec = pod["spec"]
+    (c,) = spec["containers"]
+    secret = tmp_path / "secret"
+    secret.write_text("not the pod's\n")
+    script = c["command"][2].replace("EOM\nprintf", f"EOM\nln -s {secret} expands.py\nprintf")
+    c = {**c, "command": ["bash", "-c", script]}
+    (w,) = pod_files.written(spec, c)
+    assert w.text is None and "wrote none of expands.py" in w.why, w

@@ -85,14 +85,17 @@ class _Volumes(P._Run):
 def _host_path(s: P.Script, made: list[pathlib.Path], file: str) -> pathlib.Path | None:
     """Where `file` (as the script names it, relative to its working directory) is on this
     machine after the run: in the scratch directory of the volume that holds it (run_script
-    makes one per volume, in the container's order), else None (not on a volume)."""
+    makes one per volume, in the container's order), else None (not on a volume, or a link
+    out of it)."""
     path = posixpath.normpath(posixpath.join(s.cwd or "/", file))
     volumes = list(zip([vm.path for vm in s.mounts], made, strict=False))
     inside = [(p, d) for p, d in volumes if path == p or path.startswith(p.rstrip("/") + "/")]
     if not inside:
         return None
     mount, host = max(inside, key=lambda x: len(x[0]))
-    return host / posixpath.relpath(path, mount)
+    found = (host / posixpath.relpath(path, mount)).resolve()
+    # the script may have made it a link (to this machine's /etc/shadow): never read outside
+    return found if found.is_relative_to(host.resolve()) else None
 
 
 def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, str] | str:
@@ -111,7 +114,7 @@ def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, 
         for file in files:
             host = _host_path(s, volumes.made, file)
             if host is not None and host.is_file():
-                out[file] = host.read_text(errors="replace")
+                out[file] = host.read_text(encoding="utf-8", errors="replace")
         if not out and files:
             return (
                 f"its script wrote none of {', '.join(files)} (exit {result.rc}: {result.tail()})"
