@@ -7,10 +7,11 @@ Why run bash: the SDK writes the function through an UNQUOTED heredoc (kubeflow 
 pinned SDK, trainer/constants/constants.py EXEC_FUNC_SCRIPT, read 2026-11-30: `read -r -d ''
 SCRIPT << EOM ... EOM`, then `printf "%s" "$SCRIPT" > "FILE"`), so bash expands `$name`,
 `${...}`, `$(...)`, backticks and `$((...))` and drops the backslash before `$`, backtick, `\\`
-and newline (bash manual, "Here Documents"). The script runs as its container's in the pod
-sandbox (`pod_scripts.run_script`: its user, its volumes, no network, the training image's
-programs stand-ins, env the container's literal env only), so a `$(...)` runs there, never on
-this machine. Without the sandbox nothing runs: text with no `$`, backtick or backslash is the
+and newline (bash manual, "Here Documents"; the host's /bin/bash runs it, GNU bash 5.2.15 where
+tests/plan/test_plan_sdk_heredoc.py compared it with a plain bash run, 2026-11-30). The script
+runs as its container's in the pod sandbox (`pod_scripts.run_script`: its user, its volumes,
+no network, the training image's programs stand-ins, env the container's literal env only), so
+a `$(...)` runs there, never on this machine. Without the sandbox nothing runs: text with no `$`, backtick or backslash is the
 file as written (bash changes none of it), any other is not read, never guessed.
 """
 
