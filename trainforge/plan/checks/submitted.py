@@ -200,7 +200,8 @@ def _expanded(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
                 "0.4.1 EXEC_FUNC_SCRIPT), so bash expands `$name`, `${...}`, `$(...)`, "
                 "backticks and `$((...))` in it and drops a backslash before `$`, a backtick, "
                 "a backslash or a newline (computed by running the TrainJob's own command "
-                "with bash in the pod sandbox)"
+                "with bash in the pod sandbox, with the container's literal env only: a "
+                "variable the pod gets from its image or a fieldRef is empty here)"
             )
             out.append(_finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn))
     return out
