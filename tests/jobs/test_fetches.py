@@ -140,6 +140,25 @@ def test_a_heredoc_of_python_is_read_as_the_file_it_is_written_to():
     assert list(F.shell_fetches("pip install --no-index ./wheels/*.whl\ntorchrun t.py", "c")) == []
 
 
+def test_a_heredoc_is_read_as_the_pod_writes_it_where_the_caller_knows():
+    """`written`: the file as the pod's bash writes it (the plan's plan/checks/pod_files.py),
+    read instead of the heredoc's text; None (unknown) is not read, nor guessed at."""
+    script = (
+        "read -r -d '' SCRIPT << EOM\ndef train():\n    x = 1 + \\\n        2\n"
+        "    import requests\n    requests.get('https://data.example.org/x')\nEOM\n"
+        'printf "%s" "$SCRIPT" > "prog.py"\ntorchrun "prog.py"'
+    )
+    as_written = [f.where for f in F.shell_fetches(script, "c")]
+    pod = "def train():\n    x = 1 +         2\n    import requests\n    requests.get('https://data.example.org/x')"
+    as_run = [f.where for f in F.shell_fetches(script, "c", written={"prog.py": pod})]
+    assert (as_written, as_run) == (["prog.py:5"], ["prog.py:4"])
+    assert list(F.shell_fetches(script, "c", written={"prog.py": None})) == []
+    argv = ["bash", "-c", script]
+    assert [f.where for f in F.container_fetches(argv, "c", [], {}, (), {"prog.py": pod})] == [
+        "prog.py:4"
+    ]
+
+
 def test_a_name_bound_once_to_a_literal_is_read_as_it():
     """`MODEL = "gpt2"; AutoModel.from_pretrained(MODEL)`: a module constant or a local bound
     once in the file is resolved (an f-string's literal head too); before, neither was seen."""

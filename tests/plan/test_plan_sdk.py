@@ -463,13 +463,16 @@ def test_the_plan_refuses_a_function_that_would_raise_nameerror(tmp_path, capsys
 
 def test_no_name_finding_for_the_programs_that_define_what_they_use(tmp_path):
     """The fixtures' functions and Kubeflow Trainer's own mnist notebook import what they use
-    inside the function: no finding."""
+    inside the function, and hold nothing bash's heredoc changes: no finding."""
     from test_internet_fetch import notebook_program
 
     programs = [p for p in sorted(PROGRAMS.glob("*.py")) if p.name != "undefined_name.py"]
     for program in [*programs, notebook_program(tmp_path)]:
         _, pod = _sent_pod(program)
         assert SB._unbound(_Sent, pod, []) == [], program
+        # and the file each pod writes is the function as written (bash changes none of it)
+        lines: list[str] = []
+        assert SB._expanded(_Sent, pod, lines) == [] and lines == [], program
 
 
 def test_a_syntax_error_keeps_its_file_and_line(tmp_path):

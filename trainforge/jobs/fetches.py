@@ -22,7 +22,7 @@ import re
 import shlex
 import textwrap
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -46,6 +46,8 @@ _HTTP = ("get", "post", "put", "patch", "delete", "head", "request", "options")
 _SHELL_KEYWORDS = {"if", "then", "elif", "else", "do", "while", "until", "!", "exec", "time",
                    "sudo", "env", "nohup", "{"}  # fmt: skip
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
+# a heredoc's file (as the script names it) -> its text as the pod writes it (None: unknown)
+WrittenTexts = Mapping[str, str | None] | None
 _SAVED_TO = re.compile(r"""printf\s+["']%s["']\s+["']?\$(\w+)["']?\s*>\s*["']?([^\s"']+)""")
 
 
@@ -313,8 +315,11 @@ def _pip_installs(words: list[str]) -> bool:
     return not named or not all(local_path(w) or w.endswith((".whl", ".tar.gz")) for w in named)
 
 
-def command_fetches(words: list[str], where: str, staged: tuple[str, ...] = ()) -> list[Fetch]:
-    """A command's words (a container's command and args, or one shell command)."""
+def command_fetches(
+    words: list[str], where: str, staged: tuple[str, ...] = (), written: WrittenTexts = None
+) -> list[Fetch]:
+    """A command's words (a container's command and args, or one shell command); `written`:
+    see shell_fetches."""
     while words and (words[0] in _SHELL_KEYWORDS or re.match(r"^\w+=", words[0])):
         words = words[1:]
     if not words:
@@ -326,8 +331,9 @@ def command_fetches(words: list[str], where: str, staged: tuple[str, ...] = ()) 
     if prog in ("bash", "sh", "dash", "zsh") and flags:
         script = words[flags[0] + 1]
         if re.search(r":\d+$", where):  # a script in a script's line: named by that line
-            return [replace(f, where=where) for f in shell_fetches(script, where, staged)]
-        return list(shell_fetches(script, where, staged))
+            found = shell_fetches(script, where, staged, written)
+            return [replace(f, where=where) for f in found]
+        return list(shell_fetches(script, where, staged, written))
     if re.match(r"^python(3(\.\d+)?)?$", prog) and "-c" in words[1:-1]:
         return python_fetches(words[words.index("-c") + 1], f"{where} python -c", 1, staged)
     if re.match(r"^python(3(\.\d+)?)?$", prog) and words[1:3] == ["-m", "pip"]:
@@ -389,10 +395,14 @@ def heredoc_files(script: str, where: str) -> list[tuple[str, str]]:
     return out
 
 
-def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iterator[Fetch]:
+def shell_fetches(
+    script: str, where: str, staged: tuple[str, ...] = (), written: WrittenTexts = None
+) -> Iterator[Fetch]:
     """Every recognised download in a shell script. A heredoc whose text is Python (the
     Kubeflow SDK's way of shipping a function) is read as Python, named by the file the
-    script then writes it to (`printf "%s" "$SCRIPT" > "file.py"`)."""
+    script then writes it to (`printf "%s" "$SCRIPT" > "file.py"`); `written`: that file's
+    text as the pod's bash writes it, by its name (None: unknown, not read), where the
+    caller computed it (the plan: `plan/checks/pod_files.py`)."""
     lines = script.split("\n")
     i, pending, start = 0, "", 0
     while i < len(lines):
@@ -400,7 +410,9 @@ def shell_fetches(script: str, where: str, staged: tuple[str, ...] = ()) -> Iter
         m = _HEREDOC.search(line)
         if m:
             end, name, body = _heredoc(lines, i, m, script, where)
-            yield from python_fetches(body, name, 1, staged)
+            text = written.get(name, body) if written is not None else body
+            if text is not None:
+                yield from python_fetches(text, name, 1, staged)
             line, i = line[: m.start()], end
         pending, start = (pending + "\n" + line, start) if pending else (line, lineno)
         i += 1
@@ -433,12 +445,14 @@ def container_fetches(
     files: list[tuple[str, str]],
     env: dict[str, str],
     staged: tuple[str, ...],
+    written: WrittenTexts = None,
 ) -> list[Fetch]:
     """What one container fetches: its command line (`argv`, named `where`) and the Python
     `files` ((path, text)) it is given, less Hub calls its `env` keeps offline or in a cache
     on a volume that outlives the pod (`staged`). The plan's reading of a container, and
-    `trainforge import`'s and run-local's of a job (`jobs.local.job_fetches`)."""
-    found = command_fetches(argv, where, staged)
+    `trainforge import`'s and run-local's of a job (`jobs.local.job_fetches`). `written`:
+    see shell_fetches."""
+    found = command_fetches(argv, where, staged, written)
     for path, text in files:
         if text not in _runtime_texts():
             found += python_fetches(text, path, staged=staged)

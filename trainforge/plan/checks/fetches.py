@@ -15,6 +15,7 @@ from trainforge.jobs import backends
 from trainforge.jobs import fetches as F
 from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import pod_files
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.submitted import open_egress, packages
 
@@ -81,7 +82,9 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
                     path = posixpath.join(str(m.get("mountPath")), item["path"])
                     files.append((path, data[item["key"]]))
         where = f"container {c.get('name')} command"
-        found = F.container_fetches(pods.argv(c), where, files, pods.literal_env(c), kept(spec, c))
+        written = {w.file: w.read for w in pod_files.written(spec, c)}  # as the pod's bash
+        env = pods.literal_env(c)
+        found = F.container_fetches(pods.argv(c), where, files, env, kept(spec, c), written)
         out += [
             f
             for f in found

@@ -18,11 +18,11 @@ from trainforge.core.contract import GPU_RESOURCE
 from trainforge.core.pods import PodTemplate
 from trainforge.core.quantity import figure
 from trainforge.jobs import capacity, pynames, trainjob
-from trainforge.jobs.fetches import heredoc_files
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import pod_files
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks import queues as Q
@@ -35,6 +35,7 @@ RULE_RUNTIME = "TRAINFORGE_SDK_RUNTIME_MISSING"
 RULE_PROGRAM = "TRAINFORGE_SDK_PROGRAM_FAILED"
 RULE_PACKAGES = "TRAINFORGE_SDK_PACKAGES"
 RULE_NAMES = "TRAINFORGE_SDK_UNDEFINED_NAME"
+RULE_HEREDOC = "TRAINFORGE_SDK_SHELL_EXPANDS"
 BACKENDS_KEY = "trainforge:jobBackends"
 RULES = {
     RULE_RUNTIME: (
@@ -49,6 +50,12 @@ RULES = {
     RULE_NAMES: (
         "import or define each name inside the function (the SDK sends its source alone), or "
         "pass the value as an argument (CustomTrainer(func_args=...))"
+    ),
+    RULE_HEREDOC: (
+        "write the function so that bash changes none of it: in its (non-raw) strings, "
+        "`\\x24` for `$`, `\\x60` for a backtick and `\\x5c` for a backslash (Python reads "
+        "the same characters; bash keeps a backslash before any other); or ship the code in an "
+        "image and use a non-function trainer (CustomTrainerContainer)"
     ),
 }
 FIT_FIX = (
@@ -142,13 +149,14 @@ def pod_size(req: dict[str, Fraction]) -> str:
 
 def _unbound(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
     """Names the function the SDK sent uses and never binds (`pynames.unbound`), read from
-    the file its pod writes (the TrainJob's own script, `fetches.heredoc_files`)."""
+    the file its pod writes (`pod_files.written`: as the pod's bash writes it)."""
+    spec = pod.get("spec") or {}
     found = [
-        f"`{n}` ({file}:{line}, the file the SDK writes in the pod)"
-        for c in (pod.get("spec") or {}).get("containers") or []
-        for file, text in heredoc_files(P.shell_script(c) or "", f"container {c.get('name')}")
-        if file.endswith(".py")
-        for n, line in pynames.unbound(text, file)
+        f"`{n}` ({w.file}:{line}, the file the SDK writes in the pod)"
+        for c in spec.get("containers") or []
+        for w in pod_files.written(spec, c)
+        if w.file.endswith(".py") and w.read is not None
+        for n, line in pynames.unbound(w.read, w.file)
     ]
     if not found:
         return []
@@ -162,6 +170,41 @@ def _unbound(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
         "backoffLimit"
     )
     return [_finding(o.ident, RULE_NAMES, message, RULES[RULE_NAMES], o.urn)]
+
+
+def _expanded(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
+    """Where the file the pod writes (`pod_files.written`) differs from the function the SDK
+    sent: its first differing line, both ways; a file the plan could not compute is said."""
+    spec = pod.get("spec") or {}
+    out = []
+    for c in spec.get("containers") or []:
+        for w in pod_files.written(spec, c):
+            diff = w.difference()
+            if w.read is None:
+                what = "command substitution (`$(...)` or a backtick)" if w.substitutes else (
+                    "`$` or `\\`, which bash expands or drops")  # fmt: skip
+                lines.append(
+                    f"  NOT READ: {w.file}, the file the SDK writes in the pod: its text holds "
+                    f"{what} and {w.why}: names and downloads in it are not checked"
+                )
+            if diff is None:
+                continue
+            line, wrote, runs = diff
+            lines.append(f"  REFUSED: {w.file}:{line} in the pod is `{runs.strip()}`")
+            message = (
+                f"{o.ident} (sent by the program): the file the SDK writes in the pod differs "
+                f"from the function it sent, first at {w.file}:{line} (that file in the pod: "
+                f"line {line} of the function): written "
+                f"`{wrote.strip()}`, the pod runs `{runs.strip()}`; the SDK writes the function "
+                "through an unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`, kubeflow "
+                "0.4.1 EXEC_FUNC_SCRIPT), so bash expands `$name`, `${...}`, `$(...)`, "
+                "backticks and `$((...))` in it and drops a backslash before `$`, a backtick, "
+                "a backslash or a newline (computed by running the TrainJob's own command "
+                "with bash in the pod sandbox, with the container's literal env only: a "
+                "variable the pod gets from its image or a fieldRef is empty here)"
+            )
+            out.append(_finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn))
+    return out
 
 
 def _fits_no_node(ctx: PlanContext, o: Any, pod: dict[str, Any], pods: int, w: Any) -> list[str]:
@@ -203,6 +246,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
     findings += _unbound(o, pod, lines)
+    findings += _expanded(o, pod, lines)
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
         message = f"{ident} (sent by the program): {w.reason}"

@@ -1,0 +1,173 @@
+"""`plan --sdk` reads the file the SDK's pod writes as bash writes it, not the function's text.
+
+The SDK (kubeflow 0.4.1, .sdk-venv) writes the function through an unquoted heredoc, so bash
+expands `$...` and drops some backslashes first (trainforge/plan/checks/pod_files.py). Each
+program here is sent with the real SDK; the file is then written by running the TrainJob's
+own command with this machine's bash, as the pod runs it, and compared with the plan's.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import subprocess
+
+import pytest
+from test_plan_sdk import _Sent, _sent_pod
+
+from tests.conftest import ROOT
+from trainforge.core import pods
+from trainforge.plan.checks import fetches as PF
+from trainforge.plan.checks import pod_files, pod_sandbox
+from trainforge.plan.checks import submitted as SB
+
+pytestmark = [
+    pytest.mark.skipif(
+        not (ROOT / ".sdk-venv" / "bin" / "python").exists(),
+        reason="the Kubeflow SDK's venv .sdk-venv is absent: `make sdk-venv` creates it",
+    ),
+    pytest.mark.skipif(pod_sandbox.unavailable() is not None, reason="no pod sandbox here"),
+]
+
+# What bash changes in an unquoted heredoc, one line each (the function's line numbers in the
+# file the pod writes: the function starts at line 1). Line 2's backslash-newline joins it with
+# line 3, so from line 3 on the pod's file is one line shorter.
+PROGRAM = r"""from kubeflow.trainer import CustomTrainer, TrainerClient
+
+
+def train():
+    total = 1 + \
+        2
+    print(f"cost: ${price}")
+    print("a\\nb", "\x24HOME", r"x$", "$HOME", "$(echo sub)", "`echo tick`", "$((6 * 7))")
+    from datasets import load_dataset
+
+    load_dataset("imdb")
+
+
+TrainerClient().train(trainer=CustomTrainer(func=train, num_nodes=1))
+"""
+
+
+@pytest.fixture(scope="module")
+def sent(tmp_path_factory) -> tuple[dict, dict]:
+    program = tmp_path_factory.mktemp("sdk") / "expands.py"
+    program.write_text(PROGRAM)
+    return _sent_pod(program)
+
+
+def bash_writes(container: dict, tmp: pathlib.Path, file: str) -> str:
+    """The file the container's command writes, run by this machine's bash as the pod runs it:
+    in its working directory, with the container's literal env only, a `torchrun` that does
+    nothing (the program must not run here)."""
+    stub = tmp / "bin"
+    stub.mkdir()
+    (stub / "torchrun").write_text("#!/bin/sh\nexit 0\n")
+    (stub / "torchrun").chmod(0o755)
+    work = tmp / "workspace"
+    work.mkdir()
+    argv = pods.argv(container)
+    assert argv[:2] == ["bash", "-c"]
+    env = {"PATH": str(stub), **pods.literal_env(container)}
+    subprocess.run(["/bin/bash", *argv[1:]], cwd=work, env=env, check=True, timeout=30)
+    return (work / file).read_text()
+
+
+def test_the_plan_writes_the_file_as_the_pods_bash_does(sent, tmp_path):
+    """The plan's file (its sandbox run of the TrainJob's command) is bash's, byte for byte;
+    and it is not the function's text."""
+    doc, pod = sent
+    spec = pod["spec"]
+    (c,) = spec["containers"]
+    assert c["command"] == doc["spec"]["trainer"]["command"]  # read from the object
+    (w,) = pod_files.written(spec, c)
+    assert w.file == "expands.py" and w.why == ""
+    assert w.text == bash_writes(c, tmp_path, w.file)
+    lines = w.text.splitlines()
+    assert lines[1] == "    total = 1 +         2"
+    assert lines[2] == '    print(f"cost: ")'
+    assert lines[3] == ('    print("a\\nb", "\\x24HOME", r"x$", "/tmp", "sub", "tick", "42")')
+    assert w.source.splitlines()[3] == '    print(f"cost: ${price}")'
+
+
+def test_the_first_difference_is_a_finding(sent):
+    _, pod = sent
+    lines: list[str] = []
+    (f,) = SB._expanded(_Sent, pod, lines)
+    assert f.rule == SB.RULE_HEREDOC == "TRAINFORGE_SDK_SHELL_EXPANDS"
+    assert (
+        "first at expands.py:2 (that file in the pod: line 2 of the function): written `total = 1 + \\`, the pod runs `total = 1 +         2`"
+        in f.message
+    )
+    assert "unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`" in f.message
+    assert "`\\x24` for `$`" in f.fix
+    assert lines == ["  REFUSED: expands.py:2 in the pod is `total = 1 +         2`"]
+
+
+def test_names_and_downloads_are_read_in_the_file_the_pod_writes(sent):
+    """The function's text uses `price`, which it never defines (its f-string's `${price}`),
+    but the pod's program does not (bash expanded `${price}` to nothing): no NameError; and
+    the download is on line 7 of the pod's file, not 8 of the function's text."""
+    _, pod = sent
+    assert SB._unbound(_Sent, pod, []) == []
+
+    class Ctx:
+        objects: list = []
+
+    found = PF.code_fetches(Ctx, "research", pod["spec"])
+    assert [(f.where, f.fetcher) for f in found] == [
+        ("expands.py:7", "datasets.load_dataset('imdb')")
+    ], found
+
+
+def test_no_sandbox_runs_nothing_and_guesses_nothing(sent, monkeypatch):
+    """Where the pod sandbox cannot run, the text with a `$(...)` is not read (said), and a
+    text bash leaves alone is read as written."""
+    _, pod = sent
+    spec = pod["spec"]
+    monkeypatch.setattr(pod_sandbox, "unavailable", lambda: "needs root (test)")
+    pod_files._written.cache_clear()
+    try:
+        (w,) = pod_files.written(spec, spec["containers"][0])
+        assert w.text is None and w.read is None and w.substitutes
+        lines: list[str] = []
+        assert SB._expanded(_Sent, pod, lines) == []
+        assert lines == [
+            "  NOT READ: expands.py, the file the SDK writes in the pod: its text holds command "
+            "substitution (`$(...)` or a backtick) and the pod sandbox cannot run it here: "
+            "needs root (test): names and downloads in it are not checked"
+        ]
+        plain = pod_files.Written("f.py", "def f():\n    return 1\n", None, "no sandbox")
+        assert plain.read == plain.source
+    finally:
+        pod_files._written.cache_clear()
+
+
+def test_the_plan_refuses_what_bash_changes(tmp_path, capsys):
+    """`trainforge plan --sdk`: before, CLEAN apart from the download, and `price` reported as a
+    NameError the pod never raises."""
+    from test_plan_sdk import plan_sdk, with_trainjob
+
+    program = tmp_path / "expands.py"
+    program.write_text(
+        PROGRAM.replace('    from datasets import load_dataset\n\n    load_dataset("imdb")\n', "")
+    )
+    rc, out, printed = plan_sdk(tmp_path, capsys, program, with_trainjob)
+    assert rc == 1 and "CLEAN" not in out.splitlines()[0]
+    (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{SB.RULE_HEREDOC}]")]
+    assert "research/TrainJob/" in line
+    assert "REFUSED: expands.py:2 in the pod is `total = 1 +         2`" in printed
+    assert SB.RULE_NAMES not in out and "TRAINFORGE_POD_SCRIPT_FAILS" not in out
+
+
+def test_a_link_the_script_makes_is_not_followed_out_of_its_volume(sent, tmp_path):
+    """A command substitution that makes the file a link to this machine's files: the plan
+    reads nothing through it (the sandbox's `/` is not this machine's)."""
+    _, pod = sent
+    spec = pod["spec"]
+    (c,) = spec["containers"]
+    secret = tmp_path / "secret"
+    secret.write_text("not the pod's\n")
+    script = c["command"][2].replace("EOM\nprintf", f"EOM\nln -s {secret} expands.py\nprintf")
+    c = {**c, "command": ["bash", "-c", script]}
+    (w,) = pod_files.written(spec, c)
+    assert w.text is None and "wrote none of expands.py" in w.why, w

@@ -1,0 +1,153 @@
+"""The files a container's shell script writes from its heredocs, as the pod's bash writes
+them: the one reading of "the file the Kubeflow SDK writes in the pod" (`plan --sdk`'s name
+check and the download reader read it; `checks/submitted.py` says where it differs from the
+text the command carries).
+
+Why run bash: the SDK writes the function through an UNQUOTED heredoc (kubeflow 0.4.1, the
+pinned SDK, trainer/constants/constants.py EXEC_FUNC_SCRIPT, read 2026-11-30: `read -r -d ''
+SCRIPT << EOM ... EOM`, then `printf "%s" "$SCRIPT" > "FILE"`), so bash expands `$name`,
+`${...}`, `$(...)`, backticks and `$((...))` and drops the backslash before `$`, backtick, `\\`
+and newline (bash manual, "Here Documents"; the host's /bin/bash runs it, GNU bash 5.2.15 where
+tests/plan/test_plan_sdk_heredoc.py compared it with a plain bash run, 2026-11-30). The script
+runs as its container's in the pod sandbox (`pod_scripts.run_script`: its user, its volumes,
+no network, the training image's programs stand-ins, env the container's literal env only), so
+a `$(...)` runs there, never on this machine. Without the sandbox nothing runs: text with no `$`, backtick or backslash is the
+file as written (bash changes none of it), any other is not read, never guessed.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+import posixpath
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+from trainforge.jobs.fetches import heredoc_files
+from trainforge.plan.checks import pod_sandbox as sandbox
+from trainforge.plan.checks import pod_scripts as P
+
+EXPANDED = ("$", "`", "\\")  # what bash changes in an unquoted heredoc (bash manual)
+
+
+@dataclass(frozen=True)
+class Written:
+    """One heredoc the script saves to `file`: its text as the command carries it (what the
+    user wrote), and the file the pod's bash writes (None: not computed, `why`)."""
+
+    file: str
+    source: str
+    text: str | None
+    why: str = ""
+
+    @property
+    def read(self) -> str | None:
+        """What the checks read: the file as the pod writes it, or the source where bash
+        changes none of it; None: unknown (not guessed)."""
+        if self.text is not None:
+            return self.text
+        return None if any(ch in self.source for ch in EXPANDED) else self.source
+
+    @property
+    def substitutes(self) -> bool:
+        """The source holds a command substitution bash would run (`$(`, a backtick)."""
+        return "$(" in self.source or "`" in self.source
+
+    def difference(self) -> tuple[int, str, str] | None:
+        """(line, as written, as the pod writes it) of the first line that differs; None when
+        none does or the file is unknown. `read -d ''` trims the text's leading and trailing
+        blank space, which changes no line of the program."""
+        if self.text is None:
+            return None
+        a, b = self.source.strip().splitlines(), self.text.strip().splitlines()
+        for i in range(max(len(a), len(b))):
+            x, y = (a[i] if i < len(a) else ""), (b[i] if i < len(b) else "")
+            if x != y:
+                return i + 1, x, y
+        return None
+
+
+class _Volumes(P._Run):
+    """`pod_scripts._Run` that keeps the scratch directories it makes, in order: after the
+    run, where the script's files are."""
+
+    def __init__(self, base: pathlib.Path) -> None:
+        super().__init__(base, {})
+        self.made: list[pathlib.Path] = []
+
+    def scratch(self, mode: int, gid: int | None) -> pathlib.Path:
+        d = super().scratch(mode, gid)
+        self.made.append(d)
+        return d
+
+
+def _host_path(s: P.Script, made: list[pathlib.Path], file: str) -> pathlib.Path | None:
+    """Where `file` (as the script names it, relative to its working directory) is on this
+    machine after the run: in the scratch directory of the volume that holds it (run_script
+    makes one per volume, in the container's order), else None (not on a volume, or a link
+    out of it)."""
+    path = posixpath.normpath(posixpath.join(s.cwd or "/", file))
+    volumes = list(zip([vm.path for vm in s.mounts], made, strict=False))
+    inside = [(p, d) for p, d in volumes if path == p or path.startswith(p.rstrip("/") + "/")]
+    if not inside:
+        return None
+    mount, host = max(inside, key=lambda x: len(x[0]))
+    found = (host / posixpath.relpath(path, mount)).resolve()
+    # the script may have made it a link (to this machine's /etc/shadow): never read outside
+    return found if found.is_relative_to(host.resolve()) else None
+
+
+def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, str] | str:
+    """The script of container `c` run in the pod sandbox: {file: its text} for each of
+    `files` it wrote, or why it was not run."""
+    s = P.script_of(pod, c, image=True)
+    why = sandbox.unavailable() or (s.skip if s else "it runs no shell script")
+    if why or s is None:
+        return f"the pod sandbox cannot run it here: {why}"
+    if any(vm.claim is not None for vm in s.mounts):
+        return "it mounts a volume claim, which this reading does not model"
+    with tempfile.TemporaryDirectory(prefix="trainforge-heredoc-") as tmp:
+        volumes = _Volumes(pathlib.Path(tmp))
+        result = P.run_script(s, volumes, "")
+        out: dict[str, str] = {}
+        for file in files:
+            host = _host_path(s, volumes.made, file)
+            if host is not None and host.is_file():
+                out[file] = host.read_text(encoding="utf-8", errors="replace")
+        if not out and files:
+            return (
+                f"its script wrote none of {', '.join(files)} (exit {result.rc}: {result.tail()})"
+            )
+        return out
+
+
+@functools.lru_cache(maxsize=256)
+def _written(key: str) -> tuple[Written, ...]:
+    pod, c = json.loads(key)
+    where = f"container {c.get('name')}"
+    found = [
+        (f, t)
+        for f, t in heredoc_files(P.shell_script(c) or "", where)
+        if not f.startswith(f"{where} heredoc <<")  # saved to no file
+    ]
+    if not found:
+        return ()
+    ran = _run(pod, c, [f for f, _ in found])
+    if isinstance(ran, str):
+        return tuple(Written(f, t, None, ran) for f, t in found)
+    return tuple(
+        Written(f, t, ran.get(f), "" if f in ran else "the script did not write it")
+        for f, t in found
+    )
+
+
+def written(pod: dict[str, Any], c: dict[str, Any]) -> list[Written]:
+    """Each file container `c` of pod spec `pod` saves a heredoc to (the SDK's function),
+    computed once per container and pod spec."""
+    if "<<" not in (P.shell_script(c) or ""):
+        return []
+    # what the run depends on (`script_of`): the pod's user and volumes, the container
+    what = {k: pod.get(k) for k in ("securityContext", "volumes")}
+    return list(_written(json.dumps([what, c], sort_keys=True, default=str)))
