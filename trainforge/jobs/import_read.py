@@ -9,7 +9,6 @@ one shape to translate. Pulumi-free.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,8 +53,8 @@ class Workload:
     # (field path, metadata) of the job and of each pod template: their labels and
     # annotations, which the importer names one by one
     metadata: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    # the other replicas' pods (a PyTorchJob's Worker beside Master): `same_pods` holds them
-    # to this one's, the pod every replica of the entry gets
+    # the other replicas' pods (a PyTorchJob's Worker beside Master): `same_pods`
+    # (jobs/import_workers.py) holds them to this one's, the pod every replica gets
     others: list[Workload] = field(default_factory=list)
 
     @property
@@ -497,106 +496,3 @@ def same_quantity(a: Any, b: Any) -> bool:
         return parse_quantity(str(a)) == parse_quantity(str(b))
     except ValueError:
         return False
-
-
-# The training container's fields the entry is made of: one value for every pod of a trainforge
-# job (jobs/pytorchjob.replica_specs writes one template for Master and Worker), while the
-# training operator makes each replica's pods from its own template (kubeflow/trainer v1.9.4
-# pkg/controller.v1/common/pod.go createNewPod, `spec.Template.DeepCopy()`, read 2026-11-30).
-_ONE_SPEC = ("image", "command", "args", "env", "resources", "volumeMounts", "workingDir")
-
-
-def same_pods(w: Workload, file: str, changes: list[str]) -> None:
-    """Hold each other replica's pod (a Worker) to `w`'s, Master's, after `check_shapes`: a
-    difference the entry cannot carry is refused in one line (the Worker's field, both values);
-    a Worker without resources gets Master's, and its own dropped fields are named."""
-    for o in w.others:
-        mine, theirs = w.container, o.container
-        if _empty(theirs.get("resources")) and not _empty(mine.get("resources")):
-            changes.append(
-                f"{o.resources_at}: unset; the Worker pods get Master's "
-                f"({_show(mine['resources'])}): every pod of a trainforge job has one size"
-            )
-        for k in (*_ONE_SPEC, "volumes"):
-            at = f"{o.pod_at}.{k}" if k == "volumes" else f"{o.at}.{k}"
-            if k == "volumes":
-                found = _diff(o.pod.get(k), w.pod.get(k), at)
-            elif k == "env":
-                found = _env_diff(theirs.get(k) or [], mine.get(k) or [], at, changes)
-            elif k == "resources" and _empty(theirs.get(k)):
-                found = None
-            else:
-                found = _diff(theirs.get(k), mine.get(k), at, quantities=k == "resources")
-            if found:
-                where, got, masters = found
-                raise ImportProblem(
-                    file,
-                    where,
-                    f"got {_show(got)}; Master's is {_show(masters)}; every pod of a trainforge "
-                    "job has one spec, so the Worker pods cannot differ from Master's: make "
-                    "them equal and import again",
-                )
-        selector = o.pod.get("nodeSelector")
-        if not _diff(selector, w.pod.get("nodeSelector"), ""):
-            continue
-        said = ", ".join(f"{k}: {v}" for k, v in (selector or {}).items()) or "unset"
-        changes.append(
-            f"{o.pod_at}.nodeSelector ({said}): dropped; it differs from Master's, and every "
-            "pod of a trainforge job runs on one pool, the one Master's chose"
-        )
-
-
-def _env_diff(
-    theirs: list[dict[str, Any]], mine: list[dict[str, Any]], at: str, changes: list[str]
-) -> tuple[str, Any, Any] | None:
-    """The first variable set otherwise on the Worker than on Master, by name; one the
-    platform sets (`owned_env`) is dropped either way, and named."""
-    by_name = {e["name"]: (i, e) for i, e in enumerate(theirs)}
-    masters = {e["name"]: e for e in mine}
-    for name in [*by_name, *(n for n in masters if n not in by_name)]:
-        i, e = by_name.get(name, (None, None))
-        if e == masters.get(name):
-            continue
-        if owned_env(name):
-            if e is not None:
-                changes.append(
-                    f"{at} {name}: dropped; the platform or operator sets it on every pod"
-                )
-            continue
-        return (f"{at}[{i}] ({name})" if i is not None else f"{at} ({name})"), e, masters.get(name)
-    return None
-
-
-def _diff(theirs: Any, mine: Any, at: str, quantities: bool = False) -> tuple[str, Any, Any] | None:
-    """The first field below `at` where `theirs` differs from `mine`: (its path, both values).
-    Unset and empty are alike; `quantities`: 4 and 4000m are alike."""
-    if _empty(theirs) and _empty(mine):
-        return None
-    if isinstance(theirs, dict) and isinstance(mine, dict):
-        for k in [*theirs, *(k for k in mine if k not in theirs)]:
-            key = f"[{k}]" if "/" in str(k) or "." in str(k) else f".{k}"
-            if found := _diff(theirs.get(k), mine.get(k), at + key, quantities):
-                return found
-        return None
-    if isinstance(theirs, list) and isinstance(mine, list):
-        for i in range(max(len(theirs), len(mine))):
-            t = theirs[i] if i < len(theirs) else None
-            m = mine[i] if i < len(mine) else None
-            if found := _diff(t, m, f"{at}[{i}]", quantities):
-                return found
-        return None
-    if theirs == mine or (quantities and same_quantity(theirs, mine)):
-        return None
-    return at, theirs, mine
-
-
-def _empty(value: Any) -> bool:
-    return value is None or value == {} or value == []
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True, default=str)
-    return repr(value) if isinstance(value, str) else str(value)

@@ -36,10 +36,10 @@ from trainforge.jobs.import_read import (
     get,
     owned_env,
     read_documents,
-    same_pods,
     same_quantity,
     workload,
 )
+from trainforge.jobs.import_workers import same_pods
 from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.jobs.tenancy import PRIORITY_LABEL
 from trainforge.stack.jobs import IMAGE_RE
