@@ -1142,6 +1142,7 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
     bad = write(tmp_path, path.read_text().replace("3600", "an hour"), "bad.yaml")
     with pytest.raises(ImportProblem) as e:
         imp(bad)
-    assert (
-        str(e.value) == f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number"
+    assert str(e.value) == (
+        f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number of seconds, "
+        "1 or more (the pinned Trainer's TrainJob CRD has minimum: 1, so the API server refuses it)"
     )

@@ -121,6 +121,31 @@ def _int(value: Any, file: str, where: str, default: int | None = None) -> int:
     return value
 
 
+# What upstream does with an activeDeadlineSeconds under 1, the stack's own minimum
+# (runPolicy.activeDeadlineSeconds, ge=1): Trainer v2.2.1's TrainJob CRD has `minimum: 1`, so
+# the API server refuses the TrainJob (charts/kubeflow-trainer/crds/trainer.kubeflow.org_
+# trainjobs.yaml at tag v2.2.1, c505fc7c; its webhook, pkg/webhooks/trainjob_webhook.go, does
+# not read it); the training operator v1.9.4's PyTorchJob CRD and webhook take any integer
+# (manifests/base/crds/kubeflow.org_pytorchjobs.yaml, pkg/common/util/webhooks.go
+# ValidateRunPolicy), and its controller fails the job once its active time is >= the
+# deadline (pkg/core/job.go PastActiveDeadline), so at 0 as soon as it starts. Read 2026-11-30.
+_DEADLINE_WHY = {
+    "TrainJob": "the pinned Trainer's TrainJob CRD has minimum: 1, so the API server refuses it",
+    "PyTorchJob": "at 0 the training operator fails the job as soon as it starts",
+}
+
+
+def _deadline(value: Any, kind: str, file: str, where: str) -> int:
+    """An activeDeadlineSeconds as upstream takes it: a whole number of seconds, 1 or more."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ImportProblem(
+            file,
+            where,
+            f"got {value!r}; expected a whole number of seconds, 1 or more ({_DEADLINE_WHY[kind]})",
+        )
+    return value
+
+
 def _container(pod: Any, file: str, at: str, changes: list[str]) -> tuple[dict[str, Any], str]:
     containers = get(pod, "containers")
     if not isinstance(containers, list) or not containers:
@@ -211,7 +236,7 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
             )
     run_policy = get(doc, "spec", "runPolicy")
     if isinstance(run_policy, dict):
-        extra.update(_run_policy(run_policy, "spec.runPolicy", changes))
+        extra.update(_run_policy(run_policy, "spec.runPolicy", file, changes))
     pods = " + ".join(f"{n} {r}" for r, n in counts.items())
     return Workload(
         "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods,
@@ -219,9 +244,13 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     )  # fmt: skip
 
 
-def _run_policy(policy: Mapping[str, Any], at: str, changes: list[str]) -> dict[str, Any]:
+def _run_policy(
+    policy: Mapping[str, Any], at: str, file: str, changes: list[str]
+) -> dict[str, Any]:
     keys = ("cleanPodPolicy", "ttlSecondsAfterFinished", "backoffLimit", "activeDeadlineSeconds")
     kept = {k: policy[k] for k in keys if policy.get(k) is not None}
+    if "activeDeadlineSeconds" in kept:
+        _deadline(kept["activeDeadlineSeconds"], "PyTorchJob", file, f"{at}.activeDeadlineSeconds")
     for k in sorted(set(policy) - set(keys)):
         why = (
             "Kueue admits and queues jobs"
@@ -239,7 +268,7 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     extra: dict[str, Any] = {}
     deadline = get(doc, "spec", "activeDeadlineSeconds")
     if deadline is not None:
-        _int(deadline, file, "spec.activeDeadlineSeconds")
+        _deadline(deadline, "TrainJob", file, "spec.activeDeadlineSeconds")
         extra["runPolicy"] = {"activeDeadlineSeconds": deadline}
         changes.append(
             f"spec.activeDeadlineSeconds {deadline} -> runPolicy.activeDeadlineSeconds "
