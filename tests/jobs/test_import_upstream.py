@@ -66,3 +66,110 @@ def test_a_deadline_under_one_second_is_refused(tmp_path, text, where, why, valu
 def test_a_deadline_of_one_second_or_more_is_kept(tmp_path, text):
     r = imp(write(tmp_path, text.replace("DEADLINE", "1")))
     assert r.entry["runPolicy"]["activeDeadlineSeconds"] == 1
+
+
+MASTER_WORKER = """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: ptj}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: ghcr.io/acme/trainer:1.0
+              command: [torchrun, /code/train.py]
+              resources: MASTER
+    Worker:
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              image: ghcr.io/acme/trainer:1.0
+              command: [torchrun, /code/train.py]
+              resources: WORKER
+"""
+M = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources"
+W = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources"
+GPU1 = "{limits: {nvidia.com/gpu: 1}}"
+UNEQUAL = (
+    'got {req}, limits[{res}] {lim}; the API server refuses such a pod ("must be equal to '
+    '{res} limit of {lim}": {res} cannot be overcommitted): make the request equal to the '
+    "limit, or write the limit alone"
+)
+NO_LIMIT = (
+    'got {req} and no limits[{res}]; the API server refuses such a pod ("Limit must be set '
+    'for non overcommitable resources"): write limits[{res}]: {req} (the request then '
+    "defaults to it)"
+)
+
+
+@pytest.mark.parametrize(
+    ("master", "worker", "where", "says"),
+    [
+        ("{requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}", GPU1,
+         f"{M}.requests[nvidia.com/gpu]", UNEQUAL.format(req=1, res="nvidia.com/gpu", lim=2)),
+        ("{requests: {nvidia.com/gpu: 1}}", GPU1,
+         f"{M}.requests[nvidia.com/gpu]", NO_LIMIT.format(req=1, res="nvidia.com/gpu")),
+        ("{requests: {vpc.amazonaws.com/efa: 1}, limits: {nvidia.com/gpu: 1, vpc.amazonaws.com/efa: 4}}",
+         "{limits: {nvidia.com/gpu: 1, vpc.amazonaws.com/efa: 4}}",
+         f"{M}.requests[vpc.amazonaws.com/efa]",
+         UNEQUAL.format(req=1, res="vpc.amazonaws.com/efa", lim=4)),
+        ("{requests: {vpc.amazonaws.com/efa: 2}, limits: {nvidia.com/gpu: 1}}",
+         "{limits: {nvidia.com/gpu: 1}}",
+         f"{M}.requests[vpc.amazonaws.com/efa]", NO_LIMIT.format(req=2, res="vpc.amazonaws.com/efa")),
+        ("{requests: {hugepages-2Mi: 1Gi, memory: 2Gi}, limits: {hugepages-2Mi: 2Gi, memory: 2Gi}}",
+         "{}", f"{M}.requests.hugepages-2Mi", UNEQUAL.format(req="1Gi", res="hugepages-2Mi", lim="2Gi").replace(
+            "limits[hugepages-2Mi]", "limits.hugepages-2Mi"
+        )),
+        # the Worker's own pod, named as its own (not as a difference from Master's)
+        (GPU1, "{requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}",
+         f"{W}.requests[nvidia.com/gpu]", UNEQUAL.format(req=1, res="nvidia.com/gpu", lim=2)),
+    ],
+)  # fmt: skip
+def test_an_extended_request_the_api_server_refuses_is_refused(
+    tmp_path, master, worker, where, says
+):
+    """kubernetes pkg/apis/core/validation/validation.go `validateResourceRequirements` (at
+    8a84988b, 1.35's changelog commit): a request of a resource outside kubernetes.io (or of
+    hugepages) must equal its limit and must have one. Import read the GPUs from the limit
+    (2 here: a pod the API server never creates) or from a request with no limit."""
+    path = write(tmp_path, MASTER_WORKER.replace("MASTER", master).replace("WORKER", worker))
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == f"{path}: {where}: {says}"
+
+
+def test_a_trainjobs_resources_per_node_are_held_to_the_same_rule(tmp_path):
+    """The Trainer writes resourcesPerNode as the node container's resources, its limits
+    only where it has some (v2.2.1 pkg/runtime/framework/plugins/jobset/builder.go), so the
+    pod of a TrainJob asking `requests: {nvidia.com/gpu: 1}` alone (the Trainer v2 proposal's
+    "Example of TrainJob") is refused by the API server too; the Kubeflow SDK writes both,
+    equal (kubeflow/trainer/backends/kubernetes/utils.py `get_resources_per_node`)."""
+    path = write(tmp_path, TRAINJOB.replace("  activeDeadlineSeconds: DEADLINE\n", "").replace(
+        "numNodes: 2", "numNodes: 2\n    resourcesPerNode: {requests: {nvidia.com/gpu: 1}, "
+        "limits: {nvidia.com/gpu: 2}}"))  # fmt: skip
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    where = "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]"
+    assert str(e.value) == f"{path}: {where}: " + UNEQUAL.format(req=1, res="nvidia.com/gpu", lim=2)
+
+
+@pytest.mark.parametrize(
+    "resources",
+    [
+        GPU1,  # a limit alone: the API server's defaulting copies it to the request
+        "{requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: '1'}}",
+        "{requests: {nvidia.com/gpu: 1000m}, limits: {nvidia.com/gpu: 1}}",  # Cmp: equal
+        # cpu and memory may be overcommitted: a limit above the request is the importer's
+        # to name (it keeps the request), not a refusal
+        "{requests: {nvidia.com/gpu: 1, cpu: '1'}, limits: {nvidia.com/gpu: 1, cpu: '2'}}",
+    ],
+)
+def test_equal_or_overcommittable_requests_are_taken(tmp_path, resources):
+    path = write(tmp_path, MASTER_WORKER.replace("MASTER", resources).replace("WORKER", "{}"))
+    r = imp(path)
+    assert r.entry["gpusPerWorker"] == 1
