@@ -173,3 +173,79 @@ def test_equal_or_overcommittable_requests_are_taken(tmp_path, resources):
     path = write(tmp_path, MASTER_WORKER.replace("MASTER", resources).replace("WORKER", "{}"))
     r = imp(path)
     assert r.entry["gpusPerWorker"] == 1
+
+
+PATCHED = """
+apiVersion: trainer.kubeflow.org/v1alpha1
+kind: TrainJob
+metadata: {name: tjp}
+spec:
+  trainer:
+    image: ghcr.io/acme/trainer:1.0
+    command: [torchrun, /code/train.py]
+    numNodes: 2
+  runtimePatches: PATCHES
+"""
+PATCHES = """
+    - manager: acme.io/tuner
+      trainingRuntimeSpec:
+        template:
+          metadata:
+            labels: {js-label: x}
+            annotations: {js-note: y}
+          spec:
+            replicatedJobs:
+              - name: node
+                template:
+                  metadata: {labels: {job-label: z}}
+                  spec:
+                    template:
+                      metadata:
+                        labels: {kueue.x-k8s.io/queue-name: q1}
+                        annotations: {sidecar.istio.io/inject: "false"}
+                      spec: {nodeSelector: {a: b}}
+"""
+RJ = "spec.runtimePatches[0].trainingRuntimeSpec.template"
+
+
+def test_the_labels_a_trainjobs_runtime_patches_set_are_each_named(tmp_path):
+    """Trainer v2.2.1's RuntimePatch labels and annotates the JobSet
+    (`trainingRuntimeSpec.template.metadata`), each Job (`...replicatedJobs[].template.metadata`)
+    and its pods (`...template.spec.template.metadata`): import dropped them inside one
+    "spec.runtimePatches: dropped" line, unnamed, while it names the job's own one by one."""
+    r = imp(write(tmp_path, PATCHED.replace(" PATCHES", PATCHES)), queue="research-queue")
+    named = [c for c in r.changes if c.startswith(f"{RJ}.")]
+    assert named == [
+        f"{RJ}.metadata.labels.js-label x: dropped; not supported (a job entry has no labels)",
+        f"{RJ}.metadata.annotations.js-note y: dropped; not supported (a job entry has no "
+        "annotations)",
+        f"{RJ}.spec.replicatedJobs[0].template.metadata.labels.job-label z: dropped; not "
+        "supported (a job entry has no labels)",
+        f"{RJ}.spec.replicatedJobs[0].template.spec.template.metadata.labels."
+        "kueue.x-k8s.io/queue-name q1: dropped; the job uses its team's LocalQueue "
+        "`research-queue`",
+        f"{RJ}.spec.replicatedJobs[0].template.spec.template.metadata.annotations."
+        "sidecar.istio.io/inject false: dropped; not supported (a job entry has no annotations)",
+    ]
+    assert any(c.startswith("spec.runtimePatches: dropped;") for c in r.changes)
+
+
+@pytest.mark.parametrize(
+    ("patches", "where", "expected"),
+    [
+        ("{a: b}", "spec.runtimePatches", "a list"),
+        ("[x]", "spec.runtimePatches[0]", "a mapping"),
+        ("[{trainingRuntimeSpec: {template: {spec: {replicatedJobs: x}}}}]",
+         f"{RJ}.spec.replicatedJobs", "a list"),
+        ("[{trainingRuntimeSpec: {template: {spec: {replicatedJobs: [{template: 3}]}}}}]",
+         f"{RJ}.spec.replicatedJobs[0].template", "a mapping"),
+        ("[{trainingRuntimeSpec: {template: {metadata: {labels: [a]}}}}]",
+         f"{RJ}.metadata.labels", "a mapping"),
+    ],
+)  # fmt: skip
+def test_a_malformed_runtime_patch_is_one_line(tmp_path, patches, where, expected):
+    path = write(tmp_path, PATCHED.replace("PATCHES", patches))
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value).startswith(f"{path}: {where}: got "), str(e.value)
+    assert str(e.value).endswith(f"; expected {expected}"), str(e.value)

@@ -296,7 +296,45 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         extra,
         resources_key="resourcesPerNode",
         runtime_ref=get(doc, "spec", "runtimeRef", "name"),
+        metadata=_patch_metadata(get(doc, "spec", "runtimePatches"), file),
     )
+
+
+def _patch_metadata(patches: Any, file: str) -> list[tuple[str, Any]]:
+    """(field path, metadata) of each object a TrainJob's runtimePatches label or annotate,
+    so that the importer names each label: Trainer v2.2.1's RuntimePatch (trainjob_types.go at
+    tag v2.2.1, read 2026-11-30) patches the JobSet's `trainingRuntimeSpec.template.metadata`,
+    each Job's `...spec.replicatedJobs[].template.metadata` and its pods'
+    `...template.spec.template.metadata` (labels and annotations only)."""
+    at = "spec.runtimePatches"
+    if patches is None:
+        return []
+    if not isinstance(patches, list):
+        raise ImportProblem(file, at, f"got {patches!r}; expected a list")
+    found: list[tuple[str, Any]] = []
+    for i, patch in enumerate(patches):
+        jobset, js_at = _walk(patch, f"{at}[{i}]", ("trainingRuntimeSpec", "template"), file)
+        found.append(_walk(jobset, js_at, ("metadata",), file)[::-1])
+        jobs, jobs_at = _walk(jobset, js_at, ("spec", "replicatedJobs"), file)
+        if jobs is not None and not isinstance(jobs, list):
+            raise ImportProblem(file, jobs_at, f"got {jobs!r}; expected a list")
+        for j, job in enumerate(jobs or []):
+            template, t_at = _walk(job, f"{jobs_at}[{j}]", ("template",), file)
+            found.append(_walk(template, t_at, ("metadata",), file)[::-1])
+            found.append(_walk(template, t_at, ("spec", "template", "metadata"), file)[::-1])
+    return [(where, meta) for where, meta in found if meta is not None]
+
+
+def _walk(value: Any, at: str, keys: tuple[str, ...], file: str) -> tuple[Any, str]:
+    """The value at `keys` below `value` (None where one is unset) and its field path; a
+    level that is not a mapping is one line naming it."""
+    for k in keys:
+        if value is None:
+            return None, at
+        if not isinstance(value, dict):
+            raise ImportProblem(file, at, f"got {value!r}; expected a mapping")
+        value, at = value.get(k), f"{at}.{k}"
+    return value, at
 
 
 # What becomes of a TrainJob's other spec fields: Trainer v2.2.1's TrainJobSpec has runtimeRef,
@@ -459,9 +497,11 @@ def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workl
         roles = get(doc, "spec", "pytorchReplicaSpecs") or {}
         templates = [(f"spec.pytorchReplicaSpecs.{r}.template", get(roles, r, "template"))
                      for r in roles]  # fmt: skip
+    own = w.metadata  # the kind's own (a TrainJob's runtime patches)
     w.metadata = [("metadata", get(doc, "metadata") or {})] + [
         (f"{at}.metadata", get(t, "metadata")) for at, t in templates if get(t, "metadata")
     ]
+    w.metadata += own
     return w
 
 
