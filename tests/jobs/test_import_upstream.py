@@ -249,3 +249,19 @@ def test_a_malformed_runtime_patch_is_one_line(tmp_path, patches, where, expecte
         imp(path)
     assert str(e.value).startswith(f"{path}: {where}: got "), str(e.value)
     assert str(e.value).endswith(f"; expected {expected}"), str(e.value)
+
+
+def test_a_worker_whose_pod_the_api_server_stores_as_masters_is_the_same_pod(tmp_path):
+    """A limit alone is also the request (the API server's defaulting, core/pods.py
+    `stored_pod_spec`): Master's `requests` and `limits` of 1 GPU and a Worker's limit of 1
+    alone are one pod. Import refused it ("requests: got unset; Master's is ...")."""
+    both = "{requests: {nvidia.com/gpu: 1, cpu: '2'}, limits: {nvidia.com/gpu: 1, cpu: '2'}}"
+    path = write(tmp_path, MASTER_WORKER.replace("MASTER", both).replace(
+        "WORKER", "{limits: {nvidia.com/gpu: 1, cpu: '2'}}"))  # fmt: skip
+    assert imp(path).entry["gpusPerWorker"] == 1
+    # a size that differs is still refused, naming the Worker's field
+    path = write(tmp_path, MASTER_WORKER.replace("MASTER", both).replace(
+        "WORKER", "{limits: {nvidia.com/gpu: 1, cpu: '4'}}"), "other.yaml")  # fmt: skip
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value).startswith(f"{path}: {W}.limits.cpu: got '4'; Master's is '2'; ")

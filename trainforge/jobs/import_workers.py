@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from trainforge.core.pods import stored_pod_spec
 from trainforge.jobs.import_read import ImportProblem, Workload, owned_env, same_quantity
 
 # The training container's fields the entry is made of: one value for every pod of a trainforge
@@ -37,10 +38,14 @@ def same_pods(w: Workload, file: str, changes: list[str]) -> None:
                 found = _diff(o.pod.get(k), w.pod.get(k), at)
             elif k == "env":
                 found = _env_diff(theirs.get(k) or [], mine.get(k) or [], at, changes)
-            elif k == "resources" and _empty(theirs.get(k)):
-                found = None
+            elif k == "resources":
+                found = (
+                    None
+                    if _empty(theirs.get(k))
+                    else _diff(_stored(theirs.get(k)), _stored(mine.get(k)), at, quantities=True)
+                )
             else:
-                found = _diff(theirs.get(k), mine.get(k), at, quantities=k == "resources")
+                found = _diff(theirs.get(k), mine.get(k), at)
             if found:
                 where, got, masters = found
                 raise ImportProblem(
@@ -102,6 +107,13 @@ def _diff(theirs: Any, mine: Any, at: str, quantities: bool = False) -> tuple[st
     if theirs == mine or (quantities and same_quantity(theirs, mine)):
         return None
     return at, theirs, mine
+
+
+def _stored(resources: Any) -> Any:
+    """A container's resources as the API server stores them (a limit alone is also the
+    request: core/pods.stored_pod_spec), so that `limits: {gpu: 1}` and `requests` and
+    `limits` both `{gpu: 1}` are one pod."""
+    return stored_pod_spec({"containers": [{"resources": resources}]})["containers"][0]["resources"]
 
 
 def _empty(value: Any) -> bool:
