@@ -137,11 +137,11 @@ _DEADLINE_WHY = {
 
 def _deadline(value: Any, kind: str, file: str, where: str) -> int:
     """An activeDeadlineSeconds as upstream takes it: a whole number of seconds, 1 or more."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if not whole or value < 1:
+        why = f" ({_DEADLINE_WHY[kind]})" if whole else ""
         raise ImportProblem(
-            file,
-            where,
-            f"got {value!r}; expected a whole number of seconds, 1 or more ({_DEADLINE_WHY[kind]})",
+            file, where, f"got {value!r}; expected a whole number of seconds, 1 or more{why}"
         )
     return value
 
