@@ -203,7 +203,7 @@ def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
             command: [torchrun, train.py]  # the proposal's "torchrun train.py": refused below
             numNodes: 5
             resourcesPerNode:
-              requests:
+              limits:  # the proposal's `requests` alone: refused (test_import_upstream.py)
                 nvidia.com/gpu: 1
     """,
     )
@@ -299,7 +299,7 @@ def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
     """A TrainJob's pod size is `spec.trainer.resourcesPerNode` (Trainer v2.2.1
     trainjob_types.go: `json:"resourcesPerNode"`); import named it
     `spec.trainer.resources...`, a field the file does not have, in its change lines and in
-    its one-line errors. A GPU asked in requests is named there, not under limits."""
+    its one-line errors (a GPU request without a limit: tests/jobs/test_import_upstream.py)."""
     text = """
         apiVersion: trainer.kubeflow.org/v1alpha1
         kind: TrainJob
@@ -320,10 +320,12 @@ def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
     for resources, where in (
         ("{limits: '1'}", "spec.trainer.resourcesPerNode.limits: got '1'; expected a mapping"),
         ("[1]", "spec.trainer.resourcesPerNode: got [1]; expected a mapping"),
-        ("{requests: {nvidia.com/gpu: 16}}", "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: "
+        ("{limits: {nvidia.com/gpu: 16}}", "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: "
          "16 GPU(s) per pod, and no pool"),
-        ("{requests: {nvidia.com/gpu: two}}", "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: "
+        ("{limits: {nvidia.com/gpu: two}}", "spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: "
          "got 'two'; expected a whole number"),
+        ("{requests: {nvidia.com/gpu: 1}}", "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]: "
+         "got 1 and no limits[nvidia.com/gpu]"),
     ):  # fmt: skip
         bad = write(tmp_path, text.replace("RESOURCES", resources), "bad.yaml")
         with pytest.raises(ImportProblem) as e:
@@ -1142,6 +1144,7 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
     bad = write(tmp_path, path.read_text().replace("3600", "an hour"), "bad.yaml")
     with pytest.raises(ImportProblem) as e:
         imp(bad)
-    assert (
-        str(e.value) == f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number"
+    assert str(e.value) == (
+        f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number of seconds, "
+        "1 or more"
     )

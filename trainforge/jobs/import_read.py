@@ -9,7 +9,6 @@ one shape to translate. Pulumi-free.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,8 +53,8 @@ class Workload:
     # (field path, metadata) of the job and of each pod template: their labels and
     # annotations, which the importer names one by one
     metadata: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    # the other replicas' pods (a PyTorchJob's Worker beside Master): `same_pods` holds them
-    # to this one's, the pod every replica of the entry gets
+    # the other replicas' pods (a PyTorchJob's Worker beside Master): `same_pods`
+    # (jobs/import_workers.py) holds them to this one's, the pod every replica gets
     others: list[Workload] = field(default_factory=list)
 
     @property
@@ -119,6 +118,31 @@ def _int(value: Any, file: str, where: str, default: int | None = None) -> int:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ImportProblem(file, where, f"got {value!r}; expected a whole number")
+    return value
+
+
+# What upstream does with an activeDeadlineSeconds under 1, the stack's own minimum
+# (runPolicy.activeDeadlineSeconds, ge=1): Trainer v2.2.1's TrainJob CRD has `minimum: 1`, so
+# the API server refuses the TrainJob (charts/kubeflow-trainer/crds/trainer.kubeflow.org_
+# trainjobs.yaml at tag v2.2.1, c505fc7c; its webhook, pkg/webhooks/trainjob_webhook.go, does
+# not read it); the training operator v1.9.4's PyTorchJob CRD and webhook take any integer
+# (manifests/base/crds/kubeflow.org_pytorchjobs.yaml, pkg/common/util/webhooks.go
+# ValidateRunPolicy), and its controller fails the job once its active time is >= the
+# deadline (pkg/core/job.go PastActiveDeadline), so at 0 as soon as it starts. Read 2026-11-30.
+_DEADLINE_WHY = {
+    "TrainJob": "the pinned Trainer's TrainJob CRD has minimum: 1, so the API server refuses it",
+    "PyTorchJob": "at 0 the training operator fails the job as soon as it starts",
+}
+
+
+def _deadline(value: Any, kind: str, file: str, where: str) -> int:
+    """An activeDeadlineSeconds as upstream takes it: a whole number of seconds, 1 or more."""
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if not whole or value < 1:
+        why = f" ({_DEADLINE_WHY[kind]})" if whole else ""
+        raise ImportProblem(
+            file, where, f"got {value!r}; expected a whole number of seconds, 1 or more{why}"
+        )
     return value
 
 
@@ -212,7 +236,7 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
             )
     run_policy = get(doc, "spec", "runPolicy")
     if isinstance(run_policy, dict):
-        extra.update(_run_policy(run_policy, "spec.runPolicy", changes))
+        extra.update(_run_policy(run_policy, "spec.runPolicy", file, changes))
     pods = " + ".join(f"{n} {r}" for r, n in counts.items())
     return Workload(
         "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods,
@@ -220,9 +244,13 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     )  # fmt: skip
 
 
-def _run_policy(policy: Mapping[str, Any], at: str, changes: list[str]) -> dict[str, Any]:
+def _run_policy(
+    policy: Mapping[str, Any], at: str, file: str, changes: list[str]
+) -> dict[str, Any]:
     keys = ("cleanPodPolicy", "ttlSecondsAfterFinished", "backoffLimit", "activeDeadlineSeconds")
     kept = {k: policy[k] for k in keys if policy.get(k) is not None}
+    if "activeDeadlineSeconds" in kept:
+        _deadline(kept["activeDeadlineSeconds"], "PyTorchJob", file, f"{at}.activeDeadlineSeconds")
     for k in sorted(set(policy) - set(keys)):
         why = (
             "Kueue admits and queues jobs"
@@ -240,7 +268,7 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     extra: dict[str, Any] = {}
     deadline = get(doc, "spec", "activeDeadlineSeconds")
     if deadline is not None:
-        _int(deadline, file, "spec.activeDeadlineSeconds")
+        _deadline(deadline, "TrainJob", file, "spec.activeDeadlineSeconds")
         extra["runPolicy"] = {"activeDeadlineSeconds": deadline}
         changes.append(
             f"spec.activeDeadlineSeconds {deadline} -> runPolicy.activeDeadlineSeconds "
@@ -268,7 +296,45 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         extra,
         resources_key="resourcesPerNode",
         runtime_ref=get(doc, "spec", "runtimeRef", "name"),
+        metadata=_patch_metadata(get(doc, "spec", "runtimePatches"), file),
     )
+
+
+def _patch_metadata(patches: Any, file: str) -> list[tuple[str, Any]]:
+    """(field path, metadata) of each object a TrainJob's runtimePatches label or annotate,
+    so that the importer names each label: Trainer v2.2.1's RuntimePatch (trainjob_types.go at
+    tag v2.2.1, read 2026-11-30) patches the JobSet's `trainingRuntimeSpec.template.metadata`,
+    each Job's `...spec.replicatedJobs[].template.metadata` and its pods'
+    `...template.spec.template.metadata` (labels and annotations only)."""
+    at = "spec.runtimePatches"
+    if patches is None:
+        return []
+    if not isinstance(patches, list):
+        raise ImportProblem(file, at, f"got {patches!r}; expected a list")
+    found: list[tuple[str, Any]] = []
+    for i, patch in enumerate(patches):
+        jobset, js_at = _walk(patch, f"{at}[{i}]", ("trainingRuntimeSpec", "template"), file)
+        found.append(_walk(jobset, js_at, ("metadata",), file)[::-1])
+        jobs, jobs_at = _walk(jobset, js_at, ("spec", "replicatedJobs"), file)
+        if jobs is not None and not isinstance(jobs, list):
+            raise ImportProblem(file, jobs_at, f"got {jobs!r}; expected a list")
+        for j, job in enumerate(jobs or []):
+            template, t_at = _walk(job, f"{jobs_at}[{j}]", ("template",), file)
+            found.append(_walk(template, t_at, ("metadata",), file)[::-1])
+            found.append(_walk(template, t_at, ("spec", "template", "metadata"), file)[::-1])
+    return [(where, meta) for where, meta in found if meta is not None]
+
+
+def _walk(value: Any, at: str, keys: tuple[str, ...], file: str) -> tuple[Any, str]:
+    """The value at `keys` below `value` (None where one is unset) and its field path; a
+    level that is not a mapping is one line naming it."""
+    for k in keys:
+        if value is None:
+            return None, at
+        if not isinstance(value, dict):
+            raise ImportProblem(file, at, f"got {value!r}; expected a mapping")
+        value, at = value.get(k), f"{at}.{k}"
+    return value, at
 
 
 # What becomes of a TrainJob's other spec fields: Trainer v2.2.1's TrainJobSpec has runtimeRef,
@@ -431,9 +497,11 @@ def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workl
         roles = get(doc, "spec", "pytorchReplicaSpecs") or {}
         templates = [(f"spec.pytorchReplicaSpecs.{r}.template", get(roles, r, "template"))
                      for r in roles]  # fmt: skip
+    own = w.metadata  # the kind's own (a TrainJob's runtime patches)
     w.metadata = [("metadata", get(doc, "metadata") or {})] + [
         (f"{at}.metadata", get(t, "metadata")) for at, t in templates if get(t, "metadata")
     ]
+    w.metadata += own
     return w
 
 
@@ -497,106 +565,3 @@ def same_quantity(a: Any, b: Any) -> bool:
         return parse_quantity(str(a)) == parse_quantity(str(b))
     except ValueError:
         return False
-
-
-# The training container's fields the entry is made of: one value for every pod of a trainforge
-# job (jobs/pytorchjob.replica_specs writes one template for Master and Worker), while the
-# training operator makes each replica's pods from its own template (kubeflow/trainer v1.9.4
-# pkg/controller.v1/common/pod.go createNewPod, `spec.Template.DeepCopy()`, read 2026-11-30).
-_ONE_SPEC = ("image", "command", "args", "env", "resources", "volumeMounts", "workingDir")
-
-
-def same_pods(w: Workload, file: str, changes: list[str]) -> None:
-    """Hold each other replica's pod (a Worker) to `w`'s, Master's, after `check_shapes`: a
-    difference the entry cannot carry is refused in one line (the Worker's field, both values);
-    a Worker without resources gets Master's, and its own dropped fields are named."""
-    for o in w.others:
-        mine, theirs = w.container, o.container
-        if _empty(theirs.get("resources")) and not _empty(mine.get("resources")):
-            changes.append(
-                f"{o.resources_at}: unset; the Worker pods get Master's "
-                f"({_show(mine['resources'])}): every pod of a trainforge job has one size"
-            )
-        for k in (*_ONE_SPEC, "volumes"):
-            at = f"{o.pod_at}.{k}" if k == "volumes" else f"{o.at}.{k}"
-            if k == "volumes":
-                found = _diff(o.pod.get(k), w.pod.get(k), at)
-            elif k == "env":
-                found = _env_diff(theirs.get(k) or [], mine.get(k) or [], at, changes)
-            elif k == "resources" and _empty(theirs.get(k)):
-                found = None
-            else:
-                found = _diff(theirs.get(k), mine.get(k), at, quantities=k == "resources")
-            if found:
-                where, got, masters = found
-                raise ImportProblem(
-                    file,
-                    where,
-                    f"got {_show(got)}; Master's is {_show(masters)}; every pod of a trainforge "
-                    "job has one spec, so the Worker pods cannot differ from Master's: make "
-                    "them equal and import again",
-                )
-        selector = o.pod.get("nodeSelector")
-        if not _diff(selector, w.pod.get("nodeSelector"), ""):
-            continue
-        said = ", ".join(f"{k}: {v}" for k, v in (selector or {}).items()) or "unset"
-        changes.append(
-            f"{o.pod_at}.nodeSelector ({said}): dropped; it differs from Master's, and every "
-            "pod of a trainforge job runs on one pool, the one Master's chose"
-        )
-
-
-def _env_diff(
-    theirs: list[dict[str, Any]], mine: list[dict[str, Any]], at: str, changes: list[str]
-) -> tuple[str, Any, Any] | None:
-    """The first variable set otherwise on the Worker than on Master, by name; one the
-    platform sets (`owned_env`) is dropped either way, and named."""
-    by_name = {e["name"]: (i, e) for i, e in enumerate(theirs)}
-    masters = {e["name"]: e for e in mine}
-    for name in [*by_name, *(n for n in masters if n not in by_name)]:
-        i, e = by_name.get(name, (None, None))
-        if e == masters.get(name):
-            continue
-        if owned_env(name):
-            if e is not None:
-                changes.append(
-                    f"{at} {name}: dropped; the platform or operator sets it on every pod"
-                )
-            continue
-        return (f"{at}[{i}] ({name})" if i is not None else f"{at} ({name})"), e, masters.get(name)
-    return None
-
-
-def _diff(theirs: Any, mine: Any, at: str, quantities: bool = False) -> tuple[str, Any, Any] | None:
-    """The first field below `at` where `theirs` differs from `mine`: (its path, both values).
-    Unset and empty are alike; `quantities`: 4 and 4000m are alike."""
-    if _empty(theirs) and _empty(mine):
-        return None
-    if isinstance(theirs, dict) and isinstance(mine, dict):
-        for k in [*theirs, *(k for k in mine if k not in theirs)]:
-            key = f"[{k}]" if "/" in str(k) or "." in str(k) else f".{k}"
-            if found := _diff(theirs.get(k), mine.get(k), at + key, quantities):
-                return found
-        return None
-    if isinstance(theirs, list) and isinstance(mine, list):
-        for i in range(max(len(theirs), len(mine))):
-            t = theirs[i] if i < len(theirs) else None
-            m = mine[i] if i < len(mine) else None
-            if found := _diff(t, m, f"{at}[{i}]", quantities):
-                return found
-        return None
-    if theirs == mine or (quantities and same_quantity(theirs, mine)):
-        return None
-    return at, theirs, mine
-
-
-def _empty(value: Any) -> bool:
-    return value is None or value == {} or value == []
-
-
-def _show(value: Any) -> str:
-    if value is None:
-        return "unset"
-    if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True, default=str)
-    return repr(value) if isinstance(value, str) else str(value)

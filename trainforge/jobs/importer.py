@@ -29,6 +29,7 @@ from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import torchrun_args
 from trainforge.jobs.codeship import USER_CODE_MOUNT
+from trainforge.jobs.import_limits import check_limits
 from trainforge.jobs.import_read import (
     ImportProblem,
     Workload,
@@ -36,10 +37,10 @@ from trainforge.jobs.import_read import (
     get,
     owned_env,
     read_documents,
-    same_pods,
     same_quantity,
     workload,
 )
+from trainforge.jobs.import_workers import same_pods
 from trainforge.jobs.pod import IMAGE_PULL_POLICY
 from trainforge.jobs.tenancy import PRIORITY_LABEL
 from trainforge.stack.jobs import IMAGE_RE
@@ -184,17 +185,10 @@ def _code_source(
     return None
 
 
-def _gpu_at(resources: Any, res_at: str) -> str:
-    """The field path of the pod's GPU count (limits, else requests); `res_at`: the resources'
-    field path as the file spells it (`Workload.resources_at`)."""
-    kind = "limits" if GPU in (get(resources, "limits") or {}) else "requests"
-    return f"{res_at}.{kind}[{GPU}]"
-
-
 def _gpus(resources: Any, file: str, gpu_at: str) -> int:
-    """The pod's GPUs (limits, else requests); `gpu_at`: where the file has them (`_gpu_at`)."""
-    limits, requests = get(resources, "limits") or {}, get(resources, "requests") or {}
-    value = limits.get(GPU, requests.get(GPU, 0))
+    """The pod's GPUs: its limit, which a request equals (`check_limits` refused any other, as
+    the API server does); `gpu_at`: the limit's field path as the file spells it."""
+    value = (get(resources, "limits") or {}).get(GPU, 0)
     try:
         gpus = int(str(value))
     except ValueError:
@@ -488,12 +482,13 @@ def import_workload(
     changes: list[str] = []
     w = workload(docs, file, changes)
     check_shapes(w, docs, file)
+    check_limits(w, file)
     same_pods(w, file, changes)
     c, at = w.container, w.at
     entry: dict[str, Any] = {"name": w.name, "team": team}
 
     # where: resources and nodeSelector -> a pool and gpusPerWorker
-    gpu_at = _gpu_at(c.get("resources"), w.resources_at)
+    gpu_at = f"{w.resources_at}.limits[{GPU}]"
     gpus = _gpus(c.get("resources"), file, gpu_at)
     selector = w.pod.get("nodeSelector") or {}
     pool, why = choose_pool(pools, gpus, selector, pool_name, file, gpu_at,
