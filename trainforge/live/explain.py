@@ -422,12 +422,12 @@ def _last_exit(pod: dict) -> str | None:
 
 def exit_text(terminated: dict, ours: bool = True) -> str:
     """`CODE (reason)`: where the code is ours (exit_codes_are_ours), the reason its exit record
-    left in the termination message (user_exit where your code chose the code: never a reason
-    the runtime did not decide), else the runtime's for the code; else the container's own
+    left in the termination message (user_exit where your code chose the code, with the
+    sys.exit it asked: never a reason the runtime did not decide), else the runtime's for the code; else the container's own
     (Kubernetes' `Error`, `OOMKilled`)."""
     code = terminated.get("exitCode")
     reason = exit_reason(terminated) if ours else None
-    name = reason.name if reason else terminated.get("reason", "")
+    name = reason.label if reason else terminated.get("reason", "")
     return f"{code} ({name})"
 
 

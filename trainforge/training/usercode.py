@@ -171,8 +171,11 @@ def _record(ledger, reason: exits.Reason, detail: str) -> None:
     exits.write_termination(reason)  # what `trainforge status`/`why` read of it
     if ledger is None:
         return
+    extra = {"asked": reason.asked} if reason.asked is not None else None
     with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
-        ledger.record_exit(reason, step=None, detail=detail, attempt=_current_attempt(ledger))
+        ledger.record_exit(
+            reason, step=None, detail=detail, attempt=_current_attempt(ledger), extra=extra
+        )
 
 
 def _record_termination(ledger) -> None:
@@ -192,6 +195,7 @@ def _record_termination(ledger) -> None:
         return  # somebody handles it already
 
     def on_term(signum: int, frame: object) -> None:
+        exits.context.sigterm = True
         if _ENDED:  # leaving already, with the reason it recorded (and its exit code)
             return
         _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
@@ -202,12 +206,11 @@ def _record_termination(ledger) -> None:
 
 
 def _exit_code(value: object) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    print(value, file=sys.stderr)  # sys.exit("message"), as Python does
-    return 1
+    """The status `sys.exit(value)` gives the process (exits.exit_status), printing a value
+    that is not an int, as Python does."""
+    if value is not None and not isinstance(value, int):
+        print(value, file=sys.stderr)  # sys.exit("message"), as Python does
+    return exits.exit_status(value)
 
 
 def run(argv: list[str], keep: list[object] | None = None) -> int:
@@ -241,10 +244,10 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
     _record_termination(ledger)
     try:
         keep.append(target())
-        code = 0
+        code, said = 0, None
     except SystemExit as e:
         keep.append(e)
-        code = _exit_code(e.code)
+        code, said = _exit_code(e.code), exits.asked(e.code)
     except KeyboardInterrupt as e:
         keep.append(e)
         traceback.print_exc()
@@ -272,34 +275,41 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
         )  # fmt: skip
         _record(ledger, reason, detail)
         return reason.code
-    reason = own_exit(code)
+    reason = own_exit(code, said)
+    detail = reason.what
     if reason is exits.SUCCESS:
-        _record(ledger, reason, "finished")
-        return code
+        if said is None:
+            _record(ledger, reason, "finished")
+            return code
+        detail = f"your code asked sys.exit({said}); the process exits 0 ({said} & 0xff)"
     rank = os.environ.get("RANK")
     print(
         exits.exit_line(
             reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
-            detail=reason.what,
+            detail=detail,
         ),
         file=sys.stderr,
         flush=True,
     )  # fmt: skip
-    _record(ledger, reason, reason.what)
+    _record(ledger, reason, detail)
     return code
 
 
-def own_exit(code: int) -> exits.Reason:
-    """The reason of an exit code your code chose (`sys.exit(code)`): the code is kept, the
-    controller reads it, but the reason is yours (exits.user_exit), never a runtime reason
-    the runtime did not decide. Two codes keep the meaning the contract gives them: 205 (you
-    mark the failure retryable, docs/jobs.md) and 143 (PreemptionHandler.shutdown's, which
-    your code passes to sys.exit)."""
+def own_exit(code: int, said: str | None = None) -> exits.Reason:
+    """The reason of the status `code` your code's `sys.exit` gave the process (`said`: what
+    it passed, where that differs: exits.asked): the code is kept, the controller reads it,
+    but the reason is yours (exits.user_exit), never a runtime reason the runtime did not
+    decide. Two codes passed as such keep the meaning the contract gives them: 205 (you mark
+    the failure retryable, docs/jobs.md) and 143 after a SIGTERM reached this process
+    (PreemptionHandler.shutdown's, which your code passes to sys.exit); a 143 without one is
+    your code's own (user_exit), as the operator reads it: retryable, the pod is re-created."""
     if code == 0:
         return exits.SUCCESS
-    if code in (exits.USER_RETRYABLE.code, exits.PREEMPTED.code):
-        return exits.BY_CODE[code]
-    return exits.user_exit(code)
+    if said is None and code == exits.USER_RETRYABLE.code:
+        return exits.USER_RETRYABLE
+    if said is None and code == exits.PREEMPTED.code and exits.context.sigterm:
+        return exits.PREEMPTED
+    return exits.user_exit(code, said)
 
 
 def main(keep: list[object] | None = None) -> int:

@@ -1,0 +1,139 @@
+"""Your code's `sys.exit(value)` under the wrapper ends with the status the kernel reports for
+`python SCRIPT` (exits.exit_status), and every record of it says that status: the exit line,
+the run ledger's record, the container's termination message, the launcher's and status's
+words. The oracle is the interpreter itself: each value runs as a plain `python SCRIPT` too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.training.runtime_helpers import env
+from trainforge.live import explain
+from trainforge.training import exits, launch
+
+# The wrapper as the pod runs it, with the kubelet's termination file at a path of the test's
+# (exits.write_termination writes only where that file exists)
+DRIVER = (
+    "import runpy, sys; from trainforge.training import exits; "
+    "exits.TERMINATION_LOG = sys.argv.pop(1); "
+    "runpy.run_module('trainforge.training.usercode', run_name='__main__', alter_sys=True)"
+)
+
+
+def wrapped(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess[str], Path, Path]:
+    """Run `script` under the wrapper: (process, termination file, checkpoint dir)."""
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(script))
+    log, ckpt = tmp_path / "termination-log", tmp_path / "ckpt"
+    log.write_text("")
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(log), str(path)],
+        env=env(TRAINFORGE_CHECKPOINT_DIR=str(ckpt)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc, log, ckpt
+
+
+def record_of(ckpt: Path) -> dict | None:
+    found = list((ckpt / ".trainforge" / "exits").glob("attempt_*/rank_00000.json"))
+    return json.loads(found[0].read_text()) if found else None
+
+
+def exit_line(stderr: str) -> str:
+    (line,) = [x for x in stderr.splitlines() if x.startswith("trainforge exit:")]
+    return line
+
+
+@pytest.mark.parametrize(
+    "value", ["300", "-1", "256", "2**70", "2**32 + 3", "'stop'", "3.0", "None", "True", "150"]
+)
+def test_your_sys_exit_is_recorded_with_the_status_the_process_has(value, tmp_path):
+    """Before, `sys.exit(300)` was recorded and printed as user_exit code=300, "retryable",
+    while the pod exited 44, which the operator reads as permanent; 2**70 and 2**32 + 3 made
+    the wrapper itself fail (OverflowError, exit 1) where Python exits 255 and 3."""
+    plain = tmp_path / "plain.py"
+    plain.write_text(f"import sys\nsys.exit({value})\n")
+    want = subprocess.run([sys.executable, str(plain)], capture_output=True, timeout=60).returncode
+    proc, log, ckpt = wrapped(tmp_path, f"import sys\nsys.exit({value})\n")
+    assert proc.returncode == want, proc.stderr[-2000:]
+    assert want == exits.exit_status(eval(value))  # noqa: S307 - the test's own literals
+    asked = exits.asked(eval(value))  # noqa: S307
+    rec = record_of(ckpt)
+    if want == 0:  # success: no failure record; a line only where the code asked otherwise
+        assert rec is None
+        assert ("trainforge exit: success code=0" in proc.stderr) == (asked is not None)
+        return
+    line = exit_line(proc.stderr)
+    assert line.startswith(f"trainforge exit: user_exit code={want}: "), line
+    retry = "retryable" if want >= 128 else "permanent"  # IsRetryableExitCode, of the status
+    assert f"[{retry}" in line, line
+    assert (rec["reason"], rec["code"], rec.get("asked")) == ("user_exit", want, asked)
+    reason = exits.from_termination(log.read_text(), want)
+    assert reason is not None and reason.asked == asked
+    if asked is not None:
+        assert f"your code asked sys.exit({asked}); the process exits {want}" in line
+        assert reason.label == f"user_exit: sys.exit({asked})"
+        assert (
+            explain.exit_text({"exitCode": want, "reason": "Error", "message": log.read_text()})
+            == f"{want} (user_exit: sys.exit({asked}))"
+        )
+
+
+def test_a_string_is_printed_and_exits_1_as_python_does(tmp_path):
+    proc, _, ckpt = wrapped(tmp_path, "import sys\nsys.exit('stop: bad input')\n")
+    assert proc.returncode == 1
+    assert "stop: bad input" in proc.stderr.splitlines()
+    assert "not an int: Python prints it and exits 1" in exit_line(proc.stderr)
+    assert record_of(ckpt)["asked"] == "'stop: bad input'"
+
+
+def test_your_own_143_is_not_a_preemption_unless_a_sigterm_came(tmp_path):
+    """`sys.exit(143)` was recorded `preempted` ("SIGTERM: checkpointed and stopped"), which
+    the ledger does not count as a failure: a script that exits 143 on its own error was
+    re-created forever. Without a SIGTERM it is user_exit 143 (retryable, as the operator
+    reads 143); after one that PreemptionHandler handled, preempted."""
+    proc, log, ckpt = wrapped(tmp_path, "import sys\nsys.exit(143)\n")
+    assert proc.returncode == 143
+    line = exit_line(proc.stderr)
+    assert line.startswith("trainforge exit: user_exit code=143: your code exited with 143 (no ")
+    assert "not a preemption" in line and "[retryable" in line
+    assert (record_of(ckpt)["reason"], json.loads(log.read_text())["reason"]) == (
+        "user_exit",
+        "user_exit",
+    )
+    launched = launch.worker_exit_code({0: 143}, {0: exits.from_record(record_of(ckpt))})
+    assert launched[0] == 143 and "exiting with 143 (user_exit, retryable, rank 0)" in launched[1]
+
+    proc, log, ckpt = wrapped(
+        tmp_path,
+        """\
+        import os, signal, sys
+        from trainforge.training.preemption import PreemptionHandler
+        handler = PreemptionHandler(30.0, log=lambda msg: None)
+        os.kill(os.getpid(), signal.SIGTERM)  # the kubelet's
+        while not handler.should_stop():
+            pass
+        sys.exit(handler.shutdown())
+        """,
+    )
+    assert proc.returncode == 143, proc.stderr[-2000:]
+    assert exit_line(proc.stderr).startswith("trainforge exit: preempted code=143")
+    assert (record_of(ckpt)["reason"], json.loads(log.read_text())["reason"]) == (
+        "preempted",
+        "preempted",
+    )
+
+
+def test_the_launcher_says_what_your_code_asked():
+    code, line = launch.worker_exit_code({0: 44, 1: 202}, {0: exits.user_exit(44, "300")})
+    assert code == 44
+    assert "rank 0 exit 44 (user_exit: sys.exit(300))" in line
+    assert "exiting with 44 (user_exit: sys.exit(300), permanent, rank 0)" in line
