@@ -137,3 +137,61 @@ def test_the_launcher_says_what_your_code_asked():
     assert code == 44
     assert "rank 0 exit 44 (user_exit: sys.exit(300))" in line
     assert "exiting with 44 (user_exit: sys.exit(300), permanent, rank 0)" in line
+
+
+# A rank that raises and tears down slowly (its `finally`), while its peer, blocked in a
+# collective, notices the closed connection first and exits 202: torchrun then SIGTERMs the
+# rank still leaving with its bug.
+SLOW_BUG = """\
+import os, time
+import torch, torch.distributed as dist
+
+dist.init_process_group("gloo")
+if os.environ.get("WITH_HANDLER"):  # SIGTERM only sets its flag
+    from trainforge.training.preemption import PreemptionHandler
+    handler = PreemptionHandler(30.0, log=lambda msg: None)
+t = torch.ones(1)
+dist.all_reduce(t)
+try:
+    if dist.get_rank() == 1:
+        raise ValueError("a bug on rank 1")
+    time.sleep(1)
+    dist.all_reduce(t)  # rank 1 is gone: "Connection closed by peer"
+finally:
+    if dist.get_rank() == 1:
+        dist.destroy_process_group()
+        time.sleep(float(os.environ["TEARDOWN_S"]))
+"""
+
+
+@pytest.mark.parametrize("handler", [False, True], ids=["wrapper_handler", "preemption_handler"])
+def test_a_failing_rank_stopped_by_torchrun_is_recorded_with_its_bug(handler, tmp_path):
+    """Real torchrun (gloo, 2 ranks) through the launcher. Before, the wrapper's own SIGTERM
+    handler recorded the failing rank `preempted` (it had not recorded its bug yet), and the
+    launcher's root cause was rank 0's peer_lost: exit 202, retryable, so the pods of a bug
+    were re-created. A PreemptionHandler's SIGTERM only sets its flag: the bug is recorded
+    when the exception reaches the wrapper (checked too)."""
+    script = tmp_path / "slow_bug.py"
+    script.write_text(SLOW_BUG)
+    ckpt = tmp_path / "ckpt"
+    extra = {"WITH_HANDLER": "1", "TEARDOWN_S": "3"} if handler else {"TEARDOWN_S": "60"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge.training.launch", "--standalone", "--nnodes=1",
+         "--nproc-per-node=2", "-m", "trainforge.training.usercode", str(script)],
+        env=env(TRAINFORGE_CHECKPOINT_DIR=str(ckpt), **extra),
+        capture_output=True, text=True, timeout=240,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    records = {
+        json.loads(p.read_text())["rank"]: json.loads(p.read_text())["reason"]
+        for p in (ckpt / ".trainforge" / "exits").glob("attempt_*/rank_*.json")
+    }
+    assert records == {0: "peer_lost", 1: "user_error"}, proc.stderr[-3000:]
+    rank1 = (
+        "rank 1 exit 1 (user_error)"
+        if handler
+        else "rank 1 exit -15 (killed by SIGTERM, recorded user_error)"
+    )
+    assert rank1 in proc.stderr
+    assert "exiting with 1 (user_error, permanent, rank 1)" in proc.stderr
+    assert "ValueError: a bug on rank 1" in proc.stderr  # its traceback, printed before it died

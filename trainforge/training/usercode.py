@@ -178,7 +178,7 @@ def _record(ledger, reason: exits.Reason, detail: str) -> None:
         )
 
 
-def _record_termination(ledger) -> None:
+def _record_termination(ledger, script: str | None = None) -> None:
     """An unhandled SIGTERM (a spot interruption, a node drain, a preempting job) is recorded
     as `preempted` before the process dies of it as it always did (status 143, the same
     restart under every backend's retry rules).
@@ -188,7 +188,15 @@ def _record_termination(ledger) -> None:
     as `no_progress`. Code that handles SIGTERM itself (`PreemptionHandler`, its own
     `signal.signal`) replaces this handler and keeps its own behaviour. Best effort: Python
     runs the handler between bytecodes, so code blocked in one long native call until the
-    kubelet's SIGKILL still leaves no record (counted as before)."""
+    kubelet's SIGKILL still leaves no record (counted as before).
+
+    A SIGTERM that comes while your code is leaving with an exception (in a `finally`, an
+    `__exit__`, an `except` block: sys.exc_info) or a non-zero sys.exit is torchrun stopping
+    a rank that failed more slowly than the peer that noticed it: recorded as that exception's
+    reason (or that exit), not `preempted`, so the launcher's root cause is the bug and not
+    the peer's `peer_lost` (recorded `preempted` before: a bug re-created the pods as a lost
+    peer). An exception your code was about to swallow when a real preemption came is then
+    recorded as its reason: the restart is the same (the process dies of the SIGTERM)."""
     if ledger is None or threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -198,7 +206,17 @@ def _record_termination(ledger) -> None:
         exits.context.sigterm = True
         if _ENDED:  # leaving already, with the reason it recorded (and its exit code)
             return
-        _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
+        leaving = sys.exc_info()[1]
+        after = (
+            "; a SIGTERM came while it was leaving (torchrun stopping the workers once a rank "
+            "failed, or a preemption)"
+        )
+        if isinstance(leaving, SystemExit) and exits.exit_status(leaving.code) != 0:
+            _exited(ledger, leaving.code, after)
+        elif leaving is not None and not isinstance(leaving, SystemExit | KeyboardInterrupt):
+            _failed(ledger, leaving, script, after)
+        else:
+            _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -241,13 +259,12 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
     from trainforge.training.resume_note import check_on_resume  # noqa: PLC0415
 
     check_on_resume(_stop_without_progress)
-    _record_termination(ledger)
+    _record_termination(ledger, script)
     try:
         keep.append(target())
-        code, said = 0, None
     except SystemExit as e:
         keep.append(e)
-        code, said = _exit_code(e.code), exits.asked(e.code)
+        return _exited(ledger, e.code)
     except KeyboardInterrupt as e:
         keep.append(e)
         traceback.print_exc()
@@ -255,42 +272,47 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
         return 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         keep.append(e)
-        shadow = shadowing.behind(e, script)
-        if shadow is not None:  # a file of yours in a standard module's place: its line says it
-            reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
-            action = None
-        else:
-            if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
-                traceback.print_exc()
-            reason, detail = _diagnose(e)
-            action = _action(reason, e)
-        rank = os.environ.get("RANK")
-        print(
-            exits.exit_line(
-                reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
-                detail=detail, action=action,
-            ),
-            file=sys.stderr,
-            flush=True,
-        )  # fmt: skip
-        _record(ledger, reason, detail)
-        return reason.code
+        return _failed(ledger, e, script)
+    return _exited(ledger, None)
+
+
+def _rank() -> int | None:
+    rank = os.environ.get("RANK")
+    return int(rank) if rank and rank.isdigit() else None
+
+
+def _failed(ledger, e: BaseException, script: str | None, after: str = "") -> int:
+    """Print and record the reason your code's exception `e` ends the process with (`after`:
+    what the detail adds); its exit code."""
+    shadow = shadowing.behind(e, script)
+    if shadow is not None:  # a file of yours in a standard module's place: its line says it
+        reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
+        action = None
+    else:
+        if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
+            traceback.print_exception(e)
+        reason, detail = _diagnose(e)
+        action = _action(reason, e)
+    detail += after
+    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail, action=action)
+    print(line, file=sys.stderr, flush=True)
+    _record(ledger, reason, detail)
+    return reason.code
+
+
+def _exited(ledger, value: object, after: str = "") -> int:
+    """Print and record how your code's `sys.exit(value)` (None: its return) ends the
+    process (`after`: what the detail adds); the status it has."""
+    code, said = _exit_code(value), exits.asked(value)
     reason = own_exit(code, said)
-    detail = reason.what
+    detail = reason.what + after
     if reason is exits.SUCCESS:
         if said is None:
             _record(ledger, reason, "finished")
             return code
         detail = f"your code asked sys.exit({said}); the process exits 0 ({said} & 0xff)"
-    rank = os.environ.get("RANK")
-    print(
-        exits.exit_line(
-            reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
-            detail=detail,
-        ),
-        file=sys.stderr,
-        flush=True,
-    )  # fmt: skip
+    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail)
+    print(line, file=sys.stderr, flush=True)
     _record(ledger, reason, detail)
     return code
 
