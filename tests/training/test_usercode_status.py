@@ -195,3 +195,17 @@ def test_a_failing_rank_stopped_by_torchrun_is_recorded_with_its_bug(handler, tm
     assert rank1 in proc.stderr
     assert "exiting with 1 (user_error, permanent, rank 1)" in proc.stderr
     assert "ValueError: a bug on rank 1" in proc.stderr  # its traceback, printed before it died
+
+
+def test_run_local_says_the_status_and_what_your_code_asked(tmp_path):
+    """run-local printed "exit 44 (user_exit)" beside a record of 300; now its launcher and
+    its stop line name both, and the operator's reading of 44 (permanent)."""
+    (tmp_path / "exit300.py").write_text("import sys; sys.exit(300)\n")
+    full = {k: v for k, v in env().items() if not k.startswith("TRAINFORGE_")}
+    proc = subprocess.run(
+        [sys.executable, "-m", "trainforge", "run-local", "exit300.py"],
+        cwd=tmp_path, env=full, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 44, proc.stderr[-2000:]
+    assert "exiting with 44 (user_exit: sys.exit(300), permanent, rank 0)" in proc.stderr
+    assert "run-local: exit 44 (user_exit: sys.exit(300)) is permanent (1-127)" in proc.stderr
