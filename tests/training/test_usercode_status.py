@@ -6,6 +6,7 @@ words. The oracle is the interpreter itself: each value runs as a plain `python 
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import textwrap
@@ -209,3 +210,29 @@ def test_run_local_says_the_status_and_what_your_code_asked(tmp_path):
     assert proc.returncode == 44, proc.stderr[-2000:]
     assert "exiting with 44 (user_exit: sys.exit(300), permanent, rank 0)" in proc.stderr
     assert "run-local: exit 44 (user_exit: sys.exit(300)) is permanent (1-127)" in proc.stderr
+
+
+def test_the_launcher_stopped_by_a_sigterm_leaves_preempted_as_the_pods_record(tmp_path):
+    """The kubelet's SIGTERM reaches the launcher (the container's process): it exits 143 and
+    its termination message says preempted, whatever its workers wrote as torchrun stopped
+    them (here a handler of your own that exits 7: no record of 143 before)."""
+    script = tmp_path / "own_handler.py"
+    script.write_text(
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(7))\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    log = tmp_path / "termination-log"
+    log.write_text("")
+    driver = DRIVER.replace("trainforge.training.usercode", "trainforge.training.launch")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", driver, str(log), "--standalone", "--nnodes=1",
+         "--nproc-per-node=1", "-m", "trainforge.training.usercode", str(script)],
+        env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdout.readline().strip() == "ready"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-2000:]
+    assert exits.from_termination(log.read_text(), 143) is exits.PREEMPTED, log.read_text()

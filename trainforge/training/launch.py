@@ -166,6 +166,8 @@ def _launch(argv: list[str], local: str) -> int:
         return code
     except SignalException as e:
         code = 128 + int(e.sigval)
+        # the pod's end, over what its workers wrote as they were stopped (status/why read it)
+        exits.write_termination(exits.PREEMPTED if code == exits.PREEMPTED.code else None)
         print(
             f"trainforge launch: received {_signal_name(int(e.sigval))}; workers stopped; "
             f"exiting with {code} ({_then(code)})",
