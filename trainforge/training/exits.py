@@ -190,8 +190,10 @@ def exit_status(value: object) -> int:
     kubelet, torchrun) reads it. CPython 3.11 Python/pythonrun.c `_Py_HandleSystemExit`: None
     is 0, an int is `(int)PyLong_AsLong(value)` (-1 where it overflows a C long), anything
     else is printed and is 1; `exit()` hands that int to the kernel, which keeps `& 0xff`
-    (POSIX `_exit`, WEXITSTATUS). Proved against `python SCRIPT` itself
-    (tests/training/test_usercode_exit.py)."""
+    (POSIX `_exit`, WEXITSTATUS). The training operator reads that status, never the value
+    asked (v1.9.4 pkg/util/train/train_util.go at 07a4a896, read 2026-11-30:
+    `IsRetryableExitCode(exitCode int32)` is `exitCode >= 128`), so sys.exit(300) is a
+    permanent 44. Proved against `python SCRIPT` itself (tests/training/test_usercode_status.py)."""
     if value is None:
         return 0
     if isinstance(value, int):
