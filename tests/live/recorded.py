@@ -201,6 +201,11 @@ _restart_wl = {
 }  # fmt: skip
 
 
+# What a trainforge runtime job's pods run: their exit codes are the runtime's reasons'
+RUNTIME_COMMAND = ["python", "-m", "trainforge.training.launch", "--nnodes=2",
+                   "--nproc-per-node=4", "-m", "trainforge.training"]  # fmt: skip
+
+
 def _pod(
     name: str,
     ns: str,
@@ -236,6 +241,8 @@ def _pod(
         "lastState": {"terminated": last} if last else {},
     }
     main = gpu_container(container, 4, "44", "180Gi")
+    if ours:  # the runtime under its launcher (jobs/entrypoint.command_for of a runtime job)
+        main["command"] = list(RUNTIME_COMMAND)
     if on_exit is not None:
         main["env"] = [{"name": "TRAINFORGE_ON_EXIT", "value": on_exit}]
     return {

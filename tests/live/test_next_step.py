@@ -22,7 +22,7 @@ from trainforge.live import explain
 from trainforge.live.gather import Gathered
 from trainforge.training.contract import ON_EXIT
 
-RUNNER = ["python", "-m", "trainforge.training.launch"]  # trainforge's: its codes are ours
+RUNNER = recorded.RUNTIME_COMMAND  # trainforge's runtime: its codes are its reasons
 
 
 def failed_pod(name: str, container: str, code: int, command: list[str] | None = None) -> dict:
@@ -53,7 +53,7 @@ def pending_pytorchjob(policy: str = "ExitCode") -> dict:
     ("code", "reason", "then"),
     [
         (1, "user_error", "then: the job fails"),
-        (137, "", "then: the pod is re-created, not counted"),
+        (137, "", "then: the pod is re-created, not counted"),  # SIGKILL: no record
         (202, "peer_lost", "then: the pod is re-created, not counted"),
     ],
 )
@@ -63,7 +63,7 @@ def test_status_and_why_say_what_the_operator_does_after_a_failed_pods_exit(code
     own terminated state) was not shown at all, nor what follows it (watched fail)."""
     g = gathered(pending_pytorchjob(), "pytorchjob", "PyTorchJob", "pytorch",
                  [failed_pod("gpt-13b-master-0", "pytorch", code)])  # fmt: skip
-    name = reason or "Error"
+    name = reason or f"Error; {explain.NO_RECORD}"
     status = explain.status(g, recorded.NOW)
     assert f"exit {code} ({name}) 2m ago  {then}\n" in status, status
     why = explain.why(g, recorded.NOW, {})

@@ -1263,7 +1263,37 @@ def test_your_own_exit_code_is_labelled_yours_by_status_and_why(capsys, api):
     )  # fmt: skip
     assert code == 0, err
     assert "Most likely cause: user_exit (your code exited with 3)" in out and "oom" not in out
-    # without the record (an older wrapper's pod), the code's reason in the runtime's table
-    from trainforge.live import explain
 
-    assert explain.exit_text({"exitCode": 3, "reason": "Error"}) == "3 (oom)"
+
+@pytest.mark.parametrize("runtime", [False, True], ids=["wrapper", "runtime"])
+def test_an_exit_without_a_record_names_no_reason_the_runtime_did_not_decide(capsys, api, runtime):
+    """A pod of an older wrapper (no termination message) whose code ran `sys.exit(3)`:
+    `status` said "last exit 3 (oom)" and `why` "Most likely cause: oom (out of memory)" from
+    the runtime's table, for a reason nobody recorded. Now: the code, what the controller
+    does with it, and that the reason is unknown. The runtime's own pods (`python -m
+    trainforge.training`, which exits only with its reasons' codes) keep the table."""
+    pods = f"/api/v1/namespaces/{recorded.RESTART_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.RESTART}"
+    api.routes[pods] = copy.deepcopy(api.routes[pods])
+    old = {"exitCode": 3, "reason": "Error",
+           "startedAt": "2026-11-25T10:02:00Z", "finishedAt": "2026-11-25T11:40:00Z"}  # fmt: skip
+    for p in api.routes[pods]["items"]:
+        p["status"]["containerStatuses"][0]["lastState"] = {"terminated": old}
+        if not runtime:  # your script under the wrapper, as entrypoint.program runs it
+            p["spec"]["containers"][0]["command"] = [
+                *recorded.RUNTIME_COMMAND[:-2], "-m", "trainforge.training.usercode",
+                "/workspace/train.py",
+            ]  # fmt: skip
+    out = status(capsys, api, recorded.RESTART_NS, recorded.RESTART)
+    code, why, err = run(
+        capsys, cli.why_main, recorded.RESTART, "-n", recorded.RESTART_NS, "--kubeconfig",
+        api.config, now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0, err
+    then = "then: the container restarts in place, counted against backoffLimit"
+    if runtime:
+        assert out.count(f"last exit 3 (oom) 20m ago  {then}") == 2, out
+        assert "Most likely cause: oom (out of memory)" in why, why
+        return
+    assert out.count(f"last exit 3 (Error; no exit record: reason unknown) 20m ago  {then}") == 2
+    assert "oom" not in out and "oom" not in why, why
+    assert "Most likely cause" not in why and "Cause not known: the pods left no exit record" in why

@@ -341,7 +341,7 @@ def exit_name(code: int, env: dict[str, str], since: float) -> str:
     recorded = [r for r in map(exits.from_record, _exit_records(env, since)) if r is not None]
     same = [r for r in recorded if r.code == code]
     reason = exits.root_cause(same) if same else exits.for_code(code)
-    return f" ({reason.name})" if reason is not None else ""
+    return f" ({reason.label})" if reason is not None else ""
 
 
 def stand_in_line(code: int, detail: str, gpus: int) -> str:

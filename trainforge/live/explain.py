@@ -256,6 +256,26 @@ def foreign_command(g: Gathered) -> list[str] | None:
     return None
 
 
+# The runtime itself (`python -m trainforge.training`): it exits with a reason's code only
+RUNTIME_WORDS = ("trainforge.training",)
+# your code under the wrapper: its codes are your code's own where no record names them
+USER_CODE_MODULE = "trainforge.training.usercode"
+
+
+def runs_runtime(g: Gathered, pod: dict | None = None) -> bool:
+    """Whether the pod (else the job's pod templates) runs trainforge's runtime itself and not
+    your code: the runtime exits only with its reasons' codes (exits.BY_CODE), so its code
+    names the reason where the pod left no exit record. Your code's codes are its own: a 3
+    is not `oom` without a record that says so."""
+    specs = [(pod or {}).get("spec") or {}, *(t.spec for t in backends.pod_templates(g.job))]
+    for spec in specs:
+        c = _container(spec, g.container)
+        words = [str(w) for w in [*(c.get("command") or []), *(c.get("args") or [])]]
+        if words:
+            return USER_CODE_MODULE not in words and any(w in RUNTIME_WORDS for w in words)
+    return False
+
+
 def exit_codes_are_ours(g: Gathered) -> bool:
     """Whether the job's exit codes carry trainforge's reasons: its pods run trainforge's
     runtime or wrapper, which exit with a reason's code. Another command's codes are its own:
@@ -400,7 +420,8 @@ def pod_line(
         shown = ended if ended and ended.get("exitCode") else last
         if shown:
             what = "exit" if shown is ended else "last exit"
-            parts.append(f"{what} {exit_text(shown, ours)} {age(shown.get('finishedAt'), now)} ago")
+            text = exit_text(shown, ours, g is not None and runs_runtime(g, pod))
+            parts.append(f"{what} {text} {age(shown.get('finishedAt'), now)} ago")
             then = next_text(g, pod, shown.get("exitCode")) if g is not None else None
             if then:
                 parts.append(then)
@@ -420,24 +441,37 @@ def _last_exit(pod: dict) -> str | None:
     return None
 
 
-def exit_text(terminated: dict, ours: bool = True) -> str:
+# A failed exit of ours whose pod left no exit record (an older wrapper's, a process killed
+# before it wrote one): its code says what the controller does, not why
+NO_RECORD = "no exit record: reason unknown"
+
+
+def exit_text(terminated: dict, ours: bool = True, runtime: bool = False) -> str:
     """`CODE (reason)`: where the code is ours (exit_codes_are_ours), the reason its exit record
-    left in the termination message (user_exit where your code chose the code: never a reason
-    the runtime did not decide), else the runtime's for the code; else the container's own
-    (Kubernetes' `Error`, `OOMKilled`)."""
+    left in the termination message (user_exit where your code chose the code, with the
+    sys.exit it asked: never a reason the runtime did not decide), else, for the runtime's
+    own pods (`runtime`: runs_runtime), the runtime's for the code; a failure without either
+    says the reason is unknown (NO_RECORD) beside the container's own (Kubernetes' `Error`,
+    `OOMKilled`)."""
     code = terminated.get("exitCode")
-    reason = exit_reason(terminated) if ours else None
-    name = reason.name if reason else terminated.get("reason", "")
-    return f"{code} ({name})"
+    reason = exit_reason(terminated, runtime) if ours else None
+    k8s = terminated.get("reason", "")
+    if reason is not None:
+        return f"{code} ({reason.label})"
+    if ours and isinstance(code, int) and code != 0:
+        return f"{code} ({k8s}; {NO_RECORD})" if k8s else f"{code} ({NO_RECORD})"
+    return f"{code} ({k8s})"
 
 
-def exit_reason(terminated: dict) -> exits.Reason | None:
+def exit_reason(terminated: dict, runtime: bool = False) -> exits.Reason | None:
     """trainforge's reason for a container's exit: its termination message's (written by the
-    wrapper and the launcher, exits.write_termination), else the runtime's for the code."""
+    wrapper and the launcher, exits.write_termination), else, where the pod runs the runtime
+    itself (`runtime`), the runtime's for the code; None where neither says."""
     code = terminated.get("exitCode")
     if not isinstance(code, int):
         return None
-    return exits.from_termination(terminated.get("message"), code) or exits.for_code(code)
+    recorded = exits.from_termination(terminated.get("message"), code)
+    return recorded or (exits.for_code(code) if runtime else None)
 
 
 # --- metrics ------------------------------------------------------------------------------------
@@ -804,7 +838,7 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons.append(f"{state}, after its pods restarted. Their last exits:")
         ours = exit_codes_are_ours(g)
         codes = [
-            exit_reason(t)
+            exit_reason(t, runs_runtime(g, p))
             for p in crashed
             for c in p.get("status", {}).get("containerStatuses", []) or []
             for state in ("state", "lastState")  # a Failed pod's own, a restarted one's last
@@ -827,6 +861,13 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             root = exits.root_cause(known)
             reasons.append(
                 f"Most likely cause: {root.name} ({root.what}); the others follow from it."
+            )
+        elif codes:  # every failed exit of ours without a record: the cause is not known
+            reasons.append(
+                "Cause not known: the pods left no exit record (a wrapper older than the "
+                "termination message, or a process killed before it wrote one); an exit code "
+                "of your code names no reason. Read the logs: "
+                f"trainforge logs {g.name} -n {g.namespace} --previous"
             )
         reasons.append(
             "See docs/troubleshooting.md and docs/reliability.md#exit-reasons-and-exitcode"

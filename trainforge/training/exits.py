@@ -31,8 +31,9 @@ user_retryable      205  yes        your code marked this failure retryable: it 
                                     (usercode.py), or it exited 205 itself
 =================  ====  =========  ==================================================
 
-Your code's own ``sys.exit(n)`` under the wrapper (usercode.py) keeps n but is none of these:
-``user_exit`` with n (`user_exit`), retryable as the operator reads n.
+Your code's own ``sys.exit(n)`` under the wrapper (usercode.py) is none of these: ``user_exit``
+with the status the process then has (`exit_status`: n & 0xff, what the kernel reports and the
+operator reads; the record keeps the n your code asked for where it differs).
 
 Codes 200-205 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
 reason is never mistaken for a signal. A process killed outright (SIGKILL by the kernel's OOM
@@ -61,6 +62,14 @@ class Reason:
     code: int
     what: str
     action: str
+    # user_exit only: what your code passed to sys.exit where the status differs (repr)
+    asked: str | None = None
+
+    @property
+    def label(self) -> str:
+        """The name, with the sys.exit your code asked where the status differs: the one
+        wording of a reason in the launcher's, run-local's and status's exit lines."""
+        return f"{self.name}: sys.exit({self.asked})" if self.asked else self.name
 
     @property
     def retryable(self) -> bool:
@@ -172,23 +181,67 @@ BY_CODE: dict[int, Reason] = {r.code: r for r in REASONS.values() if r is not NO
 USER_EXIT = "user_exit"
 
 
-def user_exit(code: int) -> Reason:
-    """The reason of a code your code chose itself (`sys.exit(code)`)."""
+# A C long (CPython's PyLong_AsLong, 64 bits on Linux): a larger int overflows to -1
+_LONG = 1 << 63
+
+
+def exit_status(value: object) -> int:
+    """The status a process that ends with `sys.exit(value)` reports, as its parent (the
+    kubelet, torchrun) reads it. CPython 3.11 Python/pythonrun.c `_Py_HandleSystemExit`: None
+    is 0, an int is `(int)PyLong_AsLong(value)` (-1 where it overflows a C long), anything
+    else is printed and is 1; `exit()` hands that int to the kernel, which keeps `& 0xff`
+    (POSIX `_exit`, WEXITSTATUS). The training operator reads that status, never the value
+    asked (v1.9.4 pkg/util/train/train_util.go at 07a4a896, read 2026-11-30:
+    `IsRetryableExitCode(exitCode int32)` is `exitCode >= 128`), so sys.exit(300) is a
+    permanent 44. Proved against `python SCRIPT` itself (tests/training/test_usercode_status.py)."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return (value if -_LONG <= value < _LONG else -1) & 0xFF
+    return 1
+
+
+def asked(value: object) -> str | None:
+    """What your code passed to `sys.exit`, where the process's status is not that value
+    (300 exits 44, "stop" exits 1); None where it is (an int 0-255, None)."""
+    if value is None or (isinstance(value, int) and value == exit_status(value)):
+        return None
+    return repr(value)[:200]
+
+
+def user_exit(code: int, asked: str | None = None) -> Reason:
+    """The reason of a code your code chose itself (`sys.exit`): `code` is the status the
+    process has (`exit_status`), `asked` what your code passed where that differs. A 143 of
+    yours is one: the wrapper reads it as `preempted` only after a SIGTERM (usercode.own_exit)."""
+    what = f"your code exited with {code}"
+    if asked is not None:
+        if not re.fullmatch(r"-?\d+", asked):
+            why = "not an int: Python prints it and exits 1"
+        elif -_LONG <= int(asked) < _LONG:
+            why = f"the kernel keeps the low 8 bits, {asked} & 0xff"
+        else:
+            why = "an int beyond a C long: Python exits -1, which the kernel reports as 255"
+        what = f"your code asked sys.exit({asked}); the process exits {code} ({why})"
+    elif code == PREEMPTED.code:
+        what += " (no SIGTERM reached trainforge's handlers: not a preemption)"
     return Reason(
         USER_EXIT,
         code,
-        f"your code exited with {code}",
+        what,
         "read your code's output above: it chose this exit code, not trainforge",
+        asked,
     )
 
 
 def from_record(rec: dict) -> Reason | None:
-    """The reason an exit record names (`reason`, with its `code` for user_exit); None for
-    a name this table does not know."""
+    """The reason an exit record names (`reason`, with its `code` and `asked` for
+    user_exit); None for a name this table does not know."""
     name = rec.get("reason")
     if name == USER_EXIT:
-        code = rec.get("code")
-        return user_exit(code) if isinstance(code, int) and not isinstance(code, bool) else None
+        code, said = rec.get("code"), rec.get("asked")
+        said = said if isinstance(said, str) else None
+        ok = isinstance(code, int) and not isinstance(code, bool)
+        return user_exit(code, said) if ok else None
     return REASONS.get(name) if isinstance(name, str) else None
 
 
@@ -538,7 +591,10 @@ def write_termination(reason: Reason | None, path: str | None = None) -> None:
     target = path or TERMINATION_LOG
     if not os.path.isfile(target):
         return
-    text = json.dumps({"reason": reason.name, "code": reason.code}) if reason else ""
+    rec = {"reason": reason.name, "code": reason.code} if reason else {}
+    if reason is not None and reason.asked is not None:
+        rec["asked"] = reason.asked
+    text = json.dumps(rec) if rec else ""
     with contextlib.suppress(OSError):  # bookkeeping never changes the exit code
         Path(target).write_text(text, encoding="utf-8")
 
@@ -578,6 +634,9 @@ class Context:
     rank: int | None = None
     step: int | None = None
     ledger: object | None = None  # trainforge.training.ledger.RunLedger
+    # A SIGTERM reached this process (the wrapper's handler or PreemptionHandler's): what
+    # tells a preemption's 143 from your code's own sys.exit(143) (usercode.own_exit).
+    sigterm: bool = False
 
 
 context = Context()

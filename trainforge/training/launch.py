@@ -65,7 +65,7 @@ def worker_exit_code(
             label = reason.name if reason else "unknown"
         recorded = records.get(rank)
         if recorded is not None and exitcode >= 0 and recorded.code == code:
-            label = recorded.name  # the record says who chose the code (user_exit: your code)
+            label = recorded.label  # the record says who chose the code (user_exit: your code)
             reason = recorded
         elif recorded is not None and recorded != reason:
             label += f", recorded {recorded.name}"
@@ -80,7 +80,7 @@ def worker_exit_code(
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
-        why = f"{root.name}, {_then(code)}"
+        why = f"{root.label}, {_then(code)}"
     else:  # only signal deaths or foreign codes: keep the first one (SIGKILL: 137, retryable)
         rank, code, _ = candidates[0]
         why = _then(code)
@@ -166,6 +166,8 @@ def _launch(argv: list[str], local: str) -> int:
         return code
     except SignalException as e:
         code = 128 + int(e.sigval)
+        # the pod's end, over what its workers wrote as they were stopped (status/why read it)
+        exits.write_termination(exits.PREEMPTED if code == exits.PREEMPTED.code else None)
         print(
             f"trainforge launch: received {_signal_name(int(e.sigval))}; workers stopped; "
             f"exiting with {code} ({_then(code)})",

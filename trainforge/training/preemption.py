@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from trainforge.training import exits
 from trainforge.training.distributed import group_timeout
 
 # Exit code after a checkpoint-on-SIGTERM: 128 + SIGTERM, the code a process killed by SIGTERM
@@ -61,6 +62,7 @@ class PreemptionHandler:
                 self._previous[sig] = signal.signal(sig, self._on_signal)
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        exits.context.sigterm |= signum == signal.SIGTERM  # usercode.own_exit reads it
         if self.received_at is None:
             self.received_at = time.monotonic()
             self.signal_name = signal.Signals(signum).name

@@ -171,11 +171,14 @@ def _record(ledger, reason: exits.Reason, detail: str) -> None:
     exits.write_termination(reason)  # what `trainforge status`/`why` read of it
     if ledger is None:
         return
+    extra = {"asked": reason.asked} if reason.asked is not None else None
     with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
-        ledger.record_exit(reason, step=None, detail=detail, attempt=_current_attempt(ledger))
+        ledger.record_exit(
+            reason, step=None, detail=detail, attempt=_current_attempt(ledger), extra=extra
+        )
 
 
-def _record_termination(ledger) -> None:
+def _record_termination(ledger, script: str | None = None) -> None:
     """An unhandled SIGTERM (a spot interruption, a node drain, a preempting job) is recorded
     as `preempted` before the process dies of it as it always did (status 143, the same
     restart under every backend's retry rules).
@@ -185,16 +188,35 @@ def _record_termination(ledger) -> None:
     as `no_progress`. Code that handles SIGTERM itself (`PreemptionHandler`, its own
     `signal.signal`) replaces this handler and keeps its own behaviour. Best effort: Python
     runs the handler between bytecodes, so code blocked in one long native call until the
-    kubelet's SIGKILL still leaves no record (counted as before)."""
+    kubelet's SIGKILL still leaves no record (counted as before).
+
+    A SIGTERM that comes while your code is leaving with an exception (in a `finally`, an
+    `__exit__`, an `except` block: sys.exc_info) or a non-zero sys.exit is torchrun stopping
+    a rank that failed more slowly than the peer that noticed it: recorded as that exception's
+    reason (or that exit), not `preempted`, so the launcher's root cause is the bug and not
+    the peer's `peer_lost` (recorded `preempted` before: a bug re-created the pods as a lost
+    peer). An exception your code was about to swallow when a real preemption came is then
+    recorded as its reason: the restart is the same (the process dies of the SIGTERM)."""
     if ledger is None or threading.current_thread() is not threading.main_thread():
         return
     if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
         return  # somebody handles it already
 
     def on_term(signum: int, frame: object) -> None:
+        exits.context.sigterm = True
         if _ENDED:  # leaving already, with the reason it recorded (and its exit code)
             return
-        _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
+        leaving = sys.exc_info()[1]
+        after = (
+            "; a SIGTERM came while it was leaving (torchrun stopping the workers once a rank "
+            "failed, or a preemption)"
+        )
+        if isinstance(leaving, SystemExit) and exits.exit_status(leaving.code) != 0:
+            _exited(ledger, leaving.code, after)
+        elif leaving is not None and not isinstance(leaving, SystemExit | KeyboardInterrupt):
+            _failed(ledger, leaving, script, after)
+        else:
+            _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -202,12 +224,11 @@ def _record_termination(ledger) -> None:
 
 
 def _exit_code(value: object) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value
-    print(value, file=sys.stderr)  # sys.exit("message"), as Python does
-    return 1
+    """The status `sys.exit(value)` gives the process (exits.exit_status), printing a value
+    that is not an int, as Python does."""
+    if value is not None and not isinstance(value, int):
+        print(value, file=sys.stderr)  # sys.exit("message"), as Python does
+    return exits.exit_status(value)
 
 
 def run(argv: list[str], keep: list[object] | None = None) -> int:
@@ -238,13 +259,12 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
     from trainforge.training.resume_note import check_on_resume  # noqa: PLC0415
 
     check_on_resume(_stop_without_progress)
-    _record_termination(ledger)
+    _record_termination(ledger, script)
     try:
         keep.append(target())
-        code = 0
     except SystemExit as e:
         keep.append(e)
-        code = _exit_code(e.code)
+        return _exited(ledger, e.code)
     except KeyboardInterrupt as e:
         keep.append(e)
         traceback.print_exc()
@@ -252,54 +272,66 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
         return 130
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         keep.append(e)
-        shadow = shadowing.behind(e, script)
-        if shadow is not None:  # a file of yours in a standard module's place: its line says it
-            reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
-            action = None
-        else:
-            if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
-                traceback.print_exc()
-            reason, detail = _diagnose(e)
-            action = _action(reason, e)
-        rank = os.environ.get("RANK")
-        print(
-            exits.exit_line(
-                reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
-                detail=detail, action=action,
-            ),
-            file=sys.stderr,
-            flush=True,
-        )  # fmt: skip
-        _record(ledger, reason, detail)
-        return reason.code
-    reason = own_exit(code)
-    if reason is exits.SUCCESS:
-        _record(ledger, reason, "finished")
-        return code
+        return _failed(ledger, e, script)
+    return _exited(ledger, None)
+
+
+def _rank() -> int | None:
     rank = os.environ.get("RANK")
-    print(
-        exits.exit_line(
-            reason, rank=int(rank) if rank and rank.isdigit() else None, step=None,
-            detail=reason.what,
-        ),
-        file=sys.stderr,
-        flush=True,
-    )  # fmt: skip
-    _record(ledger, reason, reason.what)
+    return int(rank) if rank and rank.isdigit() else None
+
+
+def _failed(ledger, e: BaseException, script: str | None, after: str = "") -> int:
+    """Print and record the reason your code's exception `e` ends the process with (`after`:
+    what the detail adds); its exit code."""
+    shadow = shadowing.behind(e, script)
+    if shadow is not None:  # a file of yours in a standard module's place: its line says it
+        reason, detail = exits.CONFIG_ERROR, f"{shadow[0]} {shadowing.why(shadow[1], _LATE)}"
+        action = None
+    else:
+        if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
+            traceback.print_exception(e)
+        reason, detail = _diagnose(e)
+        action = _action(reason, e)
+    detail += after
+    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail, action=action)
+    print(line, file=sys.stderr, flush=True)
+    _record(ledger, reason, detail)
+    return reason.code
+
+
+def _exited(ledger, value: object, after: str = "") -> int:
+    """Print and record how your code's `sys.exit(value)` (None: its return) ends the
+    process (`after`: what the detail adds); the status it has."""
+    code, said = _exit_code(value), exits.asked(value)
+    reason = own_exit(code, said)
+    detail = reason.what + after
+    if reason is exits.SUCCESS:
+        if said is None:
+            _record(ledger, reason, "finished")
+            return code
+        detail = f"your code asked sys.exit({said}); the process exits 0 ({said} & 0xff)"
+    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail)
+    print(line, file=sys.stderr, flush=True)
+    _record(ledger, reason, detail)
     return code
 
 
-def own_exit(code: int) -> exits.Reason:
-    """The reason of an exit code your code chose (`sys.exit(code)`): the code is kept, the
-    controller reads it, but the reason is yours (exits.user_exit), never a runtime reason
-    the runtime did not decide. Two codes keep the meaning the contract gives them: 205 (you
-    mark the failure retryable, docs/jobs.md) and 143 (PreemptionHandler.shutdown's, which
-    your code passes to sys.exit)."""
+def own_exit(code: int, said: str | None = None) -> exits.Reason:
+    """The reason of the status `code` your code's `sys.exit` gave the process (`said`: what
+    it passed, where that differs: exits.asked): the code is kept, the controller reads it,
+    but the reason is yours (exits.user_exit), never a runtime reason the runtime did not
+    decide. Two codes passed as such keep the meaning the contract gives them: 205 (you mark
+    the failure retryable, docs/jobs.md) and 143 after a SIGTERM reached this process
+    (PreemptionHandler.shutdown's, which your code passes to sys.exit); a 143 without one is
+    your code's own (user_exit), as the operator reads it: retryable, the pod is re-created."""
     if code == 0:
         return exits.SUCCESS
-    if code in (exits.USER_RETRYABLE.code, exits.PREEMPTED.code):
-        return exits.BY_CODE[code]
-    return exits.user_exit(code)
+    if said is None and code == exits.USER_RETRYABLE.code:
+        return exits.USER_RETRYABLE
+    if said is None and code == exits.PREEMPTED.code and exits.context.sigterm:
+        return exits.PREEMPTED
+    return exits.user_exit(code, said)
 
 
 def main(keep: list[object] | None = None) -> int:
