@@ -28,7 +28,7 @@ from trainforge.core.contract import (
 )
 from trainforge.core.errors import JobConfigError
 from trainforge.core.quantity import figure, format_mebibytes, parse_quantity, plain
-from trainforge.jobs import backends, capacity, image_facts, images, storage
+from trainforge.jobs import backends, capacity, image_facts, images, quota, storage
 from trainforge.jobs import images as images_mod
 from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.image_facts import (
@@ -391,8 +391,8 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
     """Reject a job whose smallest runnable size exceeds all its team may ever hold: it would
     sit in Created forever (the operator cannot create its pods) instead of failing at
     preview. The message quotes the config's own figures: the team's guaranteed quota and
-    what it may borrow on top, the stack key that caps it (`TeamFacts.quota_raise`: the
-    platform's quota model says which), and the job key that made the total (`workers` when
+    what it may borrow on top, the stack key that caps it (`jobs.quota.quota_raise` on the
+    platform's `TeamFacts.quota_inputs`), and the job key that made the total (`workers` when
     one pod fits, `gpusPerWorker` when one pod alone is too big)."""
     q = target.quota
     g = target.team.guarantee if target.team is not None else None
@@ -473,27 +473,36 @@ def _over_quota(
         )
     else:
         held = f"team {job.team!r} has a quota of {limit}"
-    lift = target.team.quota_raise
+    inputs = target.team.quota_inputs if target.team is not None else None
     launch = _launch(job, target.pool)
-    changes = (
-        lift(name, need, job.pool, launch.get(name, Fraction(0)))
-        if lift is not None and name != "pods"
+    lift = (
+        quota.quota_raise(inputs, name, need, job.pool, launch)
+        if inputs is not None and name != "pods"
         else None
     )
-    if changes:
+    if lift is not None:
         # the keys the platform's quota model says cap it, and the values that lift it
+        changes = lift.changes
         caps = ", ".join(f"{k}: {now}" for k, now, _ in changes)
-        if borrows:
-            held += f" ({caps} caps it)"
+        if lift.per_gpu is not None:  # cpu/memory of a GPU pool: its GPUs bring them
+            caps = (
+                f"the {name} of GPU pool {job.pool!r} comes with its GPUs, "
+                f"{figure(name, lift.per_gpu)} per GPU: {caps} caps it"
+            )
         else:
-            held = f"team {job.team!r} may hold at most {figure(name, cap)} {name} ({caps} caps it)"
+            caps += " caps it"
+        if borrows:
+            held += f" ({caps})"
+        else:
+            held = f"team {job.team!r} may hold at most {figure(name, cap)} {name} ({caps})"
         if any(".limits." in k for k, _, _ in changes):
             # the pool's other limits its nodes would pass: raising one alone meets the next
-            lim = target.pool.limits
+            lim, at = target.pool.limits, quota.pool_key(inputs.pools, job.pool)
+            named = {k for k, _, _ in changes}
             changes += tuple(
-                (f"trainforge:nodePools[{job.pool}].limits.{r}", now, _setting(r, v, up=True))
+                (f"{at}.limits.{r}", now, _setting(r, v, up=True))
                 for r, v in launch.items()
-                if r != name
+                if f"{at}.limits.{r}" not in named
                 and (now := getattr(lim, r)) is not None
                 and v > parse_quantity(str(now))
             )
