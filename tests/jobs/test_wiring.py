@@ -668,3 +668,31 @@ def test_the_refusal_and_the_quota_warnings_write_the_team_key_alike():
     assert f"{_TEAM_KEY}: 6 caps it" in str(err.value)
     assert str(err.value).endswith(f"{_TEAM_KEY} to 10{_NODES}")
     assert "teams[research]" not in str(err.value)
+
+
+def test_prod_s_node_group_fix_applied_to_the_stack_resolves_the_job():
+    """The shipped prod stack, one job of 21 p4d nodes on its node group p4d-reserved (maxSize
+    4): over team llm's 160 GPUs. The fix names nodeGroups[0].maxSize at the 21 nodes the job
+    needs (not the 5 that lift the namespace quota alone, which the scheduling rehearsal would
+    refuse next); the stack with it resolves the job."""
+    import pulumi
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.jobs.declare import check_jobs
+    from trainforge.plan.mocks import TrainforgeMocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import contract_from_config
+
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
+    raw = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    cfg = {k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")}
+    spec = {"name": "big", "team": "llm", "pool": "p4d-reserved", "workers": 21, "model": "mlp"}
+    with pytest.raises(JobConfigError) as err:
+        check_jobs(contract_from_config(parse_config(cfg)), [spec])
+    text = str(err.value)
+    assert "(trainforge:nodeGroups[0].maxSize: 4 caps it)" in text
+    assert text.endswith("or set trainforge:nodeGroups[0].maxSize to 21")
+    assert cfg["nodeGroups"][0]["name"] == "p4d-reserved"
+    cfg["nodeGroups"] = [{**cfg["nodeGroups"][0], "maxSize": 21}, *cfg["nodeGroups"][1:]]
+    check_jobs(contract_from_config(parse_config(cfg)), [spec])

@@ -415,7 +415,7 @@ def pool_key(pools: Iterable[PoolFacts], name: str) -> str:
     )
 
 
-def _node_most(pool: PoolFacts, r: str) -> Fraction:
+def node_most(pool: PoolFacts, r: str) -> Fraction:
     """The most of `r` one node of the pool has (what `pool_capacity` multiplies by maxSize)."""
     if r == GPU:
         return Fraction(max((n.gpus for n in pool.nodes), default=pool.gpus_per_node))
@@ -429,8 +429,9 @@ def _pool_raise(
     pools: list[PoolFacts], p: PoolFacts, r: str, extra: Fraction, launch: Fraction
 ) -> tuple[tuple[str, str, str], PoolFacts] | None:
     """The pool's own cap of `r` raised by `extra` (to at least `launch`: what the job's
-    NodeClaims count against a Karpenter limit): its Karpenter `limits.<r>`, or a node group's
-    `maxSize` (nodes of its largest type, `pool_capacity`); None where it has no cap."""
+    NodeClaims count against a Karpenter limit, or a node group's nodes it needs): its
+    Karpenter `limits.<r>`, or a node group's `maxSize` (nodes of its largest type,
+    `pool_capacity`); None where it has no cap."""
     key = pool_key(pools, p.name)
     limit = getattr(p.limits, CONFIG_KEY[r])
     if p.kind == "karpenter" and limit is not None:
@@ -440,9 +441,9 @@ def _pool_raise(
             p, limits=replace(p.limits, **{CONFIG_KEY[r]: int(bigger) if r == GPU else to})
         )
         return (f"{key}.limits.{CONFIG_KEY[r]}", str(limit), to), raised
-    per, cap = _node_most(p, r), pool_capacity(p, r)
+    per, cap = node_most(p, r), pool_capacity(p, r)
     if p.kind == "node-group" and p.max_nodes is not None and per and cap is not None:
-        nodes = math.ceil((cap + extra) / per)
+        nodes = max(math.ceil((cap + extra) / per), math.ceil(launch / per))
         return (f"{key}.maxSize", str(p.max_nodes), str(nodes)), replace(p, max_nodes=nodes)
     return None
 

@@ -524,12 +524,18 @@ def _over_quota(
 
 
 def _launch(job: JobSpec, pool: PoolFacts) -> dict[str, Fraction]:
-    """What the job's pods count against its Karpenter pool's limits, by key (gpus, cpu,
-    memory): capacity's packing without the limits, each NodeClaim at its largest type; so
-    that raised limits also let Karpenter launch them all. Empty for a node group."""
-    if pool.kind != "karpenter":
-        return {}
+    """What the job's pods count against its pool's cap, by key (gpus, cpu, memory), so that a
+    raised cap also lets them all run: on a Karpenter pool capacity's packing without the
+    limits, each NodeClaim at its largest type; on a node group the nodes the scheduling
+    rehearsal needs, each of its largest type (what `maxSize` is counted in)."""
     req = capacity.job_request(job, pool)
+    if pool.kind == "node-group":
+        nodes = capacity.rehearse(req, job.min_workers, replace(pool, max_nodes=None)).nodes_needed
+        return (
+            {quota.CONFIG_KEY[r]: nodes * quota.node_most(pool, r) for r in quota.COVERED}
+            if nodes
+            else {}
+        )
     counted = capacity.pack(replace(pool, limits=PoolLimits()), [req] * job.min_workers).counted
     return {"gpus" if r == GPU_RESOURCE else r: v for r, v in counted.items()}
 
