@@ -674,7 +674,8 @@ def test_prod_s_node_group_fix_applied_to_the_stack_resolves_the_job():
     """The shipped prod stack, one job of 21 p4d nodes on its node group p4d-reserved (maxSize
     4): over team llm's 160 GPUs. The fix names nodeGroups[0].maxSize at the 21 nodes the job
     needs (not the 5 that lift the namespace quota alone, which the scheduling rehearsal would
-    refuse next); the stack with it resolves the job."""
+    refuse next), and `workers` at the 4 nodes the group holds (not the 20 the quota holds);
+    either applied, the job resolves."""
     import pulumi
     import yaml
 
@@ -692,7 +693,8 @@ def test_prod_s_node_group_fix_applied_to_the_stack_resolves_the_job():
         check_jobs(contract_from_config(parse_config(cfg)), [spec])
     text = str(err.value)
     assert "(trainforge:nodeGroups[0].maxSize: 4 caps it)" in text
-    assert text.endswith("or set trainforge:nodeGroups[0].maxSize to 21")
+    assert text.endswith("use workers: 4, or set trainforge:nodeGroups[0].maxSize to 21")
+    check_jobs(contract_from_config(parse_config(cfg)), [{**spec, "workers": 4}])
     assert cfg["nodeGroups"][0]["name"] == "p4d-reserved"
     cfg["nodeGroups"] = [{**cfg["nodeGroups"][0], "maxSize": 21}, *cfg["nodeGroups"][1:]]
     check_jobs(contract_from_config(parse_config(cfg)), [spec])

@@ -512,7 +512,8 @@ def _over_quota(
     else:
         at_least = _setting(name, need, up=True)
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
-    smaller = _smaller(key, name, need, cap, pods)
+    room = _pool_room(job, target.pool, pods) if key == "workers" else None
+    smaller = _smaller(key, name, need, cap, pods, room)
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
         other = _smaller("gpusPerWorker", name, need, cap, pods)
         smaller = " or ".join(x for x in (smaller, other) if x)
@@ -540,11 +541,29 @@ def _launch(job: JobSpec, pool: PoolFacts) -> dict[str, Fraction]:
     return {"gpus" if r == GPU_RESOURCE else r: v for r, v in counted.items()}
 
 
-def _smaller(key: str, name: str, need: Fraction, cap: Fraction, pods: int) -> str:
+def _pool_room(job: JobSpec, pool: PoolFacts, pods: int) -> int:
+    """The most of the job's pods (up to `pods`) its pool holds at once: the scheduling
+    rehearsal's count (a node group's maxSize nodes, a Karpenter pool's limits), so that a
+    smaller `workers` the quota refusal offers is not refused by the rehearsal next."""
+    req = capacity.job_request(job, pool)
+    low, high = 0, pods
+    while low < high:  # the largest count without an all-at-once problem
+        mid = (low + high + 1) // 2
+        if any(p.key == "workers" for p in capacity.rehearse(req, mid, pool).problems):
+            high = mid - 1
+        else:
+            low = mid
+    return low
+
+
+def _smaller(
+    key: str, name: str, need: Fraction, cap: Fraction, pods: int, room: int | None = None
+) -> str:
     """The job-side fix of a job over its team's quota: the largest value of the key that
-    fits (empty: none does)."""
+    fits (empty: none does); `workers` no more than the pool holds at once (`room`)."""
     if key == "workers":
         fit = int(cap // (need / pods))
+        fit = min(fit, room) if room is not None else fit
         return f"workers: {fit}" if fit >= 1 else ""
     if key == "gpusPerWorker":
         fit = int(cap // pods)
