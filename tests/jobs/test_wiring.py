@@ -698,3 +698,34 @@ def test_prod_s_node_group_fix_applied_to_the_stack_resolves_the_job():
     assert cfg["nodeGroups"][0]["name"] == "p4d-reserved"
     cfg["nodeGroups"] = [{**cfg["nodeGroups"][0], "maxSize": 21}, *cfg["nodeGroups"][1:]]
     check_jobs(contract_from_config(parse_config(cfg)), [spec])
+
+
+def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
+    """Team research asks 2 GPUs of a pool of 4 beside a team asking 100, and may borrow none:
+    the split gives it 0, and no raise of its quota.gpus or of the pool's limit (alone or
+    together, each tried on the model) gets it 6. Wave 16 told it to set quota.gpus to 6,
+    which the split scales back to 0: the line says that no raise lifts it, and what holds it."""
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    raw = {"teams": [
+        {"name": "research", "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}},
+        {"name": "other", "quota": {"gpus": "100"}},
+    ]}  # fmt: skip
+    services = parse_services_config(raw, [])
+    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4))
+    team = team_facts(services, pools={pool.name: pool})["research"]
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
+    assert str(err.value).endswith(
+        "the job could never start: no raise of trainforge:teams[0].quota.gpus or "
+        "trainforge:nodePools[0].limits.gpus, alone or together, lifts it: the other teams' "
+        "guarantees in the pool (scaled with the team's to what it holds) or the team's "
+        "quota.borrowingLimit hold it (docs/teams.md, Quotas)"
+    )
+    # what the old line offered does not lift it
+    raised = {**raw["teams"][0], "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}
+    services = parse_services_config({"teams": [raised, raw["teams"][1]]}, [])
+    team = team_facts(services, pools={pool.name: pool})["research"]
+    with pytest.raises(JobConfigError):
+        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
