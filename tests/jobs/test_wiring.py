@@ -10,6 +10,7 @@ from tests.jobs.helpers import CPU_POOL, DLC_IMAGE, EFA_POOL, GPU_POOL, target
 from trainforge.core.contract import (
     JobTarget,
     PlatformContract,
+    PoolLimits,
     TeamFacts,
     TeamQuota,
     efa_count,
@@ -500,9 +501,12 @@ def test_the_quota_error_writes_amounts_as_the_plan_does_and_a_fix_that_fits(quo
     assert Fraction(parse_quantity(per_pod)) > 0
 
 
-def _stack_target(gpus: str, limit: int, kueue: bool, cpu: str | None = None) -> JobTarget:
+def _stack_target(
+    gpus: str, limit: int, kueue: bool, cpu: str | None = None, pool=None
+) -> JobTarget:
     """Team research's target as the stack publishes it: its quota from the platform's own
-    quota model (trainforge.platform.queues), on a Karpenter pool with `limits.gpus: limit`."""
+    quota model (trainforge.platform.queues), on a Karpenter pool with `limits.gpus: limit`
+    (or on `pool`)."""
     from trainforge.core.contract import PoolLimits
     from trainforge.platform.published import team_facts
     from trainforge.platform.services_config import parse_services_config
@@ -511,13 +515,14 @@ def _stack_target(gpus: str, limit: int, kueue: bool, cpu: str | None = None) ->
     raw = {"teams": [{"name": "research", "quota": {"gpus": gpus}}], "kueue": {"enabled": kueue}}
     services = parse_services_config(raw, errors)
     assert errors == []
-    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=limit, cpu=cpu))
+    if pool is None:
+        pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=limit, cpu=cpu))
     team = team_facts(services, pools={pool.name: pool})["research"]
     return JobTarget(team=team, pool=pool, checkpoint_bucket="b")
 
 
-_POOL_KEY = "trainforge:nodePools[gpu-workloads].limits.gpus"
-_TEAM_KEY = "trainforge:teams[research].quota.gpus"
+_POOL_KEY = "trainforge:nodePools[0].limits.gpus"
+_TEAM_KEY = "trainforge:teams[0].quota.gpus"
 # 10 pods of 1 GPU on nodes of 4 GPUs: 3 NodeClaims, which the pool's limit counts as 12 GPUs
 _NODES = " (Karpenter counts each of the job's nodes at its largest type)"
 
@@ -569,7 +574,7 @@ def test_a_raised_pool_limit_comes_with_the_pool_s_other_limits_the_job_passes()
     ten = job(workers=10, gpusPerWorker=1)
     with pytest.raises(JobConfigError) as err:
         resolve_job(ten, _stack_target("10", 4, True, cpu="48"), W)
-    cpu_key = "trainforge:nodePools[gpu-workloads].limits.cpu"
+    cpu_key = "trainforge:nodePools[0].limits.cpu"
     assert str(err.value).endswith(f"set {_POOL_KEY} to 12 and {cpu_key} to 144{_NODES}")
     with pytest.raises(JobConfigError, match=r"limits.cpu: 48 caps it"):  # gpus alone: not enough
         resolve_job(ten, _stack_target("10", 12, True, cpu="48"), W)
@@ -585,3 +590,142 @@ def test_a_capped_quota_that_borrows_still_says_what_is_guaranteed_and_borrowed(
         f"to 2 more from its cohort ({_POOL_KEY}: 4 caps it)" in str(err.value)
     )
     resolve_job(job(workers=10, gpusPerWorker=1), _stack_target("2", 12, True), W)
+
+
+def _applied(text: str, gpus: str, pool):
+    """The stack after each `set KEY to VALUE` of a refusal's fix (the team's quota.gpus, the
+    pool's limits or a node group's maxSize): (quota.gpus, pool)."""
+    from trainforge.core.contract import PoolLimits
+
+    for change in text.split(", or set ")[1].removesuffix(_NODES).split(" and "):
+        key, value = change.split(" to ")
+        if key == _TEAM_KEY:
+            gpus = value
+        elif key == "trainforge:nodeGroups[0].maxSize":
+            pool = dataclasses.replace(pool, max_nodes=int(value))
+        else:
+            r = key.removeprefix("trainforge:nodePools[0].limits.")
+            assert r in ("gpus", "cpu", "memory"), key
+            limits = {
+                "gpus": pool.limits.gpus,
+                "cpu": pool.limits.cpu,
+                "memory": pool.limits.memory,
+            }
+            limits[r] = int(value) if r == "gpus" else value
+            pool = dataclasses.replace(pool, limits=PoolLimits(**limits))
+    return gpus, pool
+
+
+@pytest.mark.parametrize("kueue", [True, False])
+def test_a_node_group_s_quota_is_lifted_by_its_max_size(kueue):
+    """A node group has no limits: its quota is maxSize nodes of its largest type (1 x 4 GPUs
+    here). The fix names `nodeGroups[<index>].maxSize` (wave 16 said only quota.gpus, which
+    the split scales back to 4), and applying it lets the job through."""
+    from trainforge.core.contract import PoolLimits
+
+    group = dataclasses.replace(GPU_POOL, kind="node-group", limits=PoolLimits(), max_nodes=1)
+    ten = job(workers=10, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(ten, _stack_target("4", 0, kueue, pool=group), W)
+    text = str(err.value)
+    assert "trainforge:nodeGroups[0].maxSize: 1" in text
+    sets = "trainforge:nodeGroups[0].maxSize to 3" + ("" if kueue else f" and {_TEAM_KEY} to 10")
+    assert text.endswith(f"use workers: 4, or set {sets}")
+    gpus, group = _applied(text, "4", group)
+    resolve_job(ten, _stack_target(gpus, 0, kueue, pool=group), W)
+
+
+@pytest.mark.parametrize("kueue", [True, False])
+def test_cpu_of_a_gpu_pool_is_lifted_through_its_gpus(kueue):
+    """4 pods of 1 GPU and 12 cpu on a pool of one g5.12xlarge (4 GPUs, 47.5 cpu left to pods):
+    48 cpu over 47.5. The cpu of a GPU pool follows its GPUs (docs/teams.md), so no change of
+    the cpu keys lifts it (wave 16 told the team to raise quota.cpu, its CPU pools'): the fix
+    raises the GPUs that bring it, with the pool's figure per GPU, and applying it resolves."""
+    fat = job(workers=4, gpusPerWorker=1, cpu="12")
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(fat, _stack_target("4", 4, kueue), W)
+    text = str(err.value)
+    assert "the cpu of GPU pool 'gpu-workloads' comes with its GPUs, 11.875 per GPU" in text
+    assert "quota.cpu" not in text.split("the job could never start")[1]
+    assert ", or set " in text, text
+    gpus, pool = _applied(text, "4", dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4)))
+    resolve_job(fat, _stack_target(gpus, 0, kueue, pool=pool), W)
+
+
+def test_the_refusal_and_the_quota_warnings_write_the_team_key_alike():
+    """One form for a list key (stack/base.py: `trainforge:jobs[1].pool`): the refusal's
+    team key is the quota warnings' `teams[<index>]`, not `teams[<name>]`."""
+    from trainforge.platform.queues import quota_plan
+    from trainforge.platform.services_config import parse_services_config
+
+    target = _stack_target("6", 4, False)  # 6 asked of a pool of 4: a warning
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(workers=10, gpusPerWorker=1), target, W)
+    raw = {"teams": [{"name": "research", "quota": {"gpus": "6"}}]}
+    services = parse_services_config(raw, [])
+    (warning,) = quota_plan(services.teams, [target.pool]).warnings
+    assert warning.startswith("trainforge:teams[0].quota.gpus: 6 asked")
+    assert f"{_TEAM_KEY}: 6 caps it" in str(err.value)
+    assert str(err.value).endswith(f"{_TEAM_KEY} to 10{_NODES}")
+    assert "teams[research]" not in str(err.value)
+
+
+def test_prod_s_node_group_fix_applied_to_the_stack_resolves_the_job():
+    """The shipped prod stack, one job of 21 p4d nodes on its node group p4d-reserved (maxSize
+    4): over team llm's 160 GPUs. The fix names nodeGroups[0].maxSize at the 21 nodes the job
+    needs (not the 5 that lift the namespace quota alone, which the scheduling rehearsal would
+    refuse next), and `workers` at the 4 nodes the group holds (not the 20 the quota holds);
+    either applied, the job resolves."""
+    import pulumi
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.jobs.declare import check_jobs
+    from trainforge.plan.mocks import TrainforgeMocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import contract_from_config
+
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
+    raw = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    cfg = {k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")}
+    spec = {"name": "big", "team": "llm", "pool": "p4d-reserved", "workers": 21, "model": "mlp"}
+    with pytest.raises(JobConfigError) as err:
+        check_jobs(contract_from_config(parse_config(cfg)), [spec])
+    text = str(err.value)
+    assert "(trainforge:nodeGroups[0].maxSize: 4 caps it)" in text
+    assert text.endswith("use workers: 4, or set trainforge:nodeGroups[0].maxSize to 21")
+    check_jobs(contract_from_config(parse_config(cfg)), [{**spec, "workers": 4}])
+    assert cfg["nodeGroups"][0]["name"] == "p4d-reserved"
+    cfg["nodeGroups"] = [{**cfg["nodeGroups"][0], "maxSize": 21}, *cfg["nodeGroups"][1:]]
+    check_jobs(contract_from_config(parse_config(cfg)), [spec])
+
+
+def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
+    """Team research asks 2 GPUs of a pool of 4 beside a team asking 100, and may borrow none:
+    the split gives it 0, and no raise of its quota.gpus or of the pool's limit (alone or
+    together, each tried on the model) gets it 6. Wave 16 told it to set quota.gpus to 6,
+    which the split scales back to 0: the line says that no raise lifts it, and what holds it."""
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    raw = {"teams": [
+        {"name": "research", "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}},
+        {"name": "other", "quota": {"gpus": "100"}},
+    ]}  # fmt: skip
+    services = parse_services_config(raw, [])
+    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4))
+    team = team_facts(services, pools={pool.name: pool})["research"]
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
+    assert str(err.value).endswith(
+        "the job could never start: no raise of trainforge:teams[0].quota.gpus or "
+        "trainforge:nodePools[0].limits.gpus, alone or together, lifts it: the other teams' "
+        "guarantees in the pool (scaled with the team's to what it holds) or the team's "
+        "quota.borrowingLimit hold it (docs/teams.md, Quotas)"
+    )
+    # what the old line offered does not lift it
+    raised = {**raw["teams"][0], "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}
+    services = parse_services_config({"teams": [raised, raw["teams"][1]]}, [])
+    team = team_facts(services, pools={pool.name: pool})["research"]
+    with pytest.raises(JobConfigError):
+        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)

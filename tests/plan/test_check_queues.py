@@ -178,6 +178,44 @@ def test_a_stack_job_whose_pod_fits_no_node_is_refused_for_the_node_not_sent_for
     assert "quota" not in str(e.value)
 
 
+def test_a_job_that_skipped_resolve_and_fits_no_node_is_told_the_node_fit_not_quota(monkeypatch):
+    """resolve refusal turned off (a program that skips `resolve_job`): a pod of 8 or 20 cpu
+    fits no gpu-workloads node (3.6 cpu left to pods). Beside TRAINFORGE_JOB_CANNOT_SCHEDULE,
+    the queue's findings (never admitted: 20 cpu over the 14.4 its queue may hold there;
+    admitted but unlaunchable: 8) named quota as the fix; they name the node fit, read from
+    the one rehearsal (`capacity.rehearse`)."""
+    from dataclasses import replace
+
+    from trainforge.jobs import capacity, wiring
+    from trainforge.plan.checks import scheduling as S
+
+    class Unrefused:  # resolve_job's node-fit refusal turned off; everything else as it is
+        def __getattr__(self, name):
+            return getattr(capacity, name)
+
+        @staticmethod
+        def rehearse(*a, **kw):
+            return replace(capacity.rehearse(*a, **kw), problems=[])
+
+    monkeypatch.setattr(wiring, "capacity", Unrefused())
+    fat = [job(n, "vision", 1, gpusPerWorker=1, cpu=c) for n, c in (("fat", "8"), ("fatter", "20"))]
+    result = plan(fat)
+    assert {v.message.split(" ")[1] for v in result.failing if v.rule == S.RULE} == {
+        "vision/fat",
+        "vision/fatter",
+    }
+    queue = {v.rule: v for v in result.failing if v.rule in (Q.RULE_NEVER, Q.RULE_UNLAUNCHABLE)}
+    assert set(queue) == {Q.RULE_NEVER, Q.RULE_UNLAUNCHABLE}
+    assert queue[Q.RULE_NEVER].message.startswith("job fatter ")
+    assert queue[Q.RULE_UNLAUNCHABLE].message.startswith("job fat ")
+    for v in queue.values():
+        assert v.fix == (
+            "more quota cannot help: its pod fits no node of pool gpu-workloads "
+            f"({S.RULE} says by how much); ask for less per pod, or use a pool with bigger "
+            "nodes (docs/rehearsals.md, Scheduling rehearsal)"
+        )
+
+
 @pytest.mark.parametrize("backend", ["pytorchjob", "indexed-job", "trainjob"])
 def test_a_job_without_a_queue_label_is_admitted_through_the_teams_default_queue(
     monkeypatch, backend

@@ -15,18 +15,14 @@ This module imports no Pulumi: `run-local` and the plan's rehearsals use it too.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from trainforge.core import catalog
 from trainforge.core.errors import JobConfigError
-
-if TYPE_CHECKING:  # annotation only: the runtime's start-up imports this module, and every
-    # module it imports is a name a user's file may not shadow (training/shadowing.py)
-    from fractions import Fraction
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -270,13 +266,10 @@ class TeamFacts:
     # Pulumi resources a job of this team must wait for (e.g. the Job that makes the team's
     # FSx directory belong to the training UID). Not data: excluded from equality.
     ready: tuple[Any, ...] = field(default=(), compare=False, repr=False)
-    # The stack keys that cap `quota` and what would lift it: `(resource, need, pool, launch)`
-    # -> `((key, now, to), ...)`, the changes after which the platform's own quota model
-    # (trainforge.platform.queues.quota_raise) gives the team `need`, a pool limit at least
-    # `launch` (None: none found). None where the quota comes from no stack config.
-    quota_raise: (
-        Callable[[str, Fraction, str, Fraction], tuple[tuple[str, str, str], ...] | None] | None
-    ) = field(default=None, compare=False, repr=False)
+    # What `quota` is computed from, as data (trainforge.jobs.quota.QuotaInputs: every team's
+    # quota config, every pool, Kueue on or off): a job's quota refusal computes the stack keys
+    # that lift it with the platform's own arithmetic. None where no stack config says it.
+    quota_inputs: Any = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ from trainforge.core.contract import (
 )
 from trainforge.core.errors import JobConfigError
 from trainforge.core.quantity import figure, format_mebibytes, parse_quantity, plain
-from trainforge.jobs import backends, capacity, image_facts, images, storage
+from trainforge.jobs import backends, capacity, image_facts, images, quota, storage
 from trainforge.jobs import images as images_mod
 from trainforge.jobs.estimate import check_fit
 from trainforge.jobs.image_facts import (
@@ -391,8 +391,8 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
     """Reject a job whose smallest runnable size exceeds all its team may ever hold: it would
     sit in Created forever (the operator cannot create its pods) instead of failing at
     preview. The message quotes the config's own figures: the team's guaranteed quota and
-    what it may borrow on top, the stack key that caps it (`TeamFacts.quota_raise`: the
-    platform's quota model says which), and the job key that made the total (`workers` when
+    what it may borrow on top, the stack key that caps it (`jobs.quota.quota_raise` on the
+    platform's `TeamFacts.quota_inputs`), and the job key that made the total (`workers` when
     one pod fits, `gpusPerWorker` when one pod alone is too big)."""
     q = target.quota
     g = target.team.guarantee if target.team is not None else None
@@ -473,37 +473,57 @@ def _over_quota(
         )
     else:
         held = f"team {job.team!r} has a quota of {limit}"
-    lift = target.team.quota_raise
+    inputs = target.team.quota_inputs if target.team is not None else None
     launch = _launch(job, target.pool)
-    changes = (
-        lift(name, need, job.pool, launch.get(name, Fraction(0)))
-        if lift is not None and name != "pods"
+    lift = (
+        quota.quota_raise(inputs, name, need, job.pool, launch)
+        if inputs is not None and name != "pods"
         else None
     )
-    if changes:
+    if lift is not None:
         # the keys the platform's quota model says cap it, and the values that lift it
+        changes = lift.changes
         caps = ", ".join(f"{k}: {now}" for k, now, _ in changes)
-        if borrows:
-            held += f" ({caps} caps it)"
+        if lift.per_gpu is not None:  # cpu/memory of a GPU pool: its GPUs bring them
+            caps = (
+                f"the {name} of GPU pool {job.pool!r} comes with its GPUs, "
+                f"{figure(name, lift.per_gpu)} per GPU: {caps} caps it"
+            )
         else:
-            held = f"team {job.team!r} may hold at most {figure(name, cap)} {name} ({caps} caps it)"
+            caps += " caps it"
+        if borrows:
+            held += f" ({caps})"
+        else:
+            held = f"team {job.team!r} may hold at most {figure(name, cap)} {name} ({caps})"
         if any(".limits." in k for k, _, _ in changes):
             # the pool's other limits its nodes would pass: raising one alone meets the next
-            lim = target.pool.limits
+            lim, at = target.pool.limits, quota.pool_key(inputs.pools, job.pool)
+            named = {k for k, _, _ in changes}
             changes += tuple(
-                (f"trainforge:nodePools[{job.pool}].limits.{r}", now, _setting(r, v, up=True))
+                (f"{at}.limits.{r}", now, _setting(r, v, up=True))
                 for r, v in launch.items()
-                if r != name
+                if f"{at}.limits.{r}" not in named
                 and (now := getattr(lim, r)) is not None
                 and v > parse_quantity(str(now))
             )
         bigger = "set " + " and ".join(f"{k} to {to}" for k, _, to in changes)
         if any(".limits." in k for k, _, _ in changes):
             bigger += " (Karpenter counts each of the job's nodes at its largest type)"
+    elif inputs is not None and name != "pods":
+        # the model found no raise that lifts it: say so, and what holds it
+        at = quota.pool_key(inputs.pools, job.pool)
+        cap_key = f"{at}.maxSize" if target.pool.kind == "node-group" else f"{at}.limits.{name}"
+        bigger = (
+            f"no raise of {quota.team_key(inputs.teams, job.team)}.quota.{name} or {cap_key}, "
+            "alone or together, lifts it: the other teams' guarantees in the pool (scaled with "
+            "the team's to what it holds) or the team's quota.borrowingLimit hold it "
+            "(docs/teams.md, Quotas)"
+        )
     else:
         at_least = _setting(name, need, up=True)
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
-    smaller = _smaller(key, name, need, cap, pods)
+    room = _pool_room(job, target.pool, pods) if key == "workers" else None
+    smaller = _smaller(key, name, need, cap, pods, room)
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
         other = _smaller("gpusPerWorker", name, need, cap, pods)
         smaller = " or ".join(x for x in (smaller, other) if x)
@@ -515,21 +535,45 @@ def _over_quota(
 
 
 def _launch(job: JobSpec, pool: PoolFacts) -> dict[str, Fraction]:
-    """What the job's pods count against its Karpenter pool's limits, by key (gpus, cpu,
-    memory): capacity's packing without the limits, each NodeClaim at its largest type; so
-    that raised limits also let Karpenter launch them all. Empty for a node group."""
-    if pool.kind != "karpenter":
-        return {}
+    """What the job's pods count against its pool's cap, by key (gpus, cpu, memory), so that a
+    raised cap also lets them all run: on a Karpenter pool capacity's packing without the
+    limits, each NodeClaim at its largest type; on a node group the nodes the scheduling
+    rehearsal needs, each of its largest type (what `maxSize` is counted in)."""
     req = capacity.job_request(job, pool)
+    if pool.kind == "node-group":
+        nodes = capacity.rehearse(req, job.min_workers, replace(pool, max_nodes=None)).nodes_needed
+        return (
+            {quota.CONFIG_KEY[r]: nodes * quota.node_most(pool, r) for r in quota.COVERED}
+            if nodes
+            else {}
+        )
     counted = capacity.pack(replace(pool, limits=PoolLimits()), [req] * job.min_workers).counted
     return {"gpus" if r == GPU_RESOURCE else r: v for r, v in counted.items()}
 
 
-def _smaller(key: str, name: str, need: Fraction, cap: Fraction, pods: int) -> str:
+def _pool_room(job: JobSpec, pool: PoolFacts, pods: int) -> int:
+    """The most of the job's pods (up to `pods`) its pool holds at once: the scheduling
+    rehearsal's count (a node group's maxSize nodes, a Karpenter pool's limits), so that a
+    smaller `workers` the quota refusal offers is not refused by the rehearsal next."""
+    req = capacity.job_request(job, pool)
+    low, high = 0, pods
+    while low < high:  # the largest count without an all-at-once problem
+        mid = (low + high + 1) // 2
+        if any(p.key == "workers" for p in capacity.rehearse(req, mid, pool).problems):
+            high = mid - 1
+        else:
+            low = mid
+    return low
+
+
+def _smaller(
+    key: str, name: str, need: Fraction, cap: Fraction, pods: int, room: int | None = None
+) -> str:
     """The job-side fix of a job over its team's quota: the largest value of the key that
-    fits (empty: none does)."""
+    fits (empty: none does); `workers` no more than the pool holds at once (`room`)."""
     if key == "workers":
         fit = int(cap // (need / pods))
+        fit = min(fit, room) if room is not None else fit
         return f"workers: {fit}" if fit >= 1 else ""
     if key == "gpusPerWorker":
         fit = int(cap // pods)

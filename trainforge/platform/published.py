@@ -9,7 +9,6 @@ resources do (the bucket's name, the Kubernetes provider, the resources jobs wai
 from __future__ import annotations
 
 from dataclasses import replace
-from functools import partial
 from typing import Any
 
 from trainforge.core import versions
@@ -205,22 +204,26 @@ def team_facts(
     """TeamFacts of every team in the services config (`ServicesConfig`). With `pools`, a
     team's quota is what its namespace may hold (queues.namespace_quota: with Kueue, its
     nominal quota plus what it may borrow); without, its configured totals."""
+    from trainforge.jobs.quota import QuotaInputs  # noqa: PLC0415
     from trainforge.platform.fsx import claim_name  # noqa: PLC0415 - pulls in pulumi
     from trainforge.platform.mlflow_auth import CREDENTIALS_KEY, CREDENTIALS_SECRET  # noqa: PLC0415
-    from trainforge.platform.queues import (  # noqa: PLC0415
-        LOCAL_QUEUE,
-        namespace_quota,
-        quota_raise,
-    )
+    from trainforge.platform.queues import LOCAL_QUEUE, namespace_quota  # noqa: PLC0415
     from trainforge.platform.teams import TRAINING_SERVICE_ACCOUNT  # noqa: PLC0415
 
     ready = ready or {}
     out = {}
     for t in services.teams:
         q = t.quota
-        held = (
-            namespace_quota(t, services.teams, pools.values(), services.kueue.enabled)
+        inputs = (
+            QuotaInputs(
+                t.name, tuple(services.teams), tuple(pools.values()), services.kueue.enabled
+            )
             if pools is not None
+            else None
+        )
+        held = (
+            inputs.held()
+            if inputs is not None
             else {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory}
         )
         out[t.name] = TeamFacts(
@@ -247,11 +250,7 @@ def team_facts(
             mlflow_experiment=t.name if services.mlflow.enabled else None,
             claims=tuple(t.claims),
             ready=tuple(ready.get(t.name, ())),
-            quota_raise=(
-                partial(quota_raise, t, services.teams, pools.values(), services.kueue.enabled)
-                if pools is not None
-                else None
-            ),
+            quota_inputs=inputs,
         )
     return out
 

@@ -30,6 +30,7 @@ from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks import scheduling as S
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.kueue import GPU, RESOURCES, pod_need
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
@@ -636,14 +637,19 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     findings: list[Finding] = []
     workloads: list[Workload] = []
 
+    # (team, job) -> the fix of a job whose pod fits no node of its pool (`node_fit`): its
+    # queue findings name that, not quota
+    unfit: dict[tuple[str, str], str] = {}
+
     def finding(w: Workload, rule: str, message: str, obj: Any = None) -> None:
         ident = obj.ident if obj is not None else f"{w.namespace}/job/{w.job}"
+        why = unfit.get((w.team, w.job)) if rule in (RULE_NEVER, RULE_UNLAUNCHABLE) else None
         findings.append(
             Finding(
                 resource=ident,
                 rule=rule,
                 message=f"job {w.job} (team {w.team}): {message}",
-                fix=RULES[rule],
+                fix=why or RULES[rule],
                 urn=getattr(obj, "urn", "") or "",
                 names=frozenset({w.job, ident}),
             )
@@ -660,6 +666,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         w = Workload(spec.name, spec.team, target.namespace, i)
         w.sizing = sizing_rule(spec, target.pool)
+        if fit := node_fit(spec, target.pool):
+            unfit[(spec.team, spec.name)] = fit
         fleet = getattr(ctx, "fleet_workers", None)
         where = dispatches(ctx).get((spec.team, spec.name)) if fleet else None
         if where is not None:
@@ -760,6 +768,21 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w = next(x for x in workloads if x.job == job)
         finding(w, RULE_UNLAUNCHABLE, "admitted, but its pool cannot launch it: " + gone)
     return workloads, findings, sim
+
+
+def node_fit(spec: Any, pool: PoolFacts) -> str | None:
+    """The fix of a declared job's queue finding where its pod fits no node of its pool (the
+    scheduling rehearsal, `capacity.rehearse`, on what the emitter writes: the one node fit,
+    which TRAINFORGE_JOB_CANNOT_SCHEDULE reports): no quota helps there. None where a node
+    holds one (quota, or the pool's size, is then what keeps it out)."""
+    r = capacity.rehearse(capacity.job_request(spec, pool), spec.min_workers, pool)
+    if not any(p.key != "workers" for p in r.problems):
+        return None
+    return (
+        f"more quota cannot help: its pod fits no node of pool {pool.name} ({S.RULE} says by "
+        "how much); ask for less per pod, or use a pool with bigger nodes (docs/rehearsals.md, "
+        "Scheduling rehearsal)"
+    )
 
 
 def no_object(job: str, namespace: str) -> str:

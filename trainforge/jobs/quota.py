@@ -1,0 +1,535 @@
+"""A team's quota: Kueue's nominal quotas per pool, the namespace's ResourceQuota, and the
+stack keys that lift them (docs/teams.md, "Quotas").
+
+Why in jobs/ and pure: the platform (trainforge.platform.queues) renders the ClusterQueues,
+Cohorts and namespace quotas from it, and a job's quota refusal (trainforge.jobs.wiring)
+computes its fix from the same data, which the platform publishes on `TeamFacts.quota_inputs`
+(`QuotaInputs`: every team's quota config and every pool): one copy of the arithmetic, read by
+both. It reads the node model (`capacity.rooms`: what a node leaves to pods per GPU), which
+lives in jobs/.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from trainforge.core.contract import GPU_RESOURCE, PoolFacts
+from trainforge.core.quantity import parse_quantity
+from trainforge.jobs import capacity
+from trainforge.stack.services import TeamConfig
+
+GPU = GPU_RESOURCE
+# What a team's quota covers. EFA devices (vpc.amazonaws.com/efa) come with the node a job
+# fills and are excluded from quota in Kueue's configuration (resources.excludeResourcePrefixes).
+COVERED = ("cpu", "memory", GPU)
+CONFIG_KEY = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
+
+# What a team's quota means (docs/teams.md, "Quotas"): `quota.gpus` is the team's guarantee,
+# how many GPUs it holds at once whatever the other teams do; `quota.cpu` and `quota.memory`
+# are its guarantee for CPU-only work in CPU pools; the CPU and memory of a GPU pool follow
+# its GPUs there (a GPU's share of what a node leaves to pods).
+#
+# Kueue counts quota per flavor (pool), and a nominal quota is only a guarantee if the pool
+# can hold it: in every pool, the nominal quotas of all teams add up to at most what the pool
+# can hold (`pool_capacity`). So a team's total is *split* over the pools it may use, by
+# default in proportion to what each pool holds (`quota.pools` says otherwise, pool by
+# pool); where the teams ask more of a pool than it holds, each team's part is scaled down
+# (a warning names the key, what was asked and what is possible). What no team is guaranteed
+# in a pool belongs to the cohort (a Kueue `Cohort` object with that nominal quota), so any
+# member may borrow it while it is idle, and every team takes its own nominal quota back from
+# borrowers by preemption (`reclaimWithinCohort`).
+
+
+_UNIT = {"cpu": Fraction(1, 1000), "memory": Fraction(2**20), GPU: Fraction(1)}
+
+
+def format_quantity(resource: str, value: Fraction) -> str:
+    if resource == "memory":
+        mib = int(value // 2**20)
+        return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+    if resource == "cpu":
+        milli = int(value * 1000)
+        return str(milli // 1000) if milli % 1000 == 0 else f"{milli}m"
+    return str(int(value))
+
+
+def _round_up(resource: str, value: Fraction) -> Fraction:
+    unit = _UNIT[resource]
+    return -(-value // unit) * unit
+
+
+def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
+    """The most of `resource` the pool's nodes can ever have (Karpenter `limits`, or a node
+    group's maxSize nodes of its largest type); None when unbounded or unknown."""
+    lim = pool.limits
+    if resource == GPU:
+        if lim.gpus is not None:
+            return Fraction(lim.gpus)
+        per = max((n.gpus for n in pool.nodes), default=pool.gpus_per_node)
+    elif resource == "cpu":
+        if lim.cpu is not None:
+            return parse_quantity(lim.cpu)
+        per = max((n.vcpus for n in pool.nodes), default=pool.vcpus_per_node or 0)
+    else:
+        if lim.memory is not None:
+            return parse_quantity(lim.memory)
+        per = max((n.memory_mib for n in pool.nodes), default=pool.memory_mib_per_node or 0)
+        per = per * 2**20
+    if pool.max_nodes is None or not per:
+        return None
+    return Fraction(per) * pool.max_nodes
+
+
+def per_gpu(pool: PoolFacts) -> dict[str, Fraction] | None:
+    """CPU and memory that come with one GPU of the pool: what a node leaves to pods after the
+    kubelet and the DaemonSets, over its GPUs (the most over the pool's types, so that any
+    pod sized for its GPUs fits; trainforge.jobs.capacity). None when the nodes are unknown."""
+    rooms = [r for r in capacity.rooms(pool) if r.node.gpus]
+    if not rooms:
+        return None
+    return {
+        "cpu": max(Fraction(r.cpu_m, 1000) / r.node.gpus for r in rooms),
+        "memory": max(Fraction(r.memory_mib * 2**20) / r.node.gpus for r in rooms),
+    }
+
+
+def _holds(pool: PoolFacts, resource: str) -> Fraction | None:
+    """What the pool can hold of `resource` as quota: its capacity; in a GPU pool, CPU and
+    memory no more than what comes with all of its GPUs (when both are known)."""
+    cap = pool_capacity(pool, resource)
+    if resource == GPU:
+        return cap if pool.gpus_per_node else Fraction(0)
+    gpus = pool_capacity(pool, GPU) if pool.gpus_per_node else None
+    each = per_gpu(pool) if pool.gpus_per_node else None
+    if gpus is not None and each is not None:
+        follow = _round_up(resource, each[resource] * gpus)
+        cap = follow if cap is None else min(cap, follow)
+    return cap
+
+
+def _share(total: Fraction, weights: dict[str, Fraction], resource: str) -> dict[str, Fraction]:
+    """`total` split in proportion to `weights`, in whole units of the resource (GPUs,
+    millicores, MiB), the remainder to the largest fractions first (so the parts add up)."""
+    unit = _UNIT[resource]
+    units = total // unit
+    weight = sum(weights.values(), Fraction(0))
+    if not weights or not weight:
+        return {n: Fraction(0) for n in weights}
+    exact = {n: units * w / weight for n, w in weights.items()}
+    out = {n: int(v) for n, v in exact.items()}
+    left = int(units) - sum(out.values())
+    for n in sorted(exact, key=lambda n: (-(exact[n] - int(exact[n])), list(weights).index(n)))[
+        :left
+    ]:
+        out[n] += 1
+    return {n: v * unit for n, v in out.items()}
+
+
+@dataclass(frozen=True)
+class QuotaPlan:
+    """Every team's nominal quota per pool, what each cohort shares beyond them, and the
+    warnings the split gave (a key, what it asks, what the pools can hold)."""
+
+    nominal: dict[str, dict[str, dict[str, Fraction]]]  # team -> pool -> resource
+    shared: dict[str, dict[str, dict[str, Fraction]]]  # cohort -> pool -> resource
+    warnings: tuple[str, ...] = ()
+
+
+def _asked(team: TeamConfig, pools: list[PoolFacts], gpus: dict[str, Fraction] | None):
+    """pool -> resource -> what the team asks of the pool before other teams are counted.
+    With `gpus` (its GPUs per pool after the pools' limits), the CPU and memory of its GPU
+    pools follow those GPUs."""
+    explicit = dict(team.quota.pools)
+    totals = {r: parse_quantity(getattr(team.quota, CONFIG_KEY[r])) for r in COVERED}
+    out: dict[str, dict[str, Fraction]] = {p.name: {} for p in pools}
+    # GPUs over the GPU pools, cpu/memory over the CPU pools: what quota.pools does not say
+    for r, eligible in (
+        (GPU, [p for p in pools if p.gpus_per_node]),
+        ("cpu", [p for p in pools if not p.gpus_per_node]),
+        ("memory", [p for p in pools if not p.gpus_per_node]),
+    ):
+        given = {
+            p.name: parse_quantity(v)
+            for p in eligible
+            if p.name in explicit and (v := getattr(explicit[p.name], CONFIG_KEY[r])) is not None
+        }
+        free = [p for p in eligible if p.name not in given]
+        caps = {p.name: _holds(p, r) for p in free}
+        bounded = [c for c in caps.values() if c is not None]
+        fallback = max(bounded, default=Fraction(1)) or Fraction(1)
+        weights = {n: (c if c is not None else fallback) for n, c in caps.items()}
+        rest = max(totals[r] - sum(given.values(), Fraction(0)), Fraction(0))
+        parts = _share(rest, weights, r)
+        for p in eligible:
+            out[p.name][r] = given.get(p.name, parts.get(p.name, Fraction(0)))
+    for p in pools:
+        mine = out[p.name]
+        if not p.gpus_per_node:
+            mine[GPU] = Fraction(0)
+            continue
+        each = per_gpu(p)
+        held = (gpus or {}).get(p.name, mine[GPU])
+        for r in ("cpu", "memory"):
+            value = getattr(explicit[p.name], CONFIG_KEY[r]) if p.name in explicit else None
+            if value is not None:
+                mine[r] = parse_quantity(value)
+            else:
+                mine[r] = totals[r] if each is None else _round_up(r, each[r] * held)
+    return out
+
+
+def _fit(
+    asked: dict[str, dict[str, dict[str, Fraction]]], pools: list[PoolFacts], resources
+) -> dict[str, dict[str, dict[str, Fraction]]]:
+    """Each pool's asks scaled down, in proportion, where together they exceed what it holds."""
+    out = {t: {p: dict(rs) for p, rs in per.items()} for t, per in asked.items()}
+    for p in pools:
+        for r in resources:
+            cap = _holds(p, r)
+            total = sum((asked[t][p.name][r] for t in asked), Fraction(0))
+            if cap is None or total <= cap:
+                continue
+            parts = _share(cap, {t: asked[t][p.name][r] for t in asked}, r)
+            for t in asked:
+                out[t][p.name][r] = parts[t]
+    return out
+
+
+def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> QuotaPlan:
+    """The guarantees of all teams at once: GPUs first (split, then fitted to each pool),
+    then the CPU and memory that follow them and those of the CPU pools (fitted too)."""
+    teams, pools = list(teams), list(pools)
+    first = {t.name: _asked(t, pools, None) for t in teams}
+    gpus = _fit(first, pools, (GPU,))
+    asked = {
+        t.name: _asked(t, pools, {p: rs[GPU] for p, rs in gpus[t.name].items()}) for t in teams
+    }
+    for t in teams:
+        for p in pools:
+            asked[t.name][p.name][GPU] = gpus[t.name][p.name][GPU]
+    nominal = _fit(asked, pools, ("cpu", "memory"))
+    warnings = []
+    for i, t in enumerate(teams):
+        where = f"trainforge:teams[{i}].quota"
+        for r in COVERED:
+            key = CONFIG_KEY[r]
+            eligible = [p for p in pools if bool(p.gpus_per_node) == (r == GPU)]
+            if not eligible:
+                continue
+            want = parse_quantity(getattr(t.quota, key))
+            got = sum((nominal[t.name][p.name][r] for p in eligible), Fraction(0))
+            holds = [_holds(p, r) for p in eligible]
+            if got < want:
+                room = (
+                    format_quantity(r, sum(holds, Fraction(0)))
+                    if all(h is not None for h in holds)
+                    else "less"
+                )
+                kind = "GPU" if r == GPU else "CPU"
+                warnings.append(
+                    f"{where}.{key}: {getattr(t.quota, key)} asked, but the {kind} pools "
+                    f"({', '.join(p.name for p in eligible)}) hold {room} shared by "
+                    f"{len(teams)} team(s): team {t.name} is guaranteed "
+                    f"{format_quantity(r, got)}; the rest only while other teams leave it idle"
+                )
+        for pname, given in t.quota.pools:
+            p = next((x for x in pools if x.name == pname), None)
+            if p is None:
+                continue
+            for r in COVERED:
+                value = getattr(given, CONFIG_KEY[r])
+                if value is None or (r == GPU and not p.gpus_per_node):
+                    continue
+                if nominal[t.name][pname][r] < parse_quantity(value):
+                    warnings.append(
+                        f"{where}.pools.{pname}.{CONFIG_KEY[r]}: {value} asked, but pool "
+                        f"{pname} holds {format_quantity(r, _holds(p, r) or Fraction(0))} "
+                        f"shared by the teams: team {t.name} is guaranteed "
+                        f"{format_quantity(r, nominal[t.name][pname][r])} there"
+                    )
+    shared: dict[str, dict[str, dict[str, Fraction]]] = {}
+    cohorts = sorted({t.cohort for t in teams})
+    for p in pools:
+        for r in COVERED:
+            cap = _holds(p, r)
+            if cap is None:
+                continue
+            left = cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0))
+            by_cohort = {
+                c: sum((nominal[t.name][p.name][r] for t in teams if t.cohort == c), Fraction(0))
+                for c in cohorts
+            }
+            if not any(by_cohort.values()):
+                by_cohort = {c: Fraction(1) for c in cohorts}
+            for c, v in _share(max(left, Fraction(0)), by_cohort, r).items():
+                shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
+    return QuotaPlan(nominal, shared, tuple(warnings))
+
+
+def nominal_quotas(
+    team: TeamConfig, pools: Iterable[PoolFacts], teams: Iterable[TeamConfig] | None = None
+) -> dict[str, dict[str, Fraction]]:
+    """pool -> resource -> the team's nominal (guaranteed) quota there, given all `teams`
+    (by default the team alone): its part of `quota_plan`."""
+    teams = list(teams) if teams is not None else [team]
+    if all(t.name != team.name for t in teams):
+        teams.append(team)
+    return quota_plan(teams, pools).nominal[team.name]
+
+
+def borrowing_limits(team: TeamConfig) -> dict[str, Fraction | None]:
+    lim = team.quota.borrowing_limit
+    return {
+        r: (parse_quantity(v) if (v := getattr(lim, CONFIG_KEY[r])) is not None else None)
+        for r in COVERED
+    }
+
+
+def team_total(
+    team: TeamConfig, pools: Iterable[PoolFacts], teams: Iterable[TeamConfig] | None = None
+) -> dict[str, Fraction]:
+    """What the team is guaranteed at once over all pools, per resource: the sum of its
+    nominal quotas (`quota_plan`), given all `teams`."""
+    pools = list(pools)
+    nominal = nominal_quotas(team, pools, teams)
+    return {r: sum((nominal[p.name][r] for p in pools), Fraction(0)) for r in COVERED}
+
+
+def lendable(
+    team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
+) -> dict[str, dict[str, Fraction]]:
+    """pool -> resource -> what the team's cohort could ever lend it there: the other
+    members' nominal quotas and the cohort's own share of the pool."""
+    teams, pools = list(teams), list(pools)
+    if all(t.name != team.name for t in teams):
+        teams.append(team)
+    plan = quota_plan(teams, pools)
+    shared = plan.shared.get(team.cohort, {})
+    out: dict[str, dict[str, Fraction]] = {}
+    for p in pools:
+        out[p.name] = {
+            r: shared.get(p.name, {}).get(r, Fraction(0))
+            + sum(
+                (
+                    plan.nominal[t.name][p.name][r]
+                    for t in teams
+                    if t.cohort == team.cohort and t.name != team.name
+                ),
+                Fraction(0),
+            )
+            for r in COVERED
+        }
+    return out
+
+
+def admissible_max(
+    team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
+) -> dict[str, Fraction]:
+    """The most the team may hold at once, per resource, over all pools: in each pool its
+    nominal quota plus what it may borrow there (what its cohort could lend, no more than its
+    borrowing limit). The namespace's ResourceQuota is set to this: the hard backstop for
+    what the queue does not see, which never refuses a pod its queue admitted."""
+    teams, pools = list(teams), list(pools)
+    nominal = nominal_quotas(team, pools, teams)
+    lend = lendable(team, teams, pools)
+    limits = borrowing_limits(team)
+    out: dict[str, Fraction] = {}
+    for r in COVERED:
+        total = Fraction(0)
+        for p in pools:
+            borrow = lend[p.name][r]
+            if limits[r] is not None:
+                borrow = min(borrow, limits[r])
+            total += nominal[p.name][r] + borrow
+        out[r] = total
+    return out
+
+
+def namespace_quota(
+    team: TeamConfig,
+    teams: Iterable[TeamConfig],
+    pools: Iterable[PoolFacts],
+    kueue_enabled: bool = True,
+) -> dict[str, str]:
+    """The team's namespace limits for gpus/cpu/memory (its ResourceQuota, and what a single
+    job is checked against at preview): the team's total over its pools (`team_total`: CPU
+    and memory follow the GPUs), and with Kueue also what it may borrow from its cohort
+    (`admissible_max`). The hard backstop for what the queue does not see."""
+    pools = list(pools)
+    q = team.quota
+    if not pools:
+        return {"gpus": q.gpus, "cpu": q.cpu, "memory": q.memory}
+    teams = list(teams)
+    most = admissible_max(team, teams, pools) if kueue_enabled else team_total(team, pools, teams)
+    return {CONFIG_KEY[r]: format_quantity(r, most[r]) for r in COVERED}
+
+
+# --- the keys that lift a team's quota -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QuotaInputs:
+    """What team `team`'s quota is computed from, as data: every team's quota config (the
+    pools are split between all of them), every pool in the config's order (Karpenter
+    `limits`, a node group's `max_nodes` of its largest type, the CPU and memory per GPU) and
+    whether Kueue lets it borrow. The platform publishes it on `TeamFacts.quota_inputs`;
+    `held` and `quota_raise` read it with the platform's own arithmetic."""
+
+    team: str
+    teams: tuple[TeamConfig, ...]
+    pools: tuple[PoolFacts, ...]
+    kueue: bool
+
+    def held(self) -> dict[str, str]:
+        """The team's namespace quota (`namespace_quota`)."""
+        me = next(t for t in self.teams if t.name == self.team)
+        return namespace_quota(me, self.teams, self.pools, self.kueue)
+
+
+@dataclass(frozen=True)
+class Lift:
+    """Stack changes after which the quota model gives a team what a job needs: `(key, now,
+    to)` each. `per_gpu`: set where cpu/memory of a GPU pool is lifted through its GPUs (what
+    one GPU brings there; docs/teams.md: they follow the GPUs)."""
+
+    changes: tuple[tuple[str, str, str], ...]
+    per_gpu: Fraction | None = None
+
+
+def team_key(teams: Iterable[TeamConfig], name: str) -> str:
+    """`trainforge:teams[<index>]`: the stack's form of a list key (stack/base.py errors)."""
+    return f"trainforge:teams[{[t.name for t in teams].index(name)}]"
+
+
+def pool_key(pools: Iterable[PoolFacts], name: str) -> str:
+    """`trainforge:nodePools[<index>]` or `trainforge:nodeGroups[<index>]`: the pool's key,
+    its index among the pools of its kind in the config's order (as `pool_facts` lists them)."""
+    pools = list(pools)
+    p = next(x for x in pools if x.name == name)
+    same = [x.name for x in pools if x.kind == p.kind]
+    return (
+        f"trainforge:{'nodeGroups' if p.kind == 'node-group' else 'nodePools'}[{same.index(name)}]"
+    )
+
+
+def node_most(pool: PoolFacts, r: str) -> Fraction:
+    """The most of `r` one node of the pool has (what `pool_capacity` multiplies by maxSize)."""
+    if r == GPU:
+        return Fraction(max((n.gpus for n in pool.nodes), default=pool.gpus_per_node))
+    if r == "cpu":
+        return Fraction(max((n.vcpus for n in pool.nodes), default=pool.vcpus_per_node or 0))
+    mib = max((n.memory_mib for n in pool.nodes), default=pool.memory_mib_per_node or 0)
+    return Fraction(mib * 2**20)
+
+
+def _pool_raise(
+    pools: list[PoolFacts], p: PoolFacts, r: str, extra: Fraction, launch: Fraction
+) -> tuple[tuple[str, str, str], PoolFacts] | None:
+    """The pool's own cap of `r` raised by `extra` (to at least `launch`: what the job's
+    NodeClaims count against a Karpenter limit, or a node group's nodes it needs): its
+    Karpenter `limits.<r>`, or a node group's `maxSize` (nodes of its largest type,
+    `pool_capacity`); None where it has no cap."""
+    key = pool_key(pools, p.name)
+    limit = getattr(p.limits, CONFIG_KEY[r])
+    if p.kind == "karpenter" and limit is not None:
+        bigger = _round_up(r, max(parse_quantity(str(limit)) + extra, launch))
+        to = format_quantity(r, bigger)
+        raised = replace(
+            p, limits=replace(p.limits, **{CONFIG_KEY[r]: int(bigger) if r == GPU else to})
+        )
+        return (f"{key}.limits.{CONFIG_KEY[r]}", str(limit), to), raised
+    per, cap = node_most(p, r), pool_capacity(p, r)
+    if p.kind == "node-group" and p.max_nodes is not None and per and cap is not None:
+        nodes = max(math.ceil((cap + extra) / per), math.ceil(launch / per))
+        return (f"{key}.maxSize", str(p.max_nodes), str(nodes)), replace(p, max_nodes=nodes)
+    return None
+
+
+def quota_raise(
+    q: QuotaInputs,
+    resource: str,
+    need: Fraction,
+    pool: str,
+    launch: Mapping[str, Fraction] | None = None,
+) -> Lift | None:
+    """The stack keys to raise so that the team's namespace quota (`namespace_quota`) holds
+    `need` of `resource` (gpus/cpu/memory), each try checked against the model itself: the
+    team's quota, the cap of the job's `pool` (Karpenter `limits`, at least what the job's
+    NodeClaims count against each, `launch` by gpus/cpu/memory; a node group's `maxSize`),
+    both. CPU and memory of a GPU pool follow its GPUs: with Kueue the
+    team's `quota.cpu`/`memory` (its CPU pools') is not tried for a job there, and where no
+    change of the resource itself lifts it, its GPUs are raised (the team's, the pool's cap,
+    both) by what brings the rest. None: no such change (other teams' guarantees or a
+    borrowing limit hold it)."""
+    teams, pools = list(q.teams), list(q.pools)
+    launched = {r: Fraction((launch or {}).get(CONFIG_KEY[r], 0)) for r in COVERED}
+    team = next(t for t in teams if t.name == q.team)
+    r = next(r for r in COVERED if CONFIG_KEY[r] == resource)
+    held = parse_quantity(q.held()[resource])
+    p = next((x for x in pools if x.name == pool), None)
+    if p is None or need <= held:
+        return None
+    follows = r != GPU and bool(p.gpus_per_node)
+    tkey = team_key(teams, team.name)
+
+    def team_raise(res: str, to: Fraction) -> tuple[tuple[str, str, str], TeamConfig] | None:
+        now = getattr(team.quota, CONFIG_KEY[res])
+        if parse_quantity(now) >= to:
+            return None
+        text = format_quantity(res, _round_up(res, to))
+        raised = team.model_copy(
+            update={"quota": team.quota.model_copy(update={CONFIG_KEY[res]: text})}
+        )
+        return (f"{tkey}.quota.{CONFIG_KEY[res]}", now, text), raised
+
+    def tries(by_team, by_pool):
+        if by_team is not None:
+            yield (by_team[0],), by_team[1], pools
+        if by_pool is not None:
+            changes, ps = by_pool
+            yield changes, team, ps
+            if by_team is not None:
+                yield (*changes, by_team[0]), by_team[1], ps
+
+    def lifts(t: TeamConfig, ps: list[PoolFacts]) -> bool:
+        others = tuple(t if x.name == t.name else x for x in teams)
+        got = QuotaInputs(q.team, others, tuple(ps), q.kueue).held()[resource]
+        return parse_quantity(got) >= need
+
+    own = team_raise(r, need) if not (follows and q.kueue) else None
+    raised = _pool_raise(pools, p, r, need - held, launched[r])
+    by_pool = ((raised[0],), [raised[1] if x is p else x for x in pools]) if raised else None
+    for changes, t, ps in tries(own, by_pool):
+        if lifts(t, ps):
+            return Lift(changes)
+    each = per_gpu(p) if follows else None
+    if not each or not each[r]:
+        return None
+    # its GPUs bring the rest: whole GPUs, more if the split gives the pool only a part
+    gpus = math.ceil((need - held) / each[r])
+    for _ in range(6):
+        now_gpus = parse_quantity(team.quota.gpus)
+        by_team = team_raise(GPU, now_gpus + gpus)
+        raised = _pool_raise(pools, p, GPU, Fraction(gpus), launched[GPU])
+        by_pool = None
+        if raised is not None:
+            changes, bigger = (raised[0],), raised[1]
+            limit = getattr(p.limits, CONFIG_KEY[r])
+            cap = pool_capacity(bigger, GPU)
+            if limit is not None and cap is not None:
+                # the pool's own limit of the resource would hold it back: at least what follows
+                want = _round_up(r, max(each[r] * cap, launched[r]))
+                if want > parse_quantity(str(limit)):
+                    more = _pool_raise([bigger if x is p else x for x in pools], bigger, r,
+                                       want - parse_quantity(str(limit)), launched[r])  # fmt: skip
+                    if more is not None:
+                        changes, bigger = (*changes, more[0]), more[1]
+            by_pool = (changes, [bigger if x is p else x for x in pools])
+        for changes, t, ps in tries(by_team, by_pool):
+            if lifts(t, ps):
+                return Lift(changes, each[r])
+        gpus *= 2
+    return None
