@@ -457,8 +457,8 @@ def _name(doc: dict[str, Any], file: str) -> str:
 
 def _served(api: str, served: str, who: str, file: str) -> None:
     """A job of an API version the pinned controller does not serve is refused: the version its
-    vendored CRD serves is `served` (tests/jobs/test_importer.py, test_the_api_versions_import_takes_..., proves it against
-    the CRDs in plan/data/crds and the training operator's manifests)."""
+    vendored CRD serves is `served` (tests/jobs/test_importer.py's api-versions test proves it
+    against the CRDs in plan/data/crds and the training operator's manifests)."""
     if api != served:
         raise ImportProblem(
             file,
