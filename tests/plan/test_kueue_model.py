@@ -5,6 +5,7 @@ toleration matcher against Kubernetes' ToleratesTaint rules. In memory, millisec
 
 from __future__ import annotations
 
+import copy
 import pathlib
 import re
 from fractions import Fraction
@@ -101,6 +102,59 @@ def test_the_model_words_its_reasons_as_kueue_does(case):
     """Each reason the assigner writes is Kueue's own text, from the same data: the taint as
     Go prints a corev1.Taint, the amounts as Kueue's ResourceFormatter writes them."""
     assert sorted(_assign(case).reasons) == sorted(case["reasons"])
+
+
+MESSAGED = [c for c in DATA["cases"] if "message" in c]
+
+
+@pytest.mark.parametrize("case", MESSAGED, ids=[c["case"] for c in MESSAGED])
+def test_the_model_writes_kueue_s_message(case):
+    """The QuotaReserved message Kueue writes of the assignment, two- and three-pod-set ones
+    among them: only a pod set whose best flavor needs preemption, or that no flavor takes,
+    is named, and none after the first that no flavor takes."""
+    assert _assign(case).message == case["message"]
+
+
+def _case(name: str) -> dict:
+    return copy.deepcopy(next(c for c in DATA["cases"] if c["case"].startswith(name)))
+
+
+def test_the_model_stops_at_the_first_pod_set_no_flavor_takes():
+    """assignFlavors returns at the first pod set no flavor takes (release-0.19 c90ed70
+    flavorassigner.go:846-850): Kueue's :3494 case with its pod sets in the other order, the
+    fitting one selecting flavor two. It is neither tried nor named, though tried it would
+    fit (and name flavor one's node affinity); the model tried and named it."""
+    case = _case("multi-podset, one fits and another fails")
+    fitting, blocking = case["podSets"]
+    case["podSets"] = [blocking, {**fitting, "nodeSelector": {"type": "two"}}]
+    got = _assign(case)
+    assert (got.mode, got.podsets) == ("NoFit", {"blocking-podset": {}})
+    over = "previously considered podsets requests (0) + current podset request (5) > maximum"
+    assert got.message == (
+        f"{W.POD_SET}blocking-podset: insufficient quota for cpu in flavor one, {over} "
+        f"capacity (2), insufficient quota for cpu in flavor two, {over} capacity (2)"
+    )
+    assert got.reasons == [
+        f"insufficient quota for cpu in flavor {f}, {over} capacity (2)" for f in ("one", "two")
+    ]
+
+
+def test_every_resource_of_a_flavor_is_worded_past_one_that_does_not_fit():
+    """Kueue checks each resource of a flavor in a requests.ForEach whose callback returns
+    once the flavor does not fit (flavorassigner.go:1149-1152): that ends one resource's
+    turn, not the loop, so the next resources are checked and worded too. The model broke
+    off at the first."""
+    case = _case("multiple resources in a group, doesn't fit")
+    case["clusterQueue"]["resourceGroups"][0]["flavors"] = [
+        {"name": "one", "resources": [{"name": "cpu", "nominalQuota": "2"},
+                                      {"name": "memory", "nominalQuota": "1Mi"}]}
+    ]  # fmt: skip
+    over = "previously considered podsets requests (0) + current podset request"
+    assert _assign(case).message == (
+        f"{W.POD_SET}main: insufficient quota for cpu in flavor one, {over} (3) > maximum "
+        f"capacity (2), insufficient quota for memory in flavor one, {over} (10Mi) > maximum "
+        "capacity (1Mi)"
+    )
 
 
 def _more_reasons() -> list[str]:

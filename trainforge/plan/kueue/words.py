@@ -95,3 +95,13 @@ def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fr
 def short(r: str, f: str, needed: Fraction) -> str:
     """Not enough unused quota now: `needed` more of `r`."""
     return f"insufficient unused quota for {r} in flavor {f}, {quantity(r, needed)} more needed"
+
+
+POD_SET = "couldn't assign flavors to pod set "
+
+
+def message(status: Mapping[str, list[str]]) -> str:
+    """Assignment.Message (flavorassigner.go:228): every pod set with reasons, in order, as
+    POD_SET, its name, ": " and its reasons sorted and joined by ", " (Status.Message), the
+    pod sets joined by "; "."""
+    return "; ".join(f"{POD_SET}{ps}: {', '.join(sorted(r))}" for ps, r in status.items() if r)
