@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from trainforge.core import taints as T
+from trainforge.core.quantity import parse_quantity
 from trainforge.plan import kueue as K
 from trainforge.plan.kueue import assign as A
 from trainforge.plan.kueue import words as W
@@ -233,19 +234,25 @@ def test_amounts_as_kueue_s_resource_formatter_writes_them(resource, value, kueu
 
 def test_pending_reads_every_reason_the_assigner_writes():
     """`pending.outlook` reads the plan's own reasons as it reads Kueue's: each alone in a pod
-    set's message is never, but a shortfall of unused quota, which waiting cures."""
+    set's message is never, but a shortfall of unused quota, which waiting cures, and a
+    maximum capacity the pod set's own request is within (earlier pod sets filled it)."""
     head = "couldn't assign flavors to pod set main: "
     reasons = [r for c in DATA["cases"] for r in _assign(c).reasons] + _more_reasons()
     kinds = ("untolerated taint {", "insufficient quota ", "insufficient unused ", "flavor ")
     kinds += ("resource ", 'Flavor "')
     assert all(any(r.startswith(k) for r in reasons) for k in kinds)
+    seen = set()
     for r in reasons:
-        wait = r.startswith("insufficient unused quota for ")
+        own = re.search(r"current podset request \((\S+)\) > maximum capacity \((\S+)\)", r)
+        filled = bool(own and parse_quantity(own[1]) <= parse_quantity(own[2]))
+        seen.add(filled)
+        wait = r.startswith("insufficient unused quota for ") or filled
         assert K.outlook(_pending(head + r)) == (("", "") if wait else ("never", head + r)), r
         if wait:
-            assert re.fullmatch(
+            assert filled or re.fullmatch(
                 r"insufficient unused quota for \S+ in flavor \S+, \S+ more needed", r
             )
+    assert seen == {True, False}  # both kinds of maximum capacity are read
 
 
 def _pending(message: str) -> dict:
