@@ -210,6 +210,24 @@ def test_reasons_beyond_the_fixtures_in_kueue_s_words():
 
 
 @pytest.mark.parametrize(
+    ("added", "go"),
+    [
+        ("2026-11-30T09:00:00Z", "2026-11-30 09:00:00 +0000 UTC"),
+        ("2026-11-30T09:00:00.500Z", "2026-11-30 09:00:00.5 +0000 UTC"),
+        ("2026-11-30T10:00:00.1234567891+01:00", "2026-11-30 09:00:00.123456789 +0000 UTC"),
+        ("2026-11-30T09:00:00.000Z", "2026-11-30 09:00:00 +0000 UTC"),
+        ("2026-11-30 09:00:00", "2026-11-30 09:00:00"),  # not RFC 3339: Kueue cannot decode it
+    ],
+)
+def test_a_taint_s_time_added_as_go_prints_a_metav1_time(added, go):
+    """time.Time.String of the parsed time in the manager's zone (UTC): the fraction of a
+    second as Go keeps it (9 digits, trailing zeros dropped), an offset moved to UTC. The
+    fraction was dropped, and a stamp that is not RFC 3339 read as local time or raised."""
+    t = {"key": "k", "value": "v", "effect": "NoExecute", "timeAdded": added}
+    assert W.taint(t) == f"{{k v NoExecute {go}}}"
+
+
+@pytest.mark.parametrize(
     ("resource", "value", "kueue"),
     [
         # Kueue's own expected amounts (flavorassigner_test.go:703, scheduler_test.go:6683)
