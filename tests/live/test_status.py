@@ -1245,6 +1245,58 @@ def test_why_of_a_reserved_workload_once_evicted_says_it_is_reserved(capsys, api
     assert "evicted" not in out and "expected" not in out
 
 
+def _conditions(api, conditions: list[dict], checks: list[dict] | None = None) -> None:
+    """gpt-13b's Workload (created 11:18:01, 42m before NOW) with these conditions."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["status"]["conditions"] = conditions
+    if checks is not None:
+        wl["status"]["admissionChecks"] = checks
+    api.routes[PENDING_WORKLOAD] = answer
+
+
+def test_a_reserved_workload_has_no_queue_position_and_is_queued_since_created(capsys, api):
+    """Kueue takes a Workload out of its queue once it reserves its quota, and the visibility
+    API lists only the queue's pending ones: status read its position (a failed read of it
+    became a note) and counted "not admitted" from the reservation."""
+    _conditions(
+        api,
+        [recorded.cond("QuotaReserved", "True", "2026-11-25T11:57:00Z", "QuotaReserved",
+                       "Quota reserved in ClusterQueue llm")],
+        [{"name": "check", "state": "Pending", "message": ""}],
+    )  # fmt: skip
+    api.failing[POSITION] = (503, "Service Unavailable")
+    out = status(capsys, api, "llm", recorded.PENDING)
+    assert "state:      Queued: not admitted by Kueue for 41m; its quota reserved 3m ago\n" in out
+    assert (
+        "reserved:   its quota in ClusterQueue llm; it waits for admission check(s) check\n" in out
+    )
+    assert "note:" not in out and "position:" not in out
+    assert not [p for p in api.seen if "visibility.kueue.x-k8s.io" in p]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "since"),
+    [
+        # the scheduler's first try, 10 minutes before NOW: queued since it was created
+        ([recorded.cond("QuotaReserved", "False", "2026-11-25T11:50:00Z", "Pending", "x")], "41m"),
+        # admitted once, evicted at 11:40 (Kueue writes Admitted when admission changes)
+        (
+            [
+                recorded.cond("QuotaReserved", "False", "2026-11-25T11:45:00Z", "Pending", "x"),
+                recorded.cond("Admitted", "False", "2026-11-25T11:40:00Z", "NoReservation"),
+            ],
+            "20m",
+        ),
+    ],
+)
+def test_not_admitted_counts_from_creation_or_the_lost_admission(capsys, api, conditions, since):
+    """Counted from the QuotaReserved condition, the scheduler's latest try, it was too short."""
+    _conditions(api, conditions)
+    out = status(capsys, api, "llm", recorded.PENDING)
+    assert f"state:      Queued: not admitted by Kueue for {since}\n" in out
+
+
 def test_your_own_exit_code_is_labelled_yours_by_status_and_why(capsys, api):
     """A wrapper job whose code ran `sys.exit(3)`: `status` said "last exit 3 (oom)" and `why`
     "Most likely cause: oom (out of memory)", a reason the runtime never decided. The pod's

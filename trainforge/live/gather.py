@@ -254,8 +254,15 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
             "its quota, usage and the expected start are not shown",
             f"{KUEUE}/clusterqueues/{cq_name}",
         )  # fmt: skip
-    admitted = condition(g.workload, "Admitted")
-    if lq_name and not (admitted and admitted.get("status") == "True"):
+    # a Workload whose quota Kueue reserved has left its queue (release-0.19 c90ed70
+    # pkg/controller/core/workload_controller.go:1437-1438: Pending to QuotaReserved or
+    # Admitted deletes it from the queue manager), whose pending workloads are all the
+    # visibility API lists (pkg/visibility/storage/pending_workloads_lq.go:79): no position
+    reserved = any(
+        (condition(g.workload, c) or {}).get("status") == "True"
+        for c in ("QuotaReserved", "Admitted")
+    )
+    if lq_name and not reserved:
         pending = None
         try:
             pending = pending_workloads(api, g.namespace, lq_name)
