@@ -200,8 +200,9 @@ UNKNOWN = {
     ),
     "no-flavor": (
         _untolerated_flavor,
-        "Kueue assigns it no one flavor of ClusterQueue llm: untolerated taint "
-        "{trainforge.io/reserved true NoSchedule <nil>} in flavor efa-training",
+        "Kueue assigns it no one flavor of ClusterQueue llm: couldn't assign flavors to pod "
+        "set master: untolerated taint {trainforge.io/reserved true NoSchedule <nil>} in "
+        "flavor efa-training",
     ),
     "no-positions": (
         _no_positions,
