@@ -2,9 +2,9 @@
 
 Reads (GET only): the job (PyTorchJob, TrainJob or batch/v1 Job, whichever exists), its Kueue
 Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and ClusterQueue it
-waits in and its position (Kueue's visibility API), the namespace's LimitRanges (Kueue counts
-their defaults for a container that names no requests: trainforge.plan.kueue.workload_need),
-its pods (label `trainforge.io/job`; a TrainJob's by its JobSet's name, `pod_selector`), the
+waits in and, until its quota is reserved, its position (Kueue's visibility API), the
+namespace's LimitRanges (Kueue counts their defaults for a container that names no requests:
+trainforge.plan.kueue.workload_need), its pods (label `trainforge.io/job`; a TrainJob's by its JobSet's name, `pod_selector`), the
 namespace's events about them, and rank 0's metrics through the API server's pod proxy. A
 failed read of the queue's objects (the Workload, its queues, the visibility API, the
 LimitRanges) becomes a note, not a failure: `unread` says whose failure it is (your access, or

@@ -60,9 +60,10 @@ def _go_time(stamp: str) -> str:
     UnmarshalJSON parsed and moved to the process's Local zone (apimachinery v0.36.2, Kueue
     0.19's, pkg/apis/meta/v1/time.go:117 `pt.Local()`; metav1.Time has no String of its own:
     time.Time's is promoted; read 2026-11-30). Kueue's manager runs on
-    gcr.io/distroless/static (release-0.19 Dockerfile:3) and its chart sets no TZ, so Local
-    is UTC. A CRD object is stored as written, so a fraction reaches Kueue as written; a
-    stamp Go cannot parse is not decoded at all (returned as written)."""
+    gcr.io/distroless/static (release-0.19 Dockerfile:3) and neither its chart nor config/
+    sets TZ, so Local is the image's /etc/localtime, or UTC where it has none: we print UTC.
+    A CRD object is stored as written, so a fraction reaches Kueue as written; a stamp Go
+    cannot parse is not decoded at all (returned as written)."""
     m = _RFC3339.fullmatch(stamp)
     if m is None:
         return stamp
