@@ -6,9 +6,13 @@ what it says of the Workload's future (trainforge/plan/kueue/pending.py `outlook
 
 from __future__ import annotations
 
+import dataclasses
+from fractions import Fraction
+
 import pytest
 
 from trainforge.plan import kueue as K
+from trainforge.plan.kueue import words as W
 
 NEVER, HELD, MAY = "never", "held", ""
 
@@ -33,7 +37,10 @@ UPSTREAM = [
      "20 more needed, insufficient unused quota for cpu in flavor spot, 20 more needed. "
      "Pending the preemption of 2 workload(s)"),
     (f"{SCHED}:2235", NEVER, f"{HEAD}main: resource example.com/gpu unavailable in ClusterQueue"),
-    (f"{SCHED}:2920", NEVER, f"{HEAD}three: insufficient quota for cpu in flavor default, "
+    # pod set three's own 15 fits the 50: the pod sets before it filled the flavor, and from
+    # the message alone they may take another flavor another time (pending.py; see
+    # test_a_flavor_earlier_pod_sets_filled_is_not_never)
+    (f"{SCHED}:2920", MAY, f"{HEAD}three: insufficient quota for cpu in flavor default, "
      "previously considered podsets requests (50) + current podset request (15) > maximum "
      "capacity (50)"),
     (f"{SCHED}:6683", NEVER, f"{HEAD}ps2: insufficient quota for cpu in flavor default, "
@@ -110,5 +117,84 @@ def test_a_taint_is_read_only_in_kueue_s_words():
     otherwise is not Kueue's and says nothing of the Workload's future."""
     ours = f"{HEAD}main: untolerated taint nvidia.com/gpu in flavor gpu"
     assert K.outlook(_pending(ours)) == ("", "")
-    never = "untolerated taint {nvidia.com/gpu true NoSchedule <nil>} in flavor gpu"
-    assert K.outlook(_pending(f"{HEAD}a: {never}; {HEAD}b: {never}"))[0] == NEVER
+    taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+    never = W.message({"main": [W.untolerated(taint, "gpu")]})
+    assert K.outlook(_pending(never)) == (NEVER, never)
+
+
+# two pod sets on one ClusterQueue: flavor one (4 cpu, 3 used) and flavor "tainted" (10 cpu,
+# 3 used; taint instance=spot), flavorassigner_test.go:1662's case (Preempt: its launcher
+# needs preemption in one, its workers in tainted, both named)
+FLAVORS = {
+    "one": K.Flavor("one", {}, [], None),
+    "tainted": K.Flavor("tainted", {}, [{"key": "instance", "value": "spot", "effect": "NoSchedule"}], None),
+}  # fmt: skip
+SPOT = {"key": "instance", "operator": "Equal", "value": "spot", "effect": "NoSchedule"}
+
+
+def _assign(podsets: list[K.PodSet], quota: dict[str, str], usage: dict[str, int]):
+    doc = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": "q"},
+        "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+            {"name": f, "resources": [{"name": "cpu", "nominalQuota": n}]} for f, n in quota.items()
+        ]}]},
+    }  # fmt: skip
+    m = K.read([doc])
+    m.queues["q"].usage = {f: {"cpu": Fraction(n)} for f, n in usage.items()}
+    flavors = {f: FLAVORS.get(f) or K.Flavor(f, {}, [], None) for f in quota}
+    # Kueue's testOracle: a workload using the quota may be preempted
+    assigner = K.Assigner(K.Quotas(m.queues, m.shared), flavors, lambda *_: (K.POSSIBLE, 0))
+    return assigner.assign(m.queues["q"], podsets)
+
+
+def test_the_pod_set_kueue_stopped_at_decides():
+    """Kueue names a pod set that took flavors when it needs preemption, then the pod set no
+    flavor takes, where it stops: the last decides. Read as a whole, the first one's
+    shortfall hid that the workers are never admitted (their own 10 cpu over flavor one's 4,
+    the other flavor's taint untolerated)."""
+    launcher = K.PodSet("launcher", 1, {"cpu": Fraction(2)})
+    workers = K.PodSet("workers", 10, {"cpu": Fraction(1)}, tolerations=(SPOT,))
+    quota, usage = {"one": "4", "tainted": "10"}, {"one": 3, "tainted": 3}
+    may = _assign([launcher, workers], quota, usage)
+    assert (may.mode, may.message) == ("Preempt", FLAVORASSIGNER_1662)
+    assert K.outlook(_pending(may.message)) == (MAY, "")
+    never = _assign([launcher, dataclasses.replace(workers, tolerations=())], quota, usage)
+    assert never.mode == "NoFit" and never.message == (
+        FLAVORASSIGNER_1662.rpartition(", insufficient unused")[0]
+        + ", untolerated taint {instance spot NoSchedule <nil>} in flavor tainted"
+    )
+    assert K.outlook(_pending(never.message)) == (NEVER, never.message)
+
+
+FLAVORASSIGNER_1662 = (  # its Status (:1701-1703, :1729-1731) as Assignment.Message writes it
+    f"{HEAD}launcher: insufficient unused quota for cpu in flavor one, 1 more needed, "
+    "untolerated taint {instance spot NoSchedule <nil>} in flavor tainted; "
+    f"{HEAD}workers: insufficient quota for cpu in flavor one, previously considered podsets "
+    "requests (2) + current podset request (10) > maximum capacity (4), insufficient unused "
+    "quota for cpu in flavor tainted, 3 more needed"
+)
+
+
+def test_a_flavor_earlier_pod_sets_filled_is_not_never():
+    """Over the maximum capacity only with what the pod sets before it took ("previously
+    considered podsets" above 0, its own request within): not never. Flavors a and b of 10
+    cpu each, pod sets of 3, 3, 7 and 7 cpu. On an idle queue the first two take a, the
+    third b, and the fourth fits neither; with 6 cpu of a used by another workload the second
+    passes a (preemption needed, whenCanPreempt TryNextFlavor) for b, and the workload is
+    admitted once that workload is preempted."""
+    podsets = [K.PodSet(f"p{i}", 1, {"cpu": Fraction(n)}) for i, n in enumerate((3, 3, 7, 7))]
+    idle = _assign(podsets, {"a": "10", "b": "10"}, {})
+    over = "insufficient quota for cpu in flavor {}, previously considered podsets requests ({})"
+    assert idle.mode == "NoFit" and idle.message == (
+        f"{HEAD}p3: {over.format('a', 6)} + current podset request (7) > maximum capacity "
+        f"(10), {over.format('b', 7)} + current podset request (7) > maximum capacity (10)"
+    )
+    assert K.outlook(_pending(idle.message)) == (MAY, "")
+    busy = _assign(podsets, {"a": "10", "b": "10"}, {"a": 6})
+    assert busy.mode == "Preempt"
+    assert {ps: c["cpu"].flavor for ps, c in busy.podsets.items()} == {
+        "p0": "a",
+        "p1": "b",
+        "p2": "b",
+        "p3": "a",
+    }

@@ -11,6 +11,7 @@ import copy
 import json
 import pathlib
 import threading
+from fractions import Fraction
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -18,7 +19,9 @@ import pytest
 import yaml
 
 from tests.live import recorded
+from trainforge.core.contract import GPU_RESOURCE as GPU
 from trainforge.live import cli
+from trainforge.plan.kueue import words as W
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TOKEN = "recorded-token"
@@ -528,13 +531,16 @@ def _gathered(message: str, borrowed: str = "0", admitted: bool = False):
     return Gathered("llm", "gpt-13b", "pytorchjob", "PyTorchJob", "pytorch", {}, wl, None, cq)
 
 
+# Kueue's words for a worker pod set 94.8 cores short in efa-training: "94800m" (cpu in
+# milli, as its resource_formatter writes it; the plan's words.py writes Kueue's text)
+SHORT_OF_CPU = W.message({"worker": [W.short("cpu", "efa-training", Fraction("94.8"))]})
+
+
 def test_a_gpu_job_short_of_cpu_is_answered_in_its_gpus_and_plain_units():
     from trainforge.live import explain
 
-    g = _gathered(
-        "couldn't assign flavors to pod set worker: insufficient unused quota for cpu in "
-        "flavor efa-training, 94.8 more needed"
-    )
+    assert SHORT_OF_CPU.endswith(", 94800m more needed")
+    g = _gathered(SHORT_OF_CPU)
     assert explain.blocked_by(g) == [
         "cpu in flavor efa-training: 94.8 cores more needed (queue uses 1100 of its nominal "
         "1500 cores); it is the cpu that comes with the job's 32 GPUs (queue uses 48 of its "
@@ -548,10 +554,7 @@ def test_a_gpu_job_giving_only_limits_is_still_answered_in_its_gpus():
     only limits asks its 32 GPUs all the same (`why` read none before: no GPU line)."""
     from trainforge.live import explain
 
-    g = _gathered(
-        "couldn't assign flavors to pod set worker: insufficient unused quota for cpu in "
-        "flavor efa-training, 94.8 more needed"
-    )
+    g = _gathered(SHORT_OF_CPU)
     for ps in g.workload["spec"]["podSets"]:
         for c in ps["template"]["spec"]["containers"]:
             c["resources"] = {"limits": {**c["resources"].pop("requests")}}
@@ -958,11 +961,15 @@ NEVER = [
         'Invalid value: ["memory"]: requests must not be below the limitRange min',
     ),
     (
-        "Pending",
-        "couldn't assign flavors to pod set worker: flavor gpu-workloads doesn't match node "
-        "affinity, insufficient quota for nvidia.com/gpu in flavor efa-training, previously "
-        "considered podsets requests (8) + current podset request (24) > maximum capacity "
-        "(16)",  # Kueue sorts a pod set's reasons (Status.Message)
+        "Pending",  # the master took 8 GPUs of efa-training; the workers' own 24 exceed its 16
+        W.message(
+            {
+                "worker": [
+                    W.over_capacity(GPU, "efa-training", 8, 24, 16),
+                    W.no_affinity("gpu-workloads"),
+                ]
+            }
+        ),
     ),
     ("Misconfigured", "ClusterQueue llm not found"),  # UnadmittedWorkloadsObservability on
 ]
@@ -1002,14 +1009,12 @@ def test_wait_stops_on_a_request_over_its_limit_before_kueue_says_it(capsys, api
 
 
 WAITS = [
-    "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu "
-    "in flavor efa-training, 16 more needed",
+    W.message({"worker": [W.short(GPU, "efa-training", 16)]}),
     # one flavor never fits, another may once quota frees: Kueue may still admit it
-    "couldn't assign flavors to pod set worker: insufficient quota for nvidia.com/gpu in "
-    "flavor a, previously considered podsets requests (0) + current podset request (24) > "
-    "maximum capacity (16), insufficient unused quota for nvidia.com/gpu in flavor b, 8 more "
-    "needed",
-    "The workload has failed admission checks",
+    W.message({"worker": [W.over_capacity(GPU, "a", 0, 24, 16), W.short(GPU, "b", 8)]}),
+    # the master filled the flavor, the workers' own 24 within its 30: not never
+    W.message({"worker": [W.over_capacity(GPU, "efa-training", 8, 24, 30)]}),
+    "The workload has failed admission checks",  # release-0.19 pkg/scheduler/scheduler.go:675
 ]
 
 
@@ -1230,7 +1235,10 @@ def test_why_of_a_reserved_workload_once_evicted_says_it_is_reserved(capsys, api
         {"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved",
          "message": "Quota reserved in ClusterQueue llm"},
         {"type": "Evicted", "status": "False", "reason": "QuotaReserved",
-         "message": "Previously: Preempted to accommodate a workload due to prioritization"},
+         # pkg/workload/workload.go:932 of pkg/scheduler/preemption/preemption_test.go:372
+         "message": "Previously: Preempted to accommodate a workload (UID: wl-in, JobUID: "
+                    "job-in) due to prioritization in the ClusterQueue; preemptor path: "
+                    "/standalone; preemptee path: /standalone"},
     ]  # fmt: skip
     wl["status"]["admissionChecks"] = [{"name": "check", "state": "Ready", "message": ""}]
     api.routes[PENDING_WORKLOAD] = answer
@@ -1243,6 +1251,58 @@ def test_why_of_a_reserved_workload_once_evicted_says_it_is_reserved(capsys, api
         out
     )
     assert "evicted" not in out and "expected" not in out
+
+
+def _conditions(api, conditions: list[dict], checks: list[dict] | None = None) -> None:
+    """gpt-13b's Workload (created 11:18:01, 42m before NOW) with these conditions."""
+    answer = json.loads(json.dumps(api.routes[PENDING_WORKLOAD]))
+    wl = answer["items"][0]
+    wl["status"]["conditions"] = conditions
+    if checks is not None:
+        wl["status"]["admissionChecks"] = checks
+    api.routes[PENDING_WORKLOAD] = answer
+
+
+def test_a_reserved_workload_has_no_queue_position_and_is_queued_since_created(capsys, api):
+    """Kueue takes a Workload out of its queue once it reserves its quota, and the visibility
+    API lists only the queue's pending ones: status read its position (a failed read of it
+    became a note) and counted "not admitted" from the reservation."""
+    _conditions(
+        api,
+        [recorded.cond("QuotaReserved", "True", "2026-11-25T11:57:00Z", "QuotaReserved",
+                       "Quota reserved in ClusterQueue llm")],
+        [{"name": "check", "state": "Pending", "message": ""}],
+    )  # fmt: skip
+    api.failing[POSITION] = (503, "Service Unavailable")
+    out = status(capsys, api, "llm", recorded.PENDING)
+    assert "state:      Queued: not admitted by Kueue for 41m; its quota reserved 3m ago\n" in out
+    assert (
+        "reserved:   its quota in ClusterQueue llm; it waits for admission check(s) check\n" in out
+    )
+    assert "note:" not in out and "position:" not in out
+    assert not [p for p in api.seen if "visibility.kueue.x-k8s.io" in p]
+
+
+@pytest.mark.parametrize(
+    ("conditions", "since"),
+    [
+        # the scheduler's first try, 10 minutes before NOW: queued since it was created
+        ([recorded.cond("QuotaReserved", "False", "2026-11-25T11:50:00Z", "Pending", "x")], "41m"),
+        # admitted once, evicted at 11:40 (Kueue writes Admitted when admission changes)
+        (
+            [
+                recorded.cond("QuotaReserved", "False", "2026-11-25T11:45:00Z", "Pending", "x"),
+                recorded.cond("Admitted", "False", "2026-11-25T11:40:00Z", "NoReservation"),
+            ],
+            "20m",
+        ),
+    ],
+)
+def test_not_admitted_counts_from_creation_or_the_lost_admission(capsys, api, conditions, since):
+    """Counted from the QuotaReserved condition, the scheduler's latest try, it was too short."""
+    _conditions(api, conditions)
+    out = status(capsys, api, "llm", recorded.PENDING)
+    assert f"state:      Queued: not admitted by Kueue for {since}\n" in out
 
 
 def test_your_own_exit_code_is_labelled_yours_by_status_and_why(capsys, api):

@@ -14,6 +14,7 @@ import pytest
 from tests.jobs.helpers import CODE, GPU_POOL, target
 from tests.live import recorded
 from tests.live.test_status import PLATFORM, REFUSED, FakeApi, run
+from trainforge.core.contract import GPU_RESOURCE
 from trainforge.jobs.backends import emit
 from trainforge.jobs.duration import EXPECTED_BASIS, expected_duration
 from trainforge.jobs.spec import parse_job
@@ -23,6 +24,7 @@ from trainforge.live.gather import gather
 from trainforge.live.kube import Api
 from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
+from trainforge.plan.kueue import words as W
 from trainforge.platform.queues import resource_flavor
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -76,9 +78,9 @@ def test_why_gives_the_same_expected_start(capsys, api):
 
 def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
     """A spot flavor listed first, whose taint the job does not tolerate, with room now:
-    Kueue skips it and names it first in its message; the job waits for efa-training (the
-    flavor assignment of trainforge.plan.kueue), not for the first flavor the message names
-    (which read as "room now" in spot-gpu)."""
+    Kueue skips it and names it in its message (its reasons sorted); the job waits for
+    efa-training (the flavor assignment of trainforge.plan.kueue), not for a flavor the
+    message names (which read as "room now" in spot-gpu)."""
     spot = copy.deepcopy(api.routes[CQ]["spec"]["resourceGroups"][0]["flavors"][0])
     spot["name"] = "spot-gpu"
     api.routes[CQ]["spec"]["resourceGroups"][0]["flavors"].insert(0, spot)
@@ -88,10 +90,13 @@ def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
     )
     for path in (WORKLOADS, f"{WORKLOADS}?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"):
         wl = next(w for w in api.routes[path]["items"] if "gpt-13b" in w["metadata"]["name"])
-        wl["status"]["conditions"][0]["message"] = (
-            "couldn't assign flavors to pod set worker: untolerated taint "
-            "{trainforge.io/spot true NoSchedule <nil>} in flavor spot-gpu, insufficient unused "
-            "quota for nvidia.com/gpu in flavor efa-training, 16 more needed"
+        wl["status"]["conditions"][0]["message"] = W.message(
+            {
+                "worker": [
+                    W.untolerated(taint, "spot-gpu"),
+                    W.short(GPU_RESOURCE, "efa-training", 16),
+                ]
+            }
         )
     e = expected(api)
     assert (e.flavor, e.seconds, e.unknown) == ("efa-training", 7200, "")
@@ -195,8 +200,9 @@ UNKNOWN = {
     ),
     "no-flavor": (
         _untolerated_flavor,
-        "Kueue assigns it no one flavor of ClusterQueue llm: untolerated taint "
-        "{trainforge.io/reserved true NoSchedule <nil>} in flavor efa-training",
+        "Kueue assigns it no one flavor of ClusterQueue llm: couldn't assign flavors to pod "
+        "set master: untolerated taint {trainforge.io/reserved true NoSchedule <nil>} in "
+        "flavor efa-training",
     ),
     "no-positions": (
         _no_positions,

@@ -5,6 +5,7 @@ toleration matcher against Kubernetes' ToleratesTaint rules. In memory, millisec
 
 from __future__ import annotations
 
+import copy
 import pathlib
 import re
 from fractions import Fraction
@@ -13,6 +14,7 @@ import pytest
 import yaml
 
 from trainforge.core import taints as T
+from trainforge.core.quantity import parse_quantity
 from trainforge.plan import kueue as K
 from trainforge.plan.kueue import assign as A
 from trainforge.plan.kueue import words as W
@@ -103,6 +105,59 @@ def test_the_model_words_its_reasons_as_kueue_does(case):
     assert sorted(_assign(case).reasons) == sorted(case["reasons"])
 
 
+MESSAGED = [c for c in DATA["cases"] if "message" in c]
+
+
+@pytest.mark.parametrize("case", MESSAGED, ids=[c["case"] for c in MESSAGED])
+def test_the_model_writes_kueue_s_message(case):
+    """The QuotaReserved message Kueue writes of the assignment, two- and three-pod-set ones
+    among them: only a pod set whose best flavor needs preemption, or that no flavor takes,
+    is named, and none after the first that no flavor takes."""
+    assert _assign(case).message == case["message"]
+
+
+def _case(name: str) -> dict:
+    return copy.deepcopy(next(c for c in DATA["cases"] if c["case"].startswith(name)))
+
+
+def test_the_model_stops_at_the_first_pod_set_no_flavor_takes():
+    """assignFlavors returns at the first pod set no flavor takes (release-0.19 c90ed70
+    flavorassigner.go:846-850): Kueue's :3494 case with its pod sets in the other order, the
+    fitting one selecting flavor two. It is neither tried nor named, though tried it would
+    fit (and name flavor one's node affinity); the model tried and named it."""
+    case = _case("multi-podset, one fits and another fails")
+    fitting, blocking = case["podSets"]
+    case["podSets"] = [blocking, {**fitting, "nodeSelector": {"type": "two"}}]
+    got = _assign(case)
+    assert (got.mode, got.podsets) == ("NoFit", {"blocking-podset": {}})
+    over = "previously considered podsets requests (0) + current podset request (5) > maximum"
+    assert got.message == (
+        f"{W.POD_SET}blocking-podset: insufficient quota for cpu in flavor one, {over} "
+        f"capacity (2), insufficient quota for cpu in flavor two, {over} capacity (2)"
+    )
+    assert got.reasons == [
+        f"insufficient quota for cpu in flavor {f}, {over} capacity (2)" for f in ("one", "two")
+    ]
+
+
+def test_every_resource_of_a_flavor_is_worded_past_one_that_does_not_fit():
+    """Kueue checks each resource of a flavor in a requests.ForEach whose callback returns
+    once the flavor does not fit (flavorassigner.go:1149-1152): that ends one resource's
+    turn, not the loop, so the next resources are checked and worded too. The model broke
+    off at the first."""
+    case = _case("multiple resources in a group, doesn't fit")
+    case["clusterQueue"]["resourceGroups"][0]["flavors"] = [
+        {"name": "one", "resources": [{"name": "cpu", "nominalQuota": "2"},
+                                      {"name": "memory", "nominalQuota": "1Mi"}]}
+    ]  # fmt: skip
+    over = "previously considered podsets requests (0) + current podset request"
+    assert _assign(case).message == (
+        f"{W.POD_SET}main: insufficient quota for cpu in flavor one, {over} (3) > maximum "
+        f"capacity (2), insufficient quota for memory in flavor one, {over} (10Mi) > maximum "
+        "capacity (1Mi)"
+    )
+
+
 def _more_reasons() -> list[str]:
     """Reasons no fixture case words: a missing flavor, taints without a value or with a
     timeAdded, a topology mismatch, amounts in binary and decimal suffixes."""
@@ -155,6 +210,24 @@ def test_reasons_beyond_the_fixtures_in_kueue_s_words():
 
 
 @pytest.mark.parametrize(
+    ("added", "go"),
+    [
+        ("2026-11-30T09:00:00Z", "2026-11-30 09:00:00 +0000 UTC"),
+        ("2026-11-30T09:00:00.500Z", "2026-11-30 09:00:00.5 +0000 UTC"),
+        ("2026-11-30T10:00:00.1234567891+01:00", "2026-11-30 09:00:00.123456789 +0000 UTC"),
+        ("2026-11-30T09:00:00.000Z", "2026-11-30 09:00:00 +0000 UTC"),
+        ("2026-11-30 09:00:00", "2026-11-30 09:00:00"),  # not RFC 3339: Kueue cannot decode it
+    ],
+)
+def test_a_taint_s_time_added_as_go_prints_a_metav1_time(added, go):
+    """time.Time.String of the parsed time in the manager's zone (UTC): the fraction of a
+    second as Go keeps it (9 digits, trailing zeros dropped), an offset moved to UTC. The
+    fraction was dropped, and a stamp that is not RFC 3339 read as local time or raised."""
+    t = {"key": "k", "value": "v", "effect": "NoExecute", "timeAdded": added}
+    assert W.taint(t) == f"{{k v NoExecute {go}}}"
+
+
+@pytest.mark.parametrize(
     ("resource", "value", "kueue"),
     [
         # Kueue's own expected amounts (flavorassigner_test.go:703, scheduler_test.go:6683)
@@ -179,19 +252,25 @@ def test_amounts_as_kueue_s_resource_formatter_writes_them(resource, value, kueu
 
 def test_pending_reads_every_reason_the_assigner_writes():
     """`pending.outlook` reads the plan's own reasons as it reads Kueue's: each alone in a pod
-    set's message is never, but a shortfall of unused quota, which waiting cures."""
+    set's message is never, but a shortfall of unused quota, which waiting cures, and a
+    maximum capacity the pod set's own request is within (earlier pod sets filled it)."""
     head = "couldn't assign flavors to pod set main: "
     reasons = [r for c in DATA["cases"] for r in _assign(c).reasons] + _more_reasons()
     kinds = ("untolerated taint {", "insufficient quota ", "insufficient unused ", "flavor ")
     kinds += ("resource ", 'Flavor "')
     assert all(any(r.startswith(k) for r in reasons) for k in kinds)
+    seen = set()
     for r in reasons:
-        wait = r.startswith("insufficient unused quota for ")
+        own = re.search(r"current podset request \((\S+)\) > maximum capacity \((\S+)\)", r)
+        filled = bool(own and parse_quantity(own[1]) <= parse_quantity(own[2]))
+        seen.add(filled)
+        wait = r.startswith("insufficient unused quota for ") or filled
         assert K.outlook(_pending(head + r)) == (("", "") if wait else ("never", head + r)), r
         if wait:
-            assert re.fullmatch(
+            assert filled or re.fullmatch(
                 r"insufficient unused quota for \S+ in flavor \S+, \S+ more needed", r
             )
+    assert seen == {True, False}  # both kinds of maximum capacity are read
 
 
 def _pending(message: str) -> dict:

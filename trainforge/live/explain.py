@@ -608,10 +608,7 @@ def status(g: Gathered, now: datetime) -> str:
     wl = g.workload
     admitted = is_true(wl, "Admitted")
     if wl is not None and not admitted and state not in ("Succeeded", "Failed"):
-        since = (condition(wl, "QuotaReserved") or {}).get("lastTransitionTime") or wl[
-            "metadata"
-        ].get("creationTimestamp")
-        lines.append(f"state:      Queued: not admitted by Kueue for {age(since, now)}")
+        lines.append(f"state:      Queued: {not_admitted(wl, now)}")
     else:
         text = state
         if state == "Running" and any(_last_exit(p) for p in g.pods):
@@ -656,6 +653,20 @@ def status(g: Gathered, now: datetime) -> str:
             )
     lines += [f"note:       {n}" for n in g.notes]
     return "\n".join(lines) + "\n"
+
+
+def not_admitted(wl: dict, now: datetime) -> str:
+    """How long Kueue has not admitted the Workload: since it lost its admission, else since
+    it was created. At 0.19's default feature gates Kueue writes the Admitted condition only
+    when admission changes (release-0.19 c90ed70 pkg/workload/admissionchecks.go:39
+    SyncAdmittedCondition), so its lastTransitionTime is that loss; QuotaReserved's is the
+    scheduler's first try, or the reservation of one whose quota it reserved (then said)."""
+    since = (condition(wl, "Admitted") or {}).get("lastTransitionTime")
+    text = f"not admitted by Kueue for {age(since or wl['metadata'].get('creationTimestamp'), now)}"
+    if is_true(wl, "QuotaReserved"):
+        reserved = (condition(wl, "QuotaReserved") or {}).get("lastTransitionTime")
+        text += f"; its quota reserved {age(reserved, now)} ago"
+    return text
 
 
 def queue_lines(g: Gathered, admitted: bool, now: datetime) -> list[str]:

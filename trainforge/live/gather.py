@@ -2,9 +2,9 @@
 
 Reads (GET only): the job (PyTorchJob, TrainJob or batch/v1 Job, whichever exists), its Kueue
 Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and ClusterQueue it
-waits in and its position (Kueue's visibility API), the namespace's LimitRanges (Kueue counts
-their defaults for a container that names no requests: trainforge.plan.kueue.workload_need),
-its pods (label `trainforge.io/job`; a TrainJob's by its JobSet's name, `pod_selector`), the
+waits in and, until its quota is reserved, its position (Kueue's visibility API), the
+namespace's LimitRanges (Kueue counts their defaults for a container that names no requests:
+trainforge.plan.kueue.workload_need), its pods (label `trainforge.io/job`; a TrainJob's by its JobSet's name, `pod_selector`), the
 namespace's events about them, and rank 0's metrics through the API server's pod proxy. A
 failed read of the queue's objects (the Workload, its queues, the visibility API, the
 LimitRanges) becomes a note, not a failure: `unread` says whose failure it is (your access, or
@@ -254,8 +254,15 @@ def _queue(api: Api, g: Gathered, uid: str) -> None:
             "its quota, usage and the expected start are not shown",
             f"{KUEUE}/clusterqueues/{cq_name}",
         )  # fmt: skip
-    admitted = condition(g.workload, "Admitted")
-    if lq_name and not (admitted and admitted.get("status") == "True"):
+    # a Workload whose quota Kueue reserved has left its queue (release-0.19 c90ed70
+    # pkg/controller/core/workload_controller.go:1437-1438: Pending to QuotaReserved or
+    # Admitted deletes it from the queue manager), whose pending workloads are all the
+    # visibility API lists (pkg/visibility/storage/pending_workloads_lq.go:79): no position
+    reserved = any(
+        (condition(g.workload, c) or {}).get("status") == "True"
+        for c in ("QuotaReserved", "Admitted")
+    )
+    if lq_name and not reserved:
         pending = None
         try:
             pending = pending_workloads(api, g.namespace, lq_name)

@@ -254,7 +254,8 @@ def _estimate(api: Api, g: Gathered, cq_doc: dict[str, Any], now: datetime) -> E
     got = _assignment(wl, queue, flavors, g.limit_ranges)
     out.flavor = got.flavor
     if out.flavor is None:
-        why = "; ".join(dict.fromkeys(got.reasons)) or "its pod sets take different flavors"
+        # Kueue's own message where no flavor takes a pod set (it names that one, the last)
+        why = got.message if got.mode == K.NO_FIT else "its pod sets take different flavors"
         out.unknown = f"Kueue assigns it no one flavor of ClusterQueue {queue.name}: {why}"
         return out
     mine = wl["metadata"]["name"]

@@ -76,10 +76,19 @@ class Choice:
 
 @dataclass
 class Assignment:
-    """The flavor of every requested resource of every pod set, or why there is none."""
+    """The flavor of every requested resource of every pod set up to the first that gets
+    none (Kueue stops there), or why there is none."""
 
     podsets: dict[str, dict[str, Choice]]  # pod set -> resource -> choice (empty: NoFit)
-    reasons: list[str]
+    reasons: list[str]  # every flavor's reasons: the pod sets' attempts and Status
+    # pod set -> its Status reasons, where it has any: a failing resource group's alone, else
+    # those of each group whose best flavor needs preemption (a Fit group returns no Status)
+    status: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def message(self) -> str:
+        """Kueue's QuotaReserved message of this assignment (`words.message`)."""
+        return W.message(self.status)
 
     @property
     def mode(self) -> str:
@@ -210,8 +219,9 @@ class Assigner:
         requests: dict[str, Fraction],
         assumed: dict[tuple[str, str], Fraction],
         reasons: list[str],
-    ) -> dict[str, Choice] | None:
-        """findFlavorForPodSets for one resource group."""
+    ) -> tuple[dict[str, Choice] | None, bool]:
+        """findFlavorForPodSets for one resource group: (its choices, whether the best flavor
+        fits without preemption, when Kueue returns no Status)."""
         all_tas = only_tas(q, self.flavors)
         best: dict[str, Choice] | None = None
         best_mode = (_NO_FIT, _BIG)
@@ -223,19 +233,20 @@ class Assigner:
             rep = (_FIT, 0)
             choices: dict[str, Choice] = {}
             for r, val in requests.items():
+                # every resource is checked (and worded) even once one does not fit: Kueue's
+                # requests.ForEach callback returns, it does not stop the loop
                 mode, borrow, why = self._fits_quota(q, f, r, assumed.get((f, r), Fraction(0)), val)
                 if why:
                     reasons.append(why)
                 if _preferred(rep, (mode, borrow), q.fungibility.preference):
                     rep = (mode, borrow)
-                if rep[0] == _NO_FIT:
-                    break
-                choices[r] = Choice(f, _MODE[mode], borrow)
+                if rep[0] != _NO_FIT:
+                    choices[r] = Choice(f, _MODE[mode], borrow)
             if not _try_next(rep, q):
-                return choices
+                return choices, rep[0] == _FIT
             if _preferred(rep, best_mode, q.fungibility.preference):
                 best, best_mode = choices, rep
-        return best
+        return best, best_mode[0] == _FIT
 
     def assign(self, q: ClusterQueue, podsets: list[PodSet]) -> Assignment:
         """Every pod set's flavors in ClusterQueue `q` at its current usage."""
@@ -247,7 +258,7 @@ class Assigner:
                 # a queue that covers `pods` counts the pod set's pods as a resource
                 requests.setdefault("pods", Fraction(ps.count))
             chosen: dict[str, Choice] = {}
-            ok, mine = True, []
+            ok, mine, status = True, [], []
             for r in requests:
                 if r in chosen:
                     continue
@@ -257,16 +268,23 @@ class Assigner:
                     break
                 covered = {x: v for x, v in requests.items() if x in group[0]}
                 tried: list[str] = []
-                got = self._group(q, ps, group[1], covered, assumed, tried)
+                got, fit = self._group(q, ps, group[1], covered, assumed, tried)
                 if got is None or len(got) < len(covered):
                     # assignFlavors: the pod set's status is the failing resource's alone
                     ok, mine = False, tried
                     break
                 mine += tried
+                status += [] if fit else tried
                 chosen.update(got)
             out.reasons += mine
             out.podsets[ps.name] = chosen if ok else {}
-            if ok:
-                for r, c in chosen.items():
-                    assumed[(c.flavor, r)] = assumed.get((c.flavor, r), Fraction(0)) + requests[r]
+            said = status if ok else mine
+            if said:
+                out.status[ps.name] = said
+            if not ok:
+                # assignFlavors returns at the first pod set no flavor takes: the pod sets
+                # after it are neither tried nor named (flavorassigner.go:846-850, release-0.19 c90ed70)
+                break
+            for r, c in chosen.items():
+                assumed[(c.flavor, r)] = assumed.get((c.flavor, r), Fraction(0)) + requests[r]
         return out

@@ -20,13 +20,23 @@ the workload controller "Inadmissible" for a queue that is missing or inactive
   ErrNamespaceMismatch, ErrInvalidWLResources, ErrLimitRangeConstraintsUnsatisfiedResources
   (never: `refusal` computes the last two from the Workload itself);
 - pkg/scheduler/flavorassigner/flavorassigner.go `Assignment.Message`: "couldn't assign
-  flavors to pod set %s: " and each flavor's reasons, sorted and joined by ", "; a pod set
-  none of whose reasons can change without a change of the ClusterQueue, its flavors or the
-  job (`_FOR_GOOD`: over the maximum capacity, nominal plus what the cohort may lend; an
-  untolerated taint, a corev1.Taint value as Go's %s prints it, "{key value effect
-  <nil>}"; a node affinity the flavor does not match; a flavor or resource the queue does
-  not have; a topology the flavor does not offer) is never admitted. The scheduler may add
-  ". Pending the preemption of N workload(s)" (`markPreemptionOutcome`): not never.
+  flavors to pod set %s: " and its reasons, sorted and joined by ", ", for each pod set with
+  any, joined by "; " (`words.message`). `assignFlavors` returns at the first pod set no
+  flavor takes (:846-850), so that pod set is the last one named; one named before it took
+  flavors and says why it needs preemption. The last pod set is never admitted when none of
+  its reasons can change without a change of the ClusterQueue, its flavors or the job
+  (`_FOR_GOOD`: an untolerated taint, a corev1.Taint value as Go's %s prints it; a node
+  affinity the flavor does not match; a flavor or resource the queue does not have; a
+  topology the flavor does not offer), or of the usage (`_over`: the pod set's own request
+  over the flavor's maximum capacity, nominal plus what the cohort may lend). Where earlier
+  pod sets' requests (the "previously considered podsets", :1350) put it over while its own
+  is within, it is not never from the message: they took that flavor this cycle, and which
+  flavor each takes changes with the queue's usage (a flavor that needs preemption or
+  borrowing is passed for the next, `shouldTryNextFlavor`); nor does the message show that
+  they had no other, since the scan of flavors resumes where the last cycle stopped
+  (FlavorFungibilityPreserveScanProgress, beta and on at 0.19), so a pod set need not name
+  every flavor of its group. The scheduler may add ". Pending the preemption of N
+  workload(s)" (`markPreemptionOutcome`): not never.
 Tested with Kueue's own expected messages (tests/live/test_kueue_words.py).
 """
 
@@ -37,6 +47,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainforge.core.pods import INVALID_RESOURCES, OUTSIDE_LIMIT_RANGE
+from trainforge.core.quantity import parse_quantity
+from trainforge.plan.kueue import words as W
 from trainforge.plan.kueue.workload import NEVER_ADMITS, workload_invalid
 
 NEVER, HELD = "never", "held"
@@ -54,8 +66,6 @@ _NAME = r"[\w.-]+"
 _FOR_GOOD = re.compile(
     "|".join(
         (
-            rf"insufficient quota for [\w./-]+ in flavor {_NAME}, previously considered podsets "
-            r"requests \([^)]*\) \+ current podset request \([^)]*\) > maximum capacity \([^)]*\)",
             rf"untolerated taint \{{[^{{}}]*\}} in flavor {_NAME}",
             rf"flavor {_NAME} doesn't match node affinity",
             rf"flavor {_NAME} not found",
@@ -65,19 +75,30 @@ _FOR_GOOD = re.compile(
         )
     )
 )
-_POD_SET = "couldn't assign flavors to pod set "
+_OVER = re.compile(
+    rf"insufficient quota for [\w./-]+ in flavor {_NAME}, previously considered podsets "
+    r"requests \([^)]*\) \+ current podset request \(([^)]*)\) > maximum capacity \(([^)]*)\)"
+)
+
+
+def _over(m: re.Match[str]) -> str:
+    """An over-capacity reason, removed ("") where the pod set's own request is over the
+    maximum capacity: never, whatever the other pod sets take."""
+    try:
+        return "" if parse_quantity(m[1]) > parse_quantity(m[2]) else m[0]
+    except ValueError:
+        return m[0]
 
 
 def _fits_never(message: str) -> bool:
-    """Whether Kueue's flavor assignment message says no flavor can ever hold a pod set."""
-    parts = re.split(f"; (?={_POD_SET})", message)
-    if not message.startswith(_POD_SET):
+    """Whether Kueue's flavor assignment message says no flavor can ever hold the pod set it
+    stopped at (the last one it names)."""
+    if not message.startswith(W.POD_SET):
         return False
-    for part in parts:
-        _, sep, reasons = part.partition(": ")
-        if not sep or _FOR_GOOD.sub("", reasons).replace(", ", "") != "":
-            return False
-    return True
+    _, sep, reasons = message.rpartition(f"; {W.POD_SET}")[2].partition(": ")
+    if not sep:
+        return False
+    return _FOR_GOOD.sub("", _OVER.sub(_over, reasons)).replace(", ", "") == ""
 
 
 def outlook(wl: Mapping[str, Any] | None) -> tuple[str, str]:

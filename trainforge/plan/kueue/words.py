@@ -12,6 +12,7 @@ resource_formatter.go `ResourceQuantityString` writes them (apimachinery Quantit
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -48,14 +49,36 @@ def quantity(resource: str, value: Fraction) -> str:
     return f"{v}{_BINARY[power]}" if power else _decimal(v, 0)
 
 
+# RFC 3339 as Go's time.Parse(time.RFC3339) reads it (metav1.Time.UnmarshalJSON): a fraction of
+# a second is accepted after the seconds (up to 9 digits read), "T" and "Z" upper case
+_RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)")
+
+
+def _go_time(stamp: str) -> str:
+    """A metav1.Time as Go's %s prints it: time.Time.String ("2006-01-02 15:04:05.999999999
+    -0700 MST": the fraction only where there is one, its trailing zeros dropped) of the time
+    UnmarshalJSON parsed and moved to the process's Local zone (apimachinery v0.36.2, Kueue
+    0.19's, pkg/apis/meta/v1/time.go:117 `pt.Local()`; metav1.Time has no String of its own:
+    time.Time's is promoted; read 2026-11-30). Kueue's manager runs on
+    gcr.io/distroless/static (release-0.19 Dockerfile:3) and neither its chart nor config/
+    sets TZ, so Local is the image's /etc/localtime, or UTC where it has none: we print UTC.
+    A CRD object is stored as written, so a fraction reaches Kueue as written; a stamp Go
+    cannot parse is not decoded at all (returned as written)."""
+    m = _RFC3339.fullmatch(stamp)
+    if m is None:
+        return stamp
+    zone = "+00:00" if m[3] == "Z" else m[3]
+    when = datetime.fromisoformat(m[1] + zone).astimezone(UTC)
+    frac = (m[2] or "")[:9].rstrip("0")
+    return when.strftime("%Y-%m-%d %H:%M:%S") + (f".{frac}" if frac else "") + " +0000 UTC"
+
+
 def taint(t: Mapping[str, Any]) -> str:
-    """A corev1.Taint value as Go's %s prints it: {key value effect timeAdded}, a nil
-    timeAdded as <nil>, a set one as time.Time.String in the controller's zone (UTC)."""
+    """A corev1.Taint value as Go's %s prints it (FindMatchingUntoleratedTaint returns the
+    value; Taint's String has a pointer receiver): {key value effect timeAdded}, a nil
+    timeAdded as <nil>, a set one as `_go_time`."""
     added = t.get("timeAdded")
-    when = "<nil>"
-    if added:  # metav1.Time: RFC 3339 on the wire, parsed into the local zone
-        stamp = datetime.fromisoformat(str(added).replace("Z", "+00:00"))
-        when = stamp.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S +0000 UTC")
+    when = _go_time(str(added)) if added else "<nil>"
     return f"{{{t.get('key', '')} {t.get('value', '')} {t.get('effect', '')} {when}}}"
 
 
@@ -95,3 +118,13 @@ def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fr
 def short(r: str, f: str, needed: Fraction) -> str:
     """Not enough unused quota now: `needed` more of `r`."""
     return f"insufficient unused quota for {r} in flavor {f}, {quantity(r, needed)} more needed"
+
+
+POD_SET = "couldn't assign flavors to pod set "
+
+
+def message(status: Mapping[str, list[str]]) -> str:
+    """Assignment.Message (flavorassigner.go:228): every pod set with reasons, in order, as
+    POD_SET, its name, ": " and its reasons sorted and joined by ", " (Status.Message), the
+    pod sets joined by "; "."""
+    return "; ".join(f"{POD_SET}{ps}: {', '.join(sorted(r))}" for ps, r in status.items() if r)
