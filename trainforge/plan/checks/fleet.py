@@ -1,7 +1,8 @@
 """Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue), with
 its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
-trainforge.plan.fleet). Each job's object is admitted into each planned worker's Kueue objects
-by the one Kueue model (`queues.admit_object`) and priced there as the cost section prices it
+trainforge.plan.fleet). Each job's object becomes the Workload each planned worker's Kueue
+builds (`queues.object_workload`, the queue simulation's, with the worker's LimitRanges and
+runtimes), admitted by the one Kueue model and priced there as the cost section prices it
 (`cost.job_cost` of the pods its object makes, the worker's region; `queues.dispatches`,
 which the cost section and the queue simulation read too). What the section says and why
 each finding is one (the dispatchers, with their Kueue 0.19 sources; same shape; data; job
@@ -383,7 +384,7 @@ def check(ctx: PlanContext) -> CheckResult:
             "refused": refused,
         }
         data["jobs"].append(job_data)
-        head = f"job {spec.name} (team {spec.team}, {spec.workers} pod(s)):"
+        head = f"job {spec.name} (team {spec.team}, {where.pods} pod(s)):"
         if not may:
             if planned:
                 lines.append(f"{head} no worker can run it")
