@@ -606,3 +606,26 @@ def test_the_section_counts_the_pods_of_the_jobs_object(dev):
     ctx = fleet(manager, use1=("us-east-1", worker_docs(dev)))
     result, _ = run(ctx)
     assert f"job {JOB} (team research, 4 pod(s)):" in result.sections[0].lines
+
+
+def test_a_recorded_run_shorter_than_a_workers_is_said(dev):
+    """`trainforge status` on a worker counts the run the job's object records (estimated on
+    the manager's pool): the section says where a worker runs the job longer than that."""
+    inv = dev[0]
+    like = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    job = next(j for j in run(like)[0].sections[0].data["jobs"] if j["job"] == JOB)
+    # the same pools on the manager and its workers: the recorded run is the longest there
+    assert job["recordedSeconds"] == round(max(w["runSeconds"] for w in job["workers"]))
+    assert not any("recorded run" in ln for ln in run(like)[0].sections[0].lines)
+
+    def faster_manager(doc):
+        # the object as a manager whose pool runs the job in 10 min records it
+        if _job_pods(doc) is not None:
+            doc["metadata"]["annotations"]["trainforge.io/expected-duration-seconds"] = "600"
+
+    manager = (inv, worker_docs(dev, faster_manager))
+    ctx = fleet(manager, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    (said,) = [ln for ln in lines if "recorded run" in ln]
+    assert said.startswith("  recorded run: 10 min on its object") and "use1's 45 min" in said
+    assert "usw2's 45 min" in said and "promised an earlier start" in said

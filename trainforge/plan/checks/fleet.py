@@ -18,6 +18,7 @@ import yaml
 from trainforge.core.image_routes import ecr_region
 from trainforge.core.pods import containers, get
 from trainforge.jobs.backends import job_shape, pod_templates
+from trainforge.jobs.duration import EXPECTED_SECONDS, duration_text
 from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.plan import resource_types as T
@@ -132,6 +133,16 @@ def shape_findings(ctx: PlanContext) -> list[Finding]:
                 )
             )
     return out
+
+
+def recorded_run(doc: dict[str, Any]) -> float | None:
+    """The expected run a job's object records (its emitter's `EXPECTED_SECONDS`, estimated on
+    the manager's pool), which `trainforge status` on whichever worker runs it counts (the
+    object is copied as it is); None without one."""
+    try:
+        return float(((doc.get("metadata") or {}).get("annotations") or {})[EXPECTED_SECONDS])
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 # --- the dispatcher ----------------------------------------------------------------------------
@@ -375,13 +386,17 @@ def check(ctx: PlanContext) -> CheckResult:
         where = Q.dispatches(ctx)[(spec.team, spec.name)]
         may = [(r.worker, r.pool, r.hourly, r.why) for r in where.runs]
         refused = list(where.refused)
+        seconds = {r.worker: r.cost.duration.seconds if r.cost else None for r in where.runs}
+        recorded = recorded_run(obj.doc)
         job_data: dict[str, Any] = {
             "job": spec.name,
             "team": spec.team,
             "workers": [
-                {"worker": n, "pool": f, "onDemandPerHour": h, "cost": c} for n, f, h, c in may
+                {"worker": n, "pool": f, "onDemandPerHour": h, "cost": c, "runSeconds": seconds[n]}
+                for n, f, h, c in may
             ],
             "refused": refused,
+            "recordedSeconds": recorded,
         }
         data["jobs"].append(job_data)
         head = f"job {spec.name} (team {spec.team}, {where.pods} pod(s)):"
@@ -402,6 +417,17 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"  {n}: pool {f}, {c}")
         for r in refused:
             lines.append(f"  not {r}")
+        # the object records whole seconds (`f"{seconds:.0f}"`)
+        longer = [
+            (n, t) for n, t in seconds.items() if None not in (t, recorded) and round(t) > recorded
+        ]
+        if longer and recorded is not None:
+            lines.append(
+                f"  recorded run: {duration_text(recorded)} on its object (estimated on the "
+                "manager's pool; `trainforge status` on a worker counts it), shorter than the "
+                + ", ".join(f"{n}'s {duration_text(t)}" for n, t in longer)
+                + ": a job queued behind it there is promised an earlier start than the plan's"
+            )
         lines.append("  tried first: " + tried_first([n for n, *_ in may], how, list(workers)))
         priced = sorted((h, n) for n, _, h, _ in may if h is not None)
         if len(may) > 1 and priced:
