@@ -916,13 +916,16 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
     plan rendered ({} for any other stack): each planned worker's Kueue objects admit the
     Workload its Kueue builds from the object (`object_workload` with that worker's
     LimitRanges and runtimes, as the queue simulation builds it) or not, and where they do it
-    is priced on the flavor's pool in the worker's region. Computed once per plan (`ctx.memo`): the fleet section, the cost
-    section and this simulation (the manager's quota, `_longest_run`) read the same answer."""
+    is priced on the flavor's pool in the worker's region. Computed once per plan
+    (`ctx.memo`): the fleet section, the cost section and this simulation (the manager's
+    quota, `_longest_run`) read the same answer."""
     if "fleet.dispatches" in ctx.memo:
         return ctx.memo["fleet.dispatches"]
     out: dict[tuple[str, str], Dispatch] = {}
     workers = getattr(ctx, "fleet_workers", None) or {}
     planned = {n: w for n, w in workers.items() if w.planned}
+    # each worker's Kueue objects and TrainJob runtimes, read once
+    kueues = {n: (K.read(w.docs), trainjob.runtimes_in(w.docs)) for n, w in planned.items()}
     for dj in (getattr(ctx.declared, "jobs", None) or []) if workers else []:
         spec, target = dj.spec, dj.target
         obj = workload_object(ctx, spec.name, target.namespace)
@@ -932,9 +935,10 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
         refused: list[str] = []
         for name, w in planned.items():
             # the Workload the worker's Kueue builds from the object MultiKueue copies there
+            m, runtimes = kueues[name]
             lrs = _limit_ranges_in(w.docs, target.namespace)
-            wl = object_workload(obj.doc, spec, lrs, trainjob.runtimes_in(w.docs))
-            flavor, why = _worker_flavor(K.read(w.docs), target.namespace, wl)
+            wl = object_workload(obj.doc, spec, lrs, runtimes)
+            flavor, why = _worker_flavor(m, target.namespace, wl)
             if flavor is None:
                 refused.append(f"{name}: {why}")
                 continue
