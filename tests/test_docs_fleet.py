@@ -71,3 +71,24 @@ def test_the_quoted_job_cost_lines_are_the_plans():
     block = DOC.split("From `plan --stack fleet --full`:\n\n```\n", 1)[1].split("```", 1)[0]
     quoted = [ln.strip() for ln in block.splitlines() if ln.strip()]
     assert len(quoted) == 3 and all(q in printed for q in quoted), (quoted, printed)
+
+
+def test_the_recorded_run_sentence_is_the_plans():
+    """docs/fleet.md, "What it costs": the run gpt-small-fsdp's object records (what
+    `trainforge status` on a worker counts) and each worker's run, as the fleet section has
+    them; no worker runs it longer, so the section has no `recorded run:` line."""
+    from trainforge.jobs.duration import duration_text  # noqa: PLC0415
+
+    section = next(s for s in shipped_plan("fleet").sections if s.title == FC.TITLE)
+    gpt = next(j for j in section.data["jobs"] if j["job"] == "gpt-small-fsdp")
+    runs = {w["worker"]: duration_text(w["runSeconds"]) for w in gpt["workers"]}
+    doc = " ".join(DOC.split())
+    said = (
+        f"`gpt-small-fsdp` records {duration_text(gpt['recordedSeconds'])} (the manager's pool "
+        f"launches a g6.xlarge or a g5.xlarge, and the object records the longer run), use1 "
+        f"runs it in {runs['use1']} and usw2 in {runs['usw2']}: the recorded figure is not "
+        "shorter than the run on either worker"
+    )
+    assert said in doc, said
+    assert all(round(w["runSeconds"]) <= gpt["recordedSeconds"] for w in gpt["workers"])
+    assert not any("recorded run:" in ln for ln in section.lines)

@@ -14,6 +14,7 @@ from trainforge.jobs import backends
 from trainforge.jobs.backends import job_shape
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import fleet as FC
+from trainforge.plan.checks import queues as Q
 from trainforge.plan.fleet import WorkerPlan
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.runner import run_project
@@ -517,3 +518,114 @@ def test_s3_grants_count_a_write_through_an_access_point():
     assert _grants({"Effect": "Allow", "Action": "s3:GetObject", "Resource": f"{ap}/*"}) == set()
     # a bucket named "accesspoint" is a bucket (no region, no account)
     assert _grants({**put, "Resource": "arn:aws:s3:::accesspoint/x"}) == {"accesspoint"}
+
+
+# --- a worker admits a job as Kueue would, from its object -------------------------------------
+
+JOB = "gpt-small-fsdp"
+
+
+def _job_pods(doc) -> dict | None:
+    """The job's PyTorchJob replica specs (None for any other object)."""
+    if doc["kind"] != "PyTorchJob" or doc["metadata"]["name"] != JOB:
+        return None
+    return doc["spec"]["pytorchReplicaSpecs"]
+
+
+def _sidecar(doc):
+    # a patched object: its Worker pod runs a proxy that names no requests, so the
+    # namespace's LimitRange defaults them (the spec's figure knows neither)
+    if (specs := _job_pods(doc)) is not None:
+        specs["Worker"]["template"]["spec"]["containers"].append({"name": "proxy", "image": "x"})
+
+
+def _big_default(doc):
+    # a worker whose team LimitRange defaults a container to 8 CPUs: the proxy asks 8 there,
+    # 3.6 + 3.6 + 8 = 15.2 > the queue's 14.4 in gpu-workloads
+    _sidecar(doc)
+    if doc["kind"] == "LimitRange":
+        for lim in doc["spec"]["limits"]:
+            lim["defaultRequest"]["cpu"] = lim["default"]["cpu"] = "8"
+
+
+def _small_worker(doc):
+    # a patched object whose Worker asks 3 CPUs, not the spec's 3.6 (6.6 in all), on a worker
+    # whose team queue holds 7 CPUs in gpu-workloads: the spec's 7.2 would not fit
+    if (specs := _job_pods(doc)) is not None:
+        res = specs["Worker"]["template"]["spec"]["containers"][0]["resources"]
+        res["requests"]["cpu"] = res["limits"]["cpu"] = "3"
+    if doc["kind"] == "ClusterQueue":
+        for g in doc["spec"]["resourceGroups"]:
+            for f in g["flavors"]:
+                if f["name"] == "gpu-workloads":
+                    f["resources"][0]["nominalQuota"] = "7"
+
+
+def _own_plan(dev, objs) -> str:
+    """What the worker's own plan of the job says (its queue simulation): runs, waits or never."""
+    inv = dev[0]
+    ctx = PlanContext(inventory=inv, objects=objs, declared=inv.declared)
+    return Q.outcomes(ctx)[("research", JOB)][0]
+
+
+@pytest.mark.parametrize(
+    ("manager_edit", "use1_edit", "usw2_edit", "admitted"),
+    [
+        # LimitRange defaults of the worker's own namespace: usw2 can never admit it
+        (_sidecar, _sidecar, _big_default, ["use1"]),
+        # the object asks less than the spec: usw2 can admit it
+        (_small_worker, None, _small_worker, ["use1", "usw2"]),
+    ],
+)
+def test_a_worker_admits_the_jobs_object_as_its_own_plan_does(
+    dev, manager_edit, use1_edit, usw2_edit, admitted
+):
+    inv = dev[0]
+    manager = (inv, worker_docs(dev, manager_edit))
+    use1, usw2 = worker_docs(dev, use1_edit), worker_docs(dev, usw2_edit)
+    ctx = fleet(manager, use1=("us-east-1", use1), usw2=("us-west-2", usw2))
+    where = Q.dispatches(ctx)[("research", JOB)]
+    assert [r.worker for r in where.runs] == admitted, where.refused
+    # each worker's own plan of the same object (its queue simulation) says the same
+    own = {n: _own_plan(dev, o) != "never" for n, o in (("use1", use1), ("usw2", usw2))}
+    assert [n for n, ok in own.items() if ok] == admitted
+    if admitted == ["use1"]:
+        (refused,) = where.refused
+        assert refused.startswith("usw2: ") and "gpu-workloads" in refused, refused
+    else:
+        assert not where.refused
+
+
+def test_the_section_counts_the_pods_of_the_jobs_object(dev):
+    def three_workers(doc):
+        # a patched object: 3 Worker replicas where the spec says 1 (2 pods in all)
+        if (specs := _job_pods(doc)) is not None:
+            specs["Worker"]["replicas"] = 3
+
+    manager = (dev[0], worker_docs(dev, three_workers))
+    ctx = fleet(manager, use1=("us-east-1", worker_docs(dev)))
+    result, _ = run(ctx)
+    assert f"job {JOB} (team research, 4 pod(s)):" in result.sections[0].lines
+
+
+def test_a_recorded_run_shorter_than_a_workers_is_said(dev):
+    """`trainforge status` on a worker counts the run the job's object records (estimated on
+    the manager's pool): the section says where a worker runs the job longer than that."""
+    inv = dev[0]
+    like = fleet(dev, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    job = next(j for j in run(like)[0].sections[0].data["jobs"] if j["job"] == JOB)
+    # the same pools on the manager and its workers: the recorded run is the longest there
+    assert job["recordedSeconds"] == round(max(w["runSeconds"] for w in job["workers"]))
+    assert not any("recorded run" in ln for ln in run(like)[0].sections[0].lines)
+
+    def faster_manager(doc):
+        # the object as a manager whose pool runs the job in 10 min records it
+        if _job_pods(doc) is not None:
+            doc["metadata"]["annotations"]["trainforge.io/expected-duration-seconds"] = "600"
+
+    manager = (inv, worker_docs(dev, faster_manager))
+    ctx = fleet(manager, use1=("us-east-1", worker_docs(dev)), usw2=("us-west-2", worker_docs(dev)))
+    lines = run(ctx)[0].sections[0].lines
+    (said,) = [ln for ln in lines if "recorded run" in ln]
+    assert said.startswith("  recorded run: 10 min on its object") and "use1's 45 min" in said
+    assert "usw2's 45 min" in said and "promised an earlier start" in said

@@ -1,7 +1,8 @@
 """Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue), with
 its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
-trainforge.plan.fleet). Each job's object is admitted into each planned worker's Kueue objects
-by the one Kueue model (`queues.admit_object`) and priced there as the cost section prices it
+trainforge.plan.fleet). Each job's object becomes the Workload each planned worker's Kueue
+builds (`queues.object_workload`, the queue simulation's, with the worker's LimitRanges and
+runtimes), admitted by the one Kueue model and priced there as the cost section prices it
 (`cost.job_cost` of the pods its object makes, the worker's region; `queues.dispatches`,
 which the cost section and the queue simulation read too). What the section says and why
 each finding is one (the dispatchers, with their Kueue 0.19 sources; same shape; data; job
@@ -17,6 +18,7 @@ import yaml
 from trainforge.core.image_routes import ecr_region
 from trainforge.core.pods import containers, get
 from trainforge.jobs.backends import job_shape, pod_templates
+from trainforge.jobs.duration import EXPECTED_SECONDS, duration_text
 from trainforge.jobs.entrypoint import checkpoint_dir, checkpoints_mirrored
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.plan import resource_types as T
@@ -131,6 +133,16 @@ def shape_findings(ctx: PlanContext) -> list[Finding]:
                 )
             )
     return out
+
+
+def recorded_run(doc: dict[str, Any]) -> float | None:
+    """The expected run a job's object records (its emitter's `EXPECTED_SECONDS`, estimated on
+    the manager's pool), which `trainforge status` on whichever worker runs it counts (the
+    object is copied as it is); None without one."""
+    try:
+        return float(((doc.get("metadata") or {}).get("annotations") or {})[EXPECTED_SECONDS])
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 # --- the dispatcher ----------------------------------------------------------------------------
@@ -374,16 +386,20 @@ def check(ctx: PlanContext) -> CheckResult:
         where = Q.dispatches(ctx)[(spec.team, spec.name)]
         may = [(r.worker, r.pool, r.hourly, r.why) for r in where.runs]
         refused = list(where.refused)
+        seconds = {r.worker: r.cost.duration.seconds if r.cost else None for r in where.runs}
+        recorded = recorded_run(obj.doc)
         job_data: dict[str, Any] = {
             "job": spec.name,
             "team": spec.team,
             "workers": [
-                {"worker": n, "pool": f, "onDemandPerHour": h, "cost": c} for n, f, h, c in may
+                {"worker": n, "pool": f, "onDemandPerHour": h, "cost": c, "runSeconds": seconds[n]}
+                for n, f, h, c in may
             ],
             "refused": refused,
+            "recordedSeconds": recorded,
         }
         data["jobs"].append(job_data)
-        head = f"job {spec.name} (team {spec.team}, {spec.workers} pod(s)):"
+        head = f"job {spec.name} (team {spec.team}, {where.pods} pod(s)):"
         if not may:
             if planned:
                 lines.append(f"{head} no worker can run it")
@@ -401,6 +417,17 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(f"  {n}: pool {f}, {c}")
         for r in refused:
             lines.append(f"  not {r}")
+        # the object records whole seconds (`f"{seconds:.0f}"`)
+        longer = [
+            (n, t) for n, t in seconds.items() if None not in (t, recorded) and round(t) > recorded
+        ]
+        if longer and recorded is not None:
+            lines.append(
+                f"  recorded run: {duration_text(recorded)} on its object (estimated on the "
+                "manager's pool; `trainforge status` on a worker counts it), shorter than the "
+                + ", ".join(f"{n}'s {duration_text(t)}" for n, t in longer)
+                + ": a job queued behind it there is promised an earlier start than the plan's"
+            )
         lines.append("  tried first: " + tried_first([n for n, *_ in may], how, list(workers)))
         priced = sorted((h, n) for n, _, h, _ in may if h is not None)
         if len(may) > 1 and priced:

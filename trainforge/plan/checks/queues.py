@@ -32,7 +32,7 @@ from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import scheduling as S
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.kueue import GPU, RESOURCES, pod_need
+from trainforge.plan.kueue import GPU, RESOURCES
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
 
@@ -596,6 +596,60 @@ def _pod_need(spec: Any, pod: Mapping[str, Any] | None, lrs: list[dict[str, Any]
     return {r: v for r, v in K.pod_requests(pod, lrs).items() if r in RESOURCES and v}
 
 
+@dataclass(frozen=True)
+class ObjectWorkload:
+    """Kueue's Workload of one job object (`object_workload`): what its queue admits."""
+
+    queue: str | None  # its queue label (None: none)
+    priority_class: str
+    pods: int  # its pods, as its backend counts them
+    need: dict[str, Fraction]  # all its pods together, in the quota's resources
+    # one pod set per pod template (its replicas' pods), which the flavor assignment reads;
+    # a TrainJob's: `main` alone (its pods are built elsewhere)
+    sets: list[K.PodSet]
+    main: K.PodSet  # all its pods as its first pod's, which the simulation runs over time
+    checked: list[K.PodSet] | None  # the pod sets Kueue validates where not `sets`
+
+
+def object_workload(
+    doc: dict[str, Any], spec: Any, lrs: list[dict[str, Any]], runtimes: Mapping[str, Any]
+) -> ObjectWorkload:
+    """The Workload Kueue builds from job object `doc` in a cluster with LimitRanges `lrs`
+    (of its namespace) and TrainJob `runtimes`: the queue simulation's and each fleet
+    worker's (`dispatches`), one reading."""
+    shape = job_shape(doc) or Shape()
+    pods = shape.pod_count(doc)
+    templates = pod_templates(doc, build=False)
+    # what each pod asks, read from the object's pods (a TrainJob's as the Trainer builds
+    # them from its runtime), as Kueue's Workload and the Cost's gang read them
+    built = pod_templates(doc, runtimes=runtimes)
+    per_pod = _pod_need(spec, built[0].spec if built else None, lrs)
+    main = K.podset(templates[0].template if templates else {}, per_pod, pods, lrs)
+    # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
+    # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere)
+    sets = [
+        replace(
+            K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
+            name=t.name or main.name,
+        )
+        for t in templates
+    ]
+    checked = None
+    if doc.get("kind") == trainjob.KIND:
+        # Kueue validates the pods its controller builds (a TrainJob's, from its runtime:
+        # a pod set per replicatedJob of the JobSet, in its order), whatever its numNodes
+        checked = K.trainjob_podsets(doc, runtimes, lrs) or []
+        sets = [main]
+    need: dict[str, Fraction] = {}
+    for p in sets:
+        for r, v in p.total().items():
+            need[r] = need.get(r, Fraction(0)) + v
+    labels = (doc.get("metadata") or {}).get("labels") or {}
+    return ObjectWorkload(
+        shape.queue(doc), labels.get(PRIORITY_LABEL, ""), pods, need, sets, main, checked
+    )
+
+
 def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
     """Fields of the job's object that Kueue owns once it manages the job; `flavor` is the one
     its first pod template's pods land on, which the plan runs the whole job on."""
@@ -681,42 +735,16 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if obj is None or shape is None:
             never(w, RULE_NO_OBJECT, no_object(spec.name, target.namespace), obj)
             continue
-        w.pods = shape.pod_count(obj.doc)  # the object's pods, as its backend counts them
         w.gang = object_gang(ctx, obj, spec, target.pool)
-        templates = pod_templates(obj.doc, build=False)
-        lrs = limit_ranges(ctx, target.namespace)
-        # what each pod asks, read from the object's pods (a TrainJob's as the Trainer builds
-        # them from its runtime), as Kueue's Workload and the Cost's gang read them
-        built = pod_templates(obj.doc, runtimes=runtime_docs(ctx))
-        per_pod = _pod_need(spec, built[0].spec if built else None, lrs)
-        ps = K.podset(templates[0].template if templates else {}, per_pod, w.pods, lrs)
-        # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
-        # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere)
-        sets = [
-            replace(
-                K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
-                name=t.name or ps.name,
-            )
-            for t in templates
-        ]
-        w.need = {}
-        for p in sets if obj.doc.get("kind") != trainjob.KIND else [ps]:
-            for r, v in p.total().items():
-                w.need[r] = w.need.get(r, Fraction(0)) + v
-        checked = None
-        if obj.doc.get("kind") == trainjob.KIND:
-            # Kueue validates the pods its controller builds (a TrainJob's, from its runtime:
-            # a pod set per replicatedJob of the JobSet, in its order), whatever its numNodes
-            checked = K.trainjob_podsets(obj.doc, runtime_docs(ctx), lrs) or []
-            sets = [ps]
-        pclass = obj.doc["metadata"]["labels"].get(PRIORITY_LABEL, "")
-        got = K.admit(m, target.namespace, shape.queue(obj.doc), pclass, sets, checked)
+        wl = object_workload(obj.doc, spec, limit_ranges(ctx, target.namespace), runtime_docs(ctx))
+        w.pods, w.need, ps, sets = wl.pods, dict(wl.need), wl.main, wl.sets
+        got = K.admit(m, target.namespace, wl.queue, wl.priority_class, sets, wl.checked)
         if got.local_queue is None:
             never(w, RULE_LABEL, got.reason, obj)
             continue
         w.queue_name, q = got.local_queue, got.queue
         if q is not None and q.admits(target.namespace):
-            w.queue, w.priority_class, w.priority = q.name, pclass, got.priority
+            w.queue, w.priority_class, w.priority = q.name, wl.priority_class, got.priority
         if got.reason or q is None or got.assignment is None:
             w.invalid = got.invalid
             never(w, RULE_OVER_LIMITS if got.invalid else RULE_NEVER, got.reason, obj)
@@ -888,38 +916,59 @@ class Dispatch:
 
     runs: tuple[C.WorkerRun, ...]
     refused: tuple[str, ...]
+    pods: int  # the job's pods, as its object has them (MultiKueue copies the object)
+
+
+def _worker_flavor(m: K.Kueue, namespace: str, wl: ObjectWorkload) -> tuple[str | None, str]:
+    """The flavor a worker's Kueue objects `m` give the Workload on an idle worker (`K.admit`:
+    its queue, validation and flavor assignment; where its pod sets get different flavors,
+    the first pod set's), or None and why that worker's ClusterQueue can never admit it."""
+    got = K.admit(m, namespace, wl.queue, wl.priority_class, wl.sets, wl.checked)
+    if got.reason or got.queue is None or got.assignment is None:
+        return None, got.reason
+    a = got.assignment
+    if a.mode == K.NO_FIT:
+        reasons = "; ".join(a.reasons or ["none"])
+        return None, f"no flavor of ClusterQueue {got.queue.name} fits: {reasons}"
+    first = next(iter(a.podsets.values()))
+    return a.flavor or next(iter(first.values())).flavor, ""
 
 
 def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
     """(team, job) -> where it may run, for every job of a fleet manager whose object the
-    plan rendered ({} for any other stack): each planned worker's own Kueue objects admit it
-    or not (`queues.admit_object`), and where they do it is priced on the flavor's pool in the
-    worker's region. Computed once per plan (`ctx.memo`): the fleet section, the cost
-    section and this simulation (the manager's quota, `_longest_run`) read the same answer."""
+    plan rendered ({} for any other stack): each planned worker's Kueue objects admit the
+    Workload its Kueue builds from the object (`object_workload` with that worker's
+    LimitRanges and runtimes, as the queue simulation builds it) or not, and where they do it
+    is priced on the flavor's pool in the worker's region. Computed once per plan
+    (`ctx.memo`): the fleet section, the cost section and this simulation (the manager's
+    quota, `_longest_run`) read the same answer."""
     if "fleet.dispatches" in ctx.memo:
         return ctx.memo["fleet.dispatches"]
     out: dict[tuple[str, str], Dispatch] = {}
     workers = getattr(ctx, "fleet_workers", None) or {}
     planned = {n: w for n, w in workers.items() if w.planned}
+    # each worker's Kueue objects and TrainJob runtimes, read once
+    kueues = {n: (K.read(w.docs), trainjob.runtimes_in(w.docs)) for n, w in planned.items()}
     for dj in (getattr(ctx.declared, "jobs", None) or []) if workers else []:
         spec, target = dj.spec, dj.target
         obj = workload_object(ctx, spec.name, target.namespace)
         if obj is None:
             continue
-        labels = (obj.doc.get("metadata") or {}).get("labels") or {}
-        pods = [t.spec for t in pod_templates(obj.doc, build=False)]
-        need = {r: v * spec.workers for r, v in pod_need(spec).items() if v}
         runs: list[C.WorkerRun] = []
         refused: list[str] = []
         for name, w in planned.items():
-            got = admit_object(w.docs, target.namespace, labels, pods[0], need, spec.workers)
-            if got.workload.state == "never":
-                refused.append(f"{name}: {got.workload.reason}")
+            # the Workload the worker's Kueue builds from the object MultiKueue copies there
+            m, runtimes = kueues[name]
+            lrs = _limit_ranges_in(w.docs, target.namespace)
+            wl = object_workload(obj.doc, spec, lrs, runtimes)
+            flavor, why = _worker_flavor(m, target.namespace, wl)
+            if flavor is None:
+                refused.append(f"{name}: {why}")
                 continue
-            flavor = got.workload.flavor
             pool = w.declared.pool(flavor) if w.declared else None
-            runs.append(_run(spec, obj, w, flavor or "?", pool))
-        out[(spec.team, spec.name)] = Dispatch(tuple(runs), tuple(refused))
+            runs.append(_run(spec, obj, w, flavor, pool))
+        pods = (job_shape(obj.doc) or Shape()).pod_count(obj.doc)
+        out[(spec.team, spec.name)] = Dispatch(tuple(runs), tuple(refused), pods)
     ctx.memo["fleet.dispatches"] = out
     return out
 
