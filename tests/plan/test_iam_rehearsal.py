@@ -41,6 +41,27 @@ def calls():
     return rehearse_s3_mirror(BUCKET, "research/job", "us-west-2")
 
 
+def _requests(calls: list[ApiCall]) -> list[tuple]:
+    """Each call as IAM judges it: without the parameters that differ from run to run and
+    never reach IAM (moto's UploadId; which part s3transfer's threads sent first)."""
+    skip = {*R._PER_PART, "UploadId"}
+    return [
+        (c.scenario, c.service, c.operation, c.secure, sorted(c.params.items()))
+        for c in calls
+        for c in [R.replace(c, params={k: v for k, v in c.params.items() if k not in skip})]
+    ]
+
+
+def test_the_recorded_calls_rebound_to_a_bucket_and_prefix_are_the_calls_made_with_them(calls):
+    """The plan records the runtime's calls once and rebinds them to each team's bucket and
+    prefix (iam_rehearsal._mirror_calls): the same requests as a recording with those names."""
+    rebound = R._mirror_calls(BUCKET, "research/job", "us-west-2")
+    assert _requests(rebound) == _requests(R.distinct_calls(calls))
+    assert {c.params["Bucket"] for c in rebound} == {BUCKET}
+    keys = [c.params[k] for c in rebound for k in ("Key", "Prefix") if k in c.params]
+    assert keys and all(k.startswith("research/job/") for k in keys), keys
+
+
 def team_policies(policy_text: str) -> list[Policy]:
     return [Policy("team", json.loads(policy_text))]
 
@@ -171,7 +192,7 @@ def test_the_old_runtime_head_bucket_is_caught(repo_root, monkeypatch):
 
     monkeypatch.setattr(S3Mirror, "check_access", old_check_access)
     # a cache of its own: the calls recorded here must not be reused by another test
-    monkeypatch.setattr(R, "_mirror_calls", functools.cache(R._mirror_calls.__wrapped__))
+    monkeypatch.setattr(R, "_recorded_calls", functools.cache(R._recorded_calls.__wrapped__))
     result = core.plan_project(repo_root, "dev", standins=False)
     denied = failing(result, R.DENIED)
     assert denied, [v.message for v in result.failing]

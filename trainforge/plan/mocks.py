@@ -11,6 +11,7 @@ import base64
 import contextlib
 import functools
 import gzip
+import importlib.util
 import json
 import os
 import pathlib
@@ -57,10 +58,13 @@ class UnknownInstanceType(LookupError):
 
 @functools.cache
 def _moto_json(*parts: str) -> Any:
-    """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none."""
-    import moto  # noqa: PLC0415 - heavy, only needed when a lookup happens
-
-    path = pathlib.Path(moto.__file__).parent.joinpath("ec2", "resources", *parts)
+    """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none. Found
+    without importing moto: its import (~0.3 CPU s, with boto3's) is only the IAM rehearsal's,
+    which runs in the plan's child process (plan/registry.py `APART`)."""
+    spec = importlib.util.find_spec("moto")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'moto'", name="moto")
+    path = pathlib.Path(spec.submodule_search_locations[0]).joinpath("ec2", "resources", *parts)
     if not path.is_file():
         return None
     with gzip.open(path) as f:

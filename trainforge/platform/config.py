@@ -152,14 +152,19 @@ def _valid_parts(own: dict[str, Any], errors: list[str]) -> tuple[Any, Any, list
 
 @functools.cache
 def aws_regions() -> frozenset[str]:
-    """Every region of every AWS partition (botocore's bundled endpoint data, offline)."""
-    import botocore.session  # noqa: PLC0415 - only the program needs it
+    """Every region of every AWS partition with EC2 (botocore's bundled endpoint data,
+    offline). botocore's own resolver, as `Session.get_available_regions("ec2", p)` uses it,
+    without the session: that loads EC2's whole service model (~0.3 CPU s of each plan) only
+    to read its endpoint prefix, "ec2" (botocore 1.44.5 data/ec2/2016-11-15/service-2.json
+    metadata.endpointPrefix; tests/platform/test_aws_regions.py holds the two equal)."""
+    from botocore.loaders import create_loader  # noqa: PLC0415 - only the program needs it
+    from botocore.regions import EndpointResolver  # noqa: PLC0415
 
-    session = botocore.session.get_session()
+    resolver = EndpointResolver(create_loader().load_data("endpoints"))
     return frozenset(
         r
-        for partition in session.get_available_partitions()
-        for r in session.get_available_regions("ec2", partition)
+        for partition in resolver.get_available_partitions()
+        for r in resolver.get_available_endpoints("ec2", partition)
     )
 
 

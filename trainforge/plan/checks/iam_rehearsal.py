@@ -203,10 +203,23 @@ def _rehearse_trust(run: _Run) -> None:
 # Team roles: the runtime's S3 calls
 
 
-@functools.cache
+# The bucket and prefix the runtime's calls are recorded with, then rebound to each team's.
+RECORDED_BUCKET = "trainforge-rehearsal-bucket"
+RECORDED_PREFIX = "trainforge-rehearsal-team/" + REHEARSAL_JOB
+
+
 def _mirror_calls(bucket: str, prefix: str, region: str) -> list[ApiCall]:
-    """The runtime's calls (recorded once per process: they depend only on these three)."""
-    return distinct_calls(rehearse_s3_mirror(bucket, prefix, region))
+    """The runtime's calls for `bucket` and `prefix`: recorded once per region and process
+    (a recording is ~0.6 CPU s of multipart uploads through moto) and rebound. The mirror
+    names its bucket and prefix only in its calls' `Bucket` and in keys that start with the
+    prefix (training/s3_mirror.py `S3Mirror.key`); tests/plan/test_iam_rehearsal.py holds a
+    rebound recording equal to one made with the names."""
+    return [_rebind(c, bucket, RECORDED_PREFIX, prefix) for c in _recorded_calls(region)]
+
+
+@functools.cache
+def _recorded_calls(region: str) -> list[ApiCall]:
+    return distinct_calls(rehearse_s3_mirror(RECORDED_BUCKET, RECORDED_PREFIX, region))
 
 
 # parameters that differ between the parts of one upload and never reach IAM's request
