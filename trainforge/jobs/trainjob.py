@@ -413,32 +413,37 @@ def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
             "numProcPerNode": job.procs,
             "resourcesPerNode": container["resources"],
         },
-        "runtimePatches": [
-            {
-                "manager": PATCH_MANAGER,
-                "trainingRuntimeSpec": {
-                    "template": {
-                        # Labels of the JobSet the TrainJob becomes.
-                        "metadata": {"labels": labels(job)},
-                        "spec": {
-                            "replicatedJobs": [
-                                {
-                                    "name": REPLICATED_JOB,
-                                    "template": {
-                                        "metadata": {"labels": labels(job)},
-                                        "spec": {"template": _pod_patch(template)},
-                                    },
-                                }
-                            ]
-                        },
-                    }
-                },
-            }
-        ],
     }
+    # The runtime patch, at SHAPE.levels: labels of the JobSet the TrainJob becomes and of its
+    # `node` Job, and the per-job part of that Job's pod.
+    to_jobset, to_job, to_pod = SHAPE.levels
+    job_patch = {"metadata": {"labels": labels(job)}, **_at(to_pod, _pod_patch(template))}
+    jobset_patch = {
+        "metadata": {"labels": labels(job)},
+        **_at(to_job, job_patch, {"name": REPLICATED_JOB}),
+    }
+    _merge(spec, _at(to_jobset, jobset_patch, {"manager": PATCH_MANAGER})["spec"])
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
     return pod.workload_object(API_VERSION, KIND, job, target, spec)
+
+
+def _at(path: pods.Path, value: dict[str, Any], *items: dict[str, Any]) -> dict[str, Any]:
+    """`value` written at `path`: each `EACH` a one-item list, the item also holding the next
+    of `items` (its key fields: a patch's manager, a replicated job's name)."""
+    keys = list(items)
+    out: Any = value
+    for step in reversed(path):
+        out = [{**keys.pop(), **out}] if step == pods.EACH else {step: out}
+    return out
+
+
+def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for k, v in more.items():
+        if isinstance(into.get(k), dict) and isinstance(v, dict):
+            _merge(into[k], v)
+        else:
+            into[k] = v
 
 
 # --- what the Trainer controller makes of a TrainJob and its runtime ----------------------------
@@ -521,13 +526,11 @@ KUEUE_POD_PATCH_FIELDS = frozenset(
 KUEUE_CONTAINER_PATCH_FIELDS = frozenset({"name", "env", "volumeMounts", "securityContext"})
 
 
-def _pod_patches(trainjob: Mapping[str, Any]) -> Iterator[tuple[Any, Any]]:
-    """(replicated job name, pod template patch) of each of the TrainJob's runtime patches."""
-    for patch in pods.get(trainjob, "spec", "runtimePatches") or []:
-        for rj in (
-            pods.get(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
-        ):
-            yield rj.get("name"), pods.get(rj, "template", "spec", "template")
+def _pod_patches(trainjob: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(replicated job name, pod template patch) of each of the TrainJob's runtime patches,
+    where SHAPE puts them (the walk the plan's checks make with build=False)."""
+    for t in pods.pod_templates(trainjob, {KIND: SHAPE}, build=False):
+        yield t.name, t.template
 
 
 def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
@@ -665,3 +668,43 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound 
     job_spec = pods.get(rjob, "template", "spec") or {}
     bound = pods.job_spec_bound(job_spec, inputs.code, num_nodes(doc, runtime))
     return pods.with_deadline(bound, spec.get("activeDeadlineSeconds"))
+
+
+def _built_templates(
+    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """SHAPE's `build`: the pod Trainer builds (`built_pod`); None when the runtime is not
+    known or the job too malformed to build (validation reports it)."""
+    if not isinstance(pods.get(doc, "metadata", "name"), str):
+        return None
+    try:
+        built = built_pod(doc, runtimes)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None
+    return [("", built)] if built is not None else None
+
+
+# The TrainJob's shape (backends.SHAPES). It writes only a patch of its runtime's pod; the pod
+# that runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
+# build=False, counts 1: it is no pod of its own). `levels`: where a runtime patch puts the
+# JobSet's, each Job's and their pod's patch, the one spelling the emitter, the plan's walker,
+# `_pod_patches` and the importer read: Trainer v2.2.1 pkg/apis/trainer/v1alpha1/
+# trainjob_types.go (tag v2.2.1, c505fc7c, read 2026-11-30): TrainJobSpec `runtimePatches`
+# []RuntimePatch -> `trainingRuntimeSpec` (TrainingRuntimeSpecPatch) -> `template`
+# (JobSetTemplatePatch: metadata, spec) -> `replicatedJobs` []ReplicatedJobPatch (name) ->
+# `template` (JobTemplatePatch: metadata, spec) -> `template` (PodTemplatePatch: metadata, spec).
+SHAPE = pods.Shape(
+    levels=(
+        ("spec", "runtimePatches", pods.EACH, "trainingRuntimeSpec", "template"),
+        ("spec", "replicatedJobs", pods.EACH, "template"),
+        ("spec", "template"),
+    ),
+    replicas=(("spec", "trainer", "numNodes"),),
+    build=_built_templates,
+    job=True,
+    nodes=("spec", "trainer", "numNodes"),
+    trainer=("spec", "trainer"),  # image, command, args, env, resourcesPerNode
+    resources="resourcesPerNode",
+    procs=("spec", "trainer", "numProcPerNode"),
+    retry=retry_bound,
+)
