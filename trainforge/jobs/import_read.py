@@ -130,9 +130,18 @@ def _int(value: Any, file: str, where: str, default: int | None = None) -> int:
 # (manifests/base/crds/kubeflow.org_pytorchjobs.yaml, pkg/common/util/webhooks.go
 # ValidateRunPolicy), and its controller fails the job once its active time is >= the
 # deadline (pkg/core/job.go PastActiveDeadline), so at 0 as soon as it starts. Read 2026-11-30.
+# A batch/v1 Job's: kubernetes/kubernetes pkg/apis/batch/validation/validation.go
+# validateJobSpec checks it with `ValidateNonnegativeField` (the API server refuses < 0, takes
+# 0), and pkg/controller/job/job_controller.go pastActiveDeadline fails the Job once
+# `duration >= allowedDuration`, so at 0 as soon as it starts (DeadlineExceeded). Read
+# 2026-11-30 in the index's copies: the newest (with managedBy and successPolicy, so 1.30 or
+# later) and every older one say the same; the v1.35 tag itself (core/versions.py
+# KUBERNETES_VERSION) could not be fetched here (the repository is over the fetch limit).
 _DEADLINE_WHY = {
     "TrainJob": "the pinned Trainer's TrainJob CRD has minimum: 1, so the API server refuses it",
     "PyTorchJob": "at 0 the training operator fails the job as soon as it starts",
+    "Job": "Kubernetes refuses a negative one, and at 0 its Job controller fails the Job as "
+    "soon as it starts",
 }
 
 
@@ -373,6 +382,8 @@ def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload
         raise ImportProblem(file, "spec.template.spec", "missing; expected the pod template's spec")
     container, at = _container(pod, file, "spec.template.spec", changes)
     policy = {k: spec[k] for k in ("activeDeadlineSeconds", "ttlSecondsAfterFinished") if k in spec}
+    if spec.get("activeDeadlineSeconds") is not None:
+        _deadline(spec["activeDeadlineSeconds"], "Job", file, "spec.activeDeadlineSeconds")
     policy.update(_indexed_retries(spec, file, changes))
     for k in sorted(set(spec) - _JOB_READ):
         changes.append(f"spec.{k}: dropped; {_JOB_DROPPED.get(k, 'not supported')}")
