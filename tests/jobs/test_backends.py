@@ -24,6 +24,7 @@ from tests.jobs.helpers import (
 )
 from tests.jobs.schemas import crd_errors
 from tests.jobs.test_importer import imp, write
+from trainforge.core import pods
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
 from trainforge.core.pods import EACH
@@ -305,6 +306,28 @@ def test_where_a_runtime_patch_puts_things_is_one_declared_fact(monkeypatch, tmp
     assert any(
         c.startswith("spec.patchez[0].runtime.template.metadata.labels.a b") for c in changes
     )
+
+
+def test_where_a_runtime_keeps_its_pod_is_one_declared_fact(monkeypatch):
+    """The runtime's levels (JobSet template, Job, pod) are declared once,
+    trainjob.RUNTIME_SHAPE.levels: moved there, the runtime's emitter writes its pod at the
+    new path, the plan's walker finds it there, and the Trainer rehearsal and the retry bound
+    read it there (each spelled the path)."""
+    levels = (("spec", "jobsetTemplate"), *MOVED[1:])
+    moved = dataclasses.replace(trainjob.RUNTIME_SHAPE, levels=levels)
+    monkeypatch.setattr(trainjob, "RUNTIME_SHAPE", moved)
+    monkeypatch.setitem(backends.SHAPES, trainjob.RUNTIME_KIND, moved)
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = trainjob.runtime_manifest(job.restart_policy)
+    [t] = backends.pod_templates(runtime)
+    assert t.path == "spec.jobsetTemplate.spec.jobz[0].template.spec.podTemplate"
+    assert t.name == trainjob.REPLICATED_JOB and "template" not in runtime["spec"]
+    pod = trainjob.effective_pod(out.workload, runtime)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == t.spec["terminationGracePeriodSeconds"]
+    name = runtime["metadata"]["name"]
+    assert trainjob.retry_bound(out.workload, pods.RetryInputs(runtimes={name: runtime}))
+    [sdk] = backends.pod_templates(trainjob.sdk_runtime_manifest())
+    assert "workspace" in {v["name"] for v in sdk.spec["volumes"]}
 
 
 def test_the_trainjob_pod_needs_the_runtime_and_the_patch():

@@ -58,16 +58,6 @@ RESOURCES: dict[str, tuple[str, str]] = {
 KUEUE_FRAMEWORKS: dict[str, str] = {name: m.KUEUE_FRAMEWORK for name, m in EMITTERS.items()}
 
 
-# A replicated job of a JobSet (and of a Trainer runtime's JobSet template): its pods are its
-# `replicas` Jobs times each Job's `parallelism`.
-_REPLICATED = (("replicas",), ("template", "spec", "parallelism"))
-_RUNTIME = pods.Shape(
-    templates=(
-        ("spec", "template", "spec", "replicatedJobs", pods.EACH, "template", "spec", "template"),
-    ),
-    replicas=_REPLICATED,
-)
-
 # kind -> where its pod templates live, how many pods each runs, how its controller retries
 # them, where its queue, suspend and managedBy are (see pods.Shape); `job`: a job's workload
 SHAPES: dict[str, pods.Shape] = {
@@ -85,11 +75,12 @@ SHAPES: dict[str, pods.Shape] = {
         retry=pytorchjob.retry_bound,
     ),
     trainjob.KIND: trainjob.SHAPE,  # its runtime patch's levels and the pod Trainer builds
-    trainjob.RUNTIME_KIND: _RUNTIME,
-    "TrainingRuntime": _RUNTIME,
+    trainjob.RUNTIME_KIND: trainjob.RUNTIME_SHAPE,
+    "TrainingRuntime": trainjob.RUNTIME_SHAPE,
+    # A JobSet is a runtime's JobSet template made an object: its levels below that one.
     "JobSet": pods.Shape(
-        templates=(("spec", "replicatedJobs", pods.EACH, "template", "spec", "template"),),
-        replicas=_REPLICATED,
+        levels=trainjob.RUNTIME_SHAPE.levels[1:],
+        replicas=trainjob.RUNTIME_SHAPE.replicas,
         restarts=("spec", "failurePolicy", "maxRestarts"),
     ),
 }
