@@ -261,7 +261,9 @@ def _runtime_pod(
     return template
 
 
-def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str, Any]:
+def _runtime_job(restart_policy: str, suffix: str, grace: int) -> dict[str, Any]:
+    """The Job template of the runtime's `node` replicated job, its pod where RUNTIME_SHAPE
+    puts it."""
     rp = RUNTIME_RUN_POLICY
     spec: dict[str, Any] = {
         # JobSet's DNS names and PET_NODE_RANK need an Indexed Job; parallelism and
@@ -271,6 +273,8 @@ def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str,
         # pods (ExitCode) of the whole job before it fails; Never fails on the first.
         "backoffLimit": 0 if restart_policy == "Never" else rp.backoff_limit,
     }
+    job = {"metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}}, "spec": spec}
+    _merge(job, _at(RUNTIME_SHAPE.levels[2], _runtime_pod(restart_policy, suffix, grace)))
     if restart_policy == "ExitCode":
         spec["podFailurePolicy"] = {
             "rules": [
@@ -289,7 +293,7 @@ def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str,
                 },
             ]
         }
-    return spec
+    return job
 
 
 def runtime_manifest(
@@ -298,12 +302,8 @@ def runtime_manifest(
     """The platform's ClusterTrainingRuntime for one restart policy, `VARIANTS` suffix and
     terminationGracePeriodSeconds class (pod.GRACE_CLASSES)."""
     rp = RUNTIME_RUN_POLICY
-    to_jobset, to_job, to_pod = RUNTIME_SHAPE.levels
-    job = {
-        "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
-        "spec": _runtime_job_spec(restart_policy, suffix, grace),
-    }
-    _merge(job, _at(to_pod, _runtime_pod(restart_policy, suffix, grace)))
+    to_jobset, to_job, _ = RUNTIME_SHAPE.levels
+    job = _runtime_job(restart_policy, suffix, grace)
     jobset = {
         "spec": {
             # The child Job's backoffLimit is the restart budget, as in a PyTorchJob:
