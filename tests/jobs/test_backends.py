@@ -6,6 +6,7 @@ platform's ClusterTrainingRuntime and the TrainJob as Trainer v2.3 builds it."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 import kubernetes_validate
 import pytest
@@ -22,9 +23,12 @@ from tests.jobs.helpers import (
     webhook_errors,
 )
 from tests.jobs.schemas import crd_errors
+from tests.jobs.test_importer import imp, write
+from trainforge.core import pods
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import indexed_job, trainjob
+from trainforge.core.pods import EACH
+from trainforge.jobs import backends, indexed_job, trainjob
 from trainforge.jobs.backends import WORKLOAD_TYPES, emit
 from trainforge.jobs.pod import COMPLETION_INDEX_FIELD, checkpoint_dir
 from trainforge.jobs.restarts import on_exit
@@ -258,6 +262,74 @@ def test_switching_backend_keeps_checkpoints_and_pods():
     assert len(set(WORKLOAD_TYPES.values())) == 3
 
 
+MOVED = (
+    ("spec", "patchez", EACH, "runtime", "template"),
+    ("spec", "jobz", EACH, "template"),
+    ("spec", "podTemplate"),
+)
+MOVED_POD = "spec.patchez[0].runtime.template.spec.jobz[0].template.spec.podTemplate"
+
+
+def test_where_a_runtime_patch_puts_things_is_one_declared_fact(monkeypatch, tmp_path):
+    """The levels of a TrainJob's runtime patch (Trainer v2.2.1 RuntimePatch: JobSet, Job,
+    pod) are declared once, trainjob.SHAPE.levels: moved there, the emitter writes the patch
+    at the new path, the plan's walker finds its pod there, the Trainer rehearsal
+    (`_pod_patches`) merges it, and import names its labels there. Each spelled the path."""
+    moved = dataclasses.replace(trainjob.SHAPE, levels=MOVED)
+    monkeypatch.setattr(trainjob, "SHAPE", moved)
+    monkeypatch.setitem(backends.SHAPES, trainjob.KIND, moved)
+    _, out = build("trainjob", **CASES["ddp-gpu"])
+    wl = out.workload
+    assert "runtimePatches" not in wl["spec"]
+    patch = wl["spec"]["patchez"][0]
+    assert patch["manager"] == trainjob.PATCH_MANAGER
+    assert patch["runtime"]["template"]["metadata"]["labels"]["trainforge.io/job"] == "llm"
+    job_patch = patch["runtime"]["template"]["spec"]["jobz"][0]
+    assert job_patch["name"] == trainjob.REPLICATED_JOB
+    [t] = backends.pod_templates(wl, build=False)  # the plan's walker
+    assert t.path == MOVED_POD and t.template is job_patch["template"]["spec"]["podTemplate"]
+    assert t.spec["tolerations"] and t.name == trainjob.REPLICATED_JOB
+    [built] = backends.pod_templates(wl)  # the pod Trainer builds: the patch merged
+    assert {v["name"] for v in built.spec["volumes"]} > {"dshm", "tmp"}
+    assert built.spec["tolerations"] == t.spec["tolerations"]
+    doc = (
+        "apiVersion: trainer.kubeflow.org/v1alpha1\nkind: TrainJob\nmetadata: {name: tjp}\n"
+        "spec:\n  trainer: {image: ghcr.io/acme/t:1, command: [torchrun, /code/t.py]}\n"
+        "  patchez: [{runtime: {template: {metadata: {labels: {a: b}}, spec: {jobz: "
+        "[{template: {spec: {podTemplate: {metadata: {labels: {c: d}}}}}}]}}}}]\n"
+    )
+    changes = imp(write(tmp_path, doc)).changes
+    assert (
+        f"{MOVED_POD}.metadata.labels.c d: dropped; not supported (a job entry has no "
+        "labels)" in changes
+    ), changes
+    assert any(
+        c.startswith("spec.patchez[0].runtime.template.metadata.labels.a b") for c in changes
+    )
+
+
+def test_where_a_runtime_keeps_its_pod_is_one_declared_fact(monkeypatch):
+    """The runtime's levels (JobSet template, Job, pod) are declared once,
+    trainjob.RUNTIME_SHAPE.levels: moved there, the runtime's emitter writes its pod at the
+    new path, the plan's walker finds it there, and the Trainer rehearsal and the retry bound
+    read it there (each spelled the path)."""
+    levels = (("spec", "jobsetTemplate"), *MOVED[1:])
+    moved = dataclasses.replace(trainjob.RUNTIME_SHAPE, levels=levels)
+    monkeypatch.setattr(trainjob, "RUNTIME_SHAPE", moved)
+    monkeypatch.setitem(backends.SHAPES, trainjob.RUNTIME_KIND, moved)
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = trainjob.runtime_manifest(job.restart_policy)
+    [t] = backends.pod_templates(runtime)
+    assert t.path == "spec.jobsetTemplate.spec.jobz[0].template.spec.podTemplate"
+    assert t.name == trainjob.REPLICATED_JOB and "template" not in runtime["spec"]
+    pod = trainjob.effective_pod(out.workload, runtime)
+    assert pod["spec"]["terminationGracePeriodSeconds"] == t.spec["terminationGracePeriodSeconds"]
+    name = runtime["metadata"]["name"]
+    assert trainjob.retry_bound(out.workload, pods.RetryInputs(runtimes={name: runtime}))
+    [sdk] = backends.pod_templates(trainjob.sdk_runtime_manifest())
+    assert "workspace" in {v["name"] for v in sdk.spec["volumes"]}
+
+
 def test_the_trainjob_pod_needs_the_runtime_and_the_patch():
     """The rehearsal is not vacuous: without the patch the pod lacks the job's volumes and
     tolerations, and a runtime with another container name leaves the job unwired."""
@@ -297,7 +369,7 @@ def test_a_trainjob_naming_a_training_runtime_is_validated_against_it():
 
 def test_a_trainjob_whose_runtime_cannot_build_its_pod_is_a_finding_not_a_crash():
     """A runtime without the replicated job `node` (the one the Trainer wires) builds no pod:
-    validation says so, as the pod builder leaves it to (backends._trainjob_pods)."""
+    validation says so, as the pod builder leaves it to (trainjob._built_templates)."""
     job, out = build("trainjob", **CASES["ddp-gpu"])
     runtime = copy.deepcopy(trainjob.runtime_manifest(job.restart_policy))
     runtime["spec"]["template"]["spec"]["replicatedJobs"][0]["name"] = "other"

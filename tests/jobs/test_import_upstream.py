@@ -36,6 +36,23 @@ spec:
               image: ghcr.io/acme/trainer:1.0
               command: [torchrun, /code/train.py]
 """
+INDEXED_JOB = """
+apiVersion: batch/v1
+kind: Job
+metadata: {name: ij}
+spec:
+  completionMode: Indexed
+  completions: 2
+  parallelism: 2
+  activeDeadlineSeconds: DEADLINE
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: ghcr.io/acme/trainer:1.0
+          command: [torchrun, /code/train.py]
+"""
 
 
 @pytest.mark.parametrize(
@@ -45,6 +62,9 @@ spec:
          "the pinned Trainer's TrainJob CRD has minimum: 1, so the API server refuses it"),
         (PYTORCHJOB, "spec.runPolicy.activeDeadlineSeconds",
          "at 0 the training operator fails the job as soon as it starts"),
+        (INDEXED_JOB, "spec.activeDeadlineSeconds",
+         "Kubernetes refuses a negative one, and at 0 its Job controller fails the Job as "
+         "soon as it starts"),
     ],
 )  # fmt: skip
 @pytest.mark.parametrize("value", ["0", "-5", "'60'"])
@@ -53,7 +73,9 @@ def test_a_deadline_under_one_second_is_refused(tmp_path, text, where, why, valu
     `activeDeadlineSeconds: 0` on its v2.3 CRD: "0 is less than the minimum of 1"); the
     training operator's CRD takes 0 and its controller fails the job on its first sync
     (PastActiveDeadline: active time >= 0). Import let 0 through, into an entry the stack then
-    refused."""
+    refused. Kubernetes validates a Job's as non-negative and its Job controller fails the Job
+    once its active time is >= it (see import_read._DEADLINE_WHY): an indexed Job's 0 was
+    printed as the entry's, which the stack then refused."""
     path = write(tmp_path, text.replace("DEADLINE", value))
     with pytest.raises(ImportProblem) as e:
         imp(path)
@@ -63,7 +85,7 @@ def test_a_deadline_under_one_second_is_refused(tmp_path, text, where, why, valu
     )
 
 
-@pytest.mark.parametrize("text", [TRAINJOB, PYTORCHJOB])
+@pytest.mark.parametrize("text", [TRAINJOB, PYTORCHJOB, INDEXED_JOB])
 def test_a_deadline_of_one_second_or_more_is_kept(tmp_path, text):
     r = imp(write(tmp_path, text.replace("DEADLINE", "1")))
     assert r.entry["runPolicy"]["activeDeadlineSeconds"] == 1

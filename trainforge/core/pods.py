@@ -79,6 +79,12 @@ class Shape:
     `resources`, the key of that mapping's resources; `procs`, processes per pod;
     `suspend` and `managed_by`, where it is suspended and which controller manages it;
     `retry`, its controller's retry semantics (default: `restarts` + 1 attempts).
+
+    `levels`: for a kind that writes patches of the objects a controller makes above its pods
+    (a TrainJob's runtime patch: the JobSet, its Jobs, their pod), the path of each patched
+    object from the one above, ending at the pod template; each has `metadata`. Set, its
+    joined path is the one `templates` (readers of the levels and walkers of the templates
+    then cannot disagree).
     """
 
     templates: tuple[Path, ...] = ()
@@ -95,6 +101,11 @@ class Shape:
     suspend: Path = ("spec", "suspend")
     managed_by: Path = ("spec", "managedBy")
     retry: Retry | None = None
+    levels: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.levels:
+            object.__setattr__(self, "templates", (sum(self.levels, ()),))
 
     def restart_limit(self, doc: Mapping[str, Any]) -> Any:
         """The object's restart bound as written (None: unset or the kind has none)."""

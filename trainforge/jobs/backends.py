@@ -58,31 +58,6 @@ RESOURCES: dict[str, tuple[str, str]] = {
 KUEUE_FRAMEWORKS: dict[str, str] = {name: m.KUEUE_FRAMEWORK for name, m in EMITTERS.items()}
 
 
-def _trainjob_pods(
-    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None
-) -> list[tuple[str, dict[str, Any]]] | None:
-    """The pod Kubeflow Trainer builds from a TrainJob and the runtime it names
-    (`trainjob.built_pod`); None when the runtime is not known or the job too malformed to
-    build (validation reports it)."""
-    if not isinstance(pods.get(doc, "metadata", "name"), str):
-        return None
-    try:
-        pod = trainjob.built_pod(doc, runtimes)
-    except (KeyError, TypeError, AttributeError, StopIteration):
-        return None
-    return [("", pod)] if pod is not None else None
-
-
-# A replicated job of a JobSet (and of a Trainer runtime's JobSet template): its pods are its
-# `replicas` Jobs times each Job's `parallelism`.
-_REPLICATED = (("replicas",), ("template", "spec", "parallelism"))
-_RUNTIME = pods.Shape(
-    templates=(
-        ("spec", "template", "spec", "replicatedJobs", pods.EACH, "template", "spec", "template"),
-    ),
-    replicas=_REPLICATED,
-)
-
 # kind -> where its pod templates live, how many pods each runs, how its controller retries
 # them, where its queue, suspend and managedBy are (see pods.Shape); `job`: a job's workload
 SHAPES: dict[str, pods.Shape] = {
@@ -99,32 +74,18 @@ SHAPES: dict[str, pods.Shape] = {
         managed_by=("spec", "runPolicy", "managedBy"),
         retry=pytorchjob.retry_bound,
     ),
-    # The TrainJob writes only a patch of its runtime's pod (`runtimePatches`); the pod that
-    # runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
-    # build=False, counts 1: it is no pod of its own).
-    trainjob.KIND: pods.Shape(
-        templates=(
-            ("spec", "runtimePatches", pods.EACH, "trainingRuntimeSpec", "template", "spec")
-            + ("replicatedJobs", pods.EACH, "template", "spec", "template"),
-        ),
-        replicas=(("spec", "trainer", "numNodes"),),
-        build=_trainjob_pods,
-        job=True,
-        nodes=("spec", "trainer", "numNodes"),
-        trainer=("spec", "trainer"),  # image, command, args, env, resourcesPerNode
-        resources="resourcesPerNode",
-        procs=("spec", "trainer", "numProcPerNode"),
-        retry=trainjob.retry_bound,
-    ),
-    trainjob.RUNTIME_KIND: _RUNTIME,
-    "TrainingRuntime": _RUNTIME,
+    trainjob.KIND: trainjob.SHAPE,  # its runtime patch's levels and the pod Trainer builds
+    trainjob.RUNTIME_KIND: trainjob.RUNTIME_SHAPE,
+    "TrainingRuntime": trainjob.RUNTIME_SHAPE,
+    # A JobSet is a runtime's JobSet template made an object: its levels below that one.
     "JobSet": pods.Shape(
-        templates=(("spec", "replicatedJobs", pods.EACH, "template", "spec", "template"),),
-        replicas=_REPLICATED,
+        levels=trainjob.RUNTIME_SHAPE.levels[1:],
+        replicas=trainjob.RUNTIME_SHAPE.replicas,
         restarts=("spec", "failurePolicy", "maxRestarts"),
     ),
 }
 assert SHAPES[indexed_job.KIND] is pods.KUBERNETES["Job"]
+assert SHAPES[trainjob.KIND] is trainjob.SHAPE  # declared once, beside its emitter
 
 
 def register_shape(kind: str, shape: pods.Shape) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from trainforge.core import versions
+from trainforge.core.pods import EACH
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import pytorchjob, trainjob
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
@@ -129,9 +130,18 @@ def _int(value: Any, file: str, where: str, default: int | None = None) -> int:
 # (manifests/base/crds/kubeflow.org_pytorchjobs.yaml, pkg/common/util/webhooks.go
 # ValidateRunPolicy), and its controller fails the job once its active time is >= the
 # deadline (pkg/core/job.go PastActiveDeadline), so at 0 as soon as it starts. Read 2026-11-30.
+# A batch/v1 Job's: kubernetes/kubernetes pkg/apis/batch/validation/validation.go
+# validateJobSpec checks it with `ValidateNonnegativeField` (the API server refuses < 0, takes
+# 0), and pkg/controller/job/job_controller.go pastActiveDeadline fails the Job once
+# `duration >= allowedDuration`, so at 0 as soon as it starts (DeadlineExceeded). Read
+# 2026-11-30 in the index's copies: the newest (with managedBy and successPolicy, so 1.30 or
+# later) and every older one say the same; the v1.35 tag itself (core/versions.py
+# KUBERNETES_VERSION) could not be fetched here (the repository is over the fetch limit).
 _DEADLINE_WHY = {
     "TrainJob": "the pinned Trainer's TrainJob CRD has minimum: 1, so the API server refuses it",
     "PyTorchJob": "at 0 the training operator fails the job as soon as it starts",
+    "Job": "Kubernetes refuses a negative one, and at 0 its Job controller fails the Job as "
+    "soon as it starts",
 }
 
 
@@ -296,45 +306,44 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         extra,
         resources_key="resourcesPerNode",
         runtime_ref=get(doc, "spec", "runtimeRef", "name"),
-        metadata=_patch_metadata(get(doc, "spec", "runtimePatches"), file),
+        metadata=_patch_metadata(doc, file),
     )
 
 
-def _patch_metadata(patches: Any, file: str) -> list[tuple[str, Any]]:
-    """(field path, metadata) of each object a TrainJob's runtimePatches label or annotate,
-    so that the importer names each label: Trainer v2.2.1's RuntimePatch (trainjob_types.go at
-    tag v2.2.1, read 2026-11-30) patches the JobSet's `trainingRuntimeSpec.template.metadata`,
-    each Job's `...spec.replicatedJobs[].template.metadata` and its pods'
-    `...template.spec.template.metadata` (labels and annotations only)."""
-    at = "spec.runtimePatches"
-    if patches is None:
-        return []
-    if not isinstance(patches, list):
-        raise ImportProblem(file, at, f"got {patches!r}; expected a list")
+def _patch_metadata(doc: dict[str, Any], file: str) -> list[tuple[str, Any]]:
+    """(field path, metadata) of each object a TrainJob's runtime patches label or annotate
+    (the JobSet, each Job, its pod: Trainer v2.2.1's RuntimePatch, labels and annotations
+    only), found at the levels the TrainJob's shape declares (`trainjob.SHAPE.levels`), so
+    that the importer names each label."""
     found: list[tuple[str, Any]] = []
-    for i, patch in enumerate(patches):
-        jobset, js_at = _walk(patch, f"{at}[{i}]", ("trainingRuntimeSpec", "template"), file)
-        found.append(_walk(jobset, js_at, ("metadata",), file)[::-1])
-        jobs, jobs_at = _walk(jobset, js_at, ("spec", "replicatedJobs"), file)
-        if jobs is not None and not isinstance(jobs, list):
-            raise ImportProblem(file, jobs_at, f"got {jobs!r}; expected a list")
-        for j, job in enumerate(jobs or []):
-            template, t_at = _walk(job, f"{jobs_at}[{j}]", ("template",), file)
-            found.append(_walk(template, t_at, ("metadata",), file)[::-1])
-            found.append(_walk(template, t_at, ("spec", "template", "metadata"), file)[::-1])
+
+    def visit(node: Any, at: str, levels: tuple[tuple[str, ...], ...]) -> None:
+        for obj, obj_at in _walk(node, at, levels[0], file):
+            found.append((f"{obj_at}.metadata", obj.get("metadata")))
+            if levels[1:]:
+                visit(obj, obj_at, levels[1:])
+
+    visit(doc, "", trainjob.SHAPE.levels)
     return [(where, meta) for where, meta in found if meta is not None]
 
 
-def _walk(value: Any, at: str, keys: tuple[str, ...], file: str) -> tuple[Any, str]:
-    """The value at `keys` below `value` (None where one is unset) and its field path; a
-    level that is not a mapping is one line naming it."""
-    for k in keys:
-        if value is None:
-            return None, at
+def _walk(value: Any, at: str, path: tuple[str, ...], file: str) -> list[tuple[Any, str]]:
+    """(mapping, field path) of each object at `path` below `value` (`EACH`: every item of a
+    list; none where a level is unset); a level of the wrong type is one line naming it."""
+    if value is None:
+        return []
+    if not path:
         if not isinstance(value, dict):
             raise ImportProblem(file, at, f"got {value!r}; expected a mapping")
-        value, at = value.get(k), f"{at}.{k}"
-    return value, at
+        return [(value, at)]
+    step, rest = path[0], path[1:]
+    if step == EACH:
+        if not isinstance(value, list):
+            raise ImportProblem(file, at, f"got {value!r}; expected a list")
+        return [x for i, v in enumerate(value) for x in _walk(v, f"{at}[{i}]", rest, file)]
+    if not isinstance(value, dict):
+        raise ImportProblem(file, at, f"got {value!r}; expected a mapping")
+    return _walk(value.get(step), f"{at}.{step}" if at else step, rest, file)
 
 
 # What becomes of a TrainJob's other spec fields: Trainer v2.2.1's TrainJobSpec has runtimeRef,
@@ -373,6 +382,8 @@ def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload
         raise ImportProblem(file, "spec.template.spec", "missing; expected the pod template's spec")
     container, at = _container(pod, file, "spec.template.spec", changes)
     policy = {k: spec[k] for k in ("activeDeadlineSeconds", "ttlSecondsAfterFinished") if k in spec}
+    if spec.get("activeDeadlineSeconds") is not None:
+        _deadline(spec["activeDeadlineSeconds"], "Job", file, "spec.activeDeadlineSeconds")
     policy.update(_indexed_retries(spec, file, changes))
     for k in sorted(set(spec) - _JOB_READ):
         changes.append(f"spec.{k}: dropped; {_JOB_DROPPED.get(k, 'not supported')}")

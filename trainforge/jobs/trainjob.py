@@ -97,7 +97,7 @@ def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Out
     exited `code` (core.failures), read from the platform runtime the TrainJob names
     (`restart_doc`): the Job controller's answer, and where the child Job fails, the JobSet's
     failure policy (maxRestarts 0: the JobSet fails, and the TrainJob with it)."""
-    jobset = pods.get(runtime_of(restart_doc(job)), "spec", "template", "spec") or {}
+    jobset = pods.get(runtime_of(restart_doc(job)), *RUNTIME_SHAPE.levels[0], "spec") or {}
     return failures.jobset_outcome(jobset, REPLICATED_JOB, CONTAINER, code, disrupted=disrupted)
 
 
@@ -185,6 +185,30 @@ def check(job: JobSpec, target: JobTarget, where: str) -> None:
 
 # --- the platform's ClusterTrainingRuntimes ------------------------------------------------------
 
+# Where a Trainer runtime (ClusterTrainingRuntime, TrainingRuntime) keeps its JobSet template,
+# each replicated job's Job template and that Job's pod template, the one spelling its
+# emitter, its readers here and the plan's walker (backends.SHAPES) use: Trainer v2.2.1
+# pkg/apis/trainer/v1alpha1/trainingruntime_types.go TrainingRuntimeSpec `template`
+# (JobSetTemplateSpec: metadata, spec); JobSet v0.12.0 api/jobset/v1alpha2/jobset_types.go
+# JobSetSpec `replicatedJobs` []ReplicatedJob (`name`, `replicas`, `template`: a Job
+# template), read 2026-11-30. A replicated job runs `replicas` Jobs of `parallelism` pods.
+RUNTIME_SHAPE = pods.Shape(
+    levels=(
+        ("spec", "template"),
+        ("spec", "replicatedJobs", pods.EACH, "template"),
+        ("spec", "template"),
+    ),
+    replicas=(("replicas",), ("template", "spec", "parallelism")),
+)
+
+
+def runtime_node(runtime: Mapping[str, Any], depth: int = 3) -> dict[str, Any]:
+    """The `node` replicated job's level `depth` of RUNTIME_SHAPE in `runtime` (2: its Job
+    template, 3: its pod template), the object itself; StopIteration when it has none."""
+    shape = pods.Shape(levels=RUNTIME_SHAPE.levels[:depth])
+    found = pods.pod_templates(runtime, {"": shape}, kind="", build=False)
+    return next(t.template for t in found if t.name == REPLICATED_JOB)
+
 
 def _runtime_pod(
     restart_policy: str, suffix: str = "", grace: int = pod.GRACE_CLASSES[0]
@@ -237,7 +261,9 @@ def _runtime_pod(
     return template
 
 
-def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str, Any]:
+def _runtime_job(restart_policy: str, suffix: str, grace: int) -> dict[str, Any]:
+    """The Job template of the runtime's `node` replicated job, its pod where RUNTIME_SHAPE
+    puts it."""
     rp = RUNTIME_RUN_POLICY
     spec: dict[str, Any] = {
         # JobSet's DNS names and PET_NODE_RANK need an Indexed Job; parallelism and
@@ -246,8 +272,9 @@ def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str,
         # As a PyTorchJob's runPolicy.backoffLimit: container restarts (OnFailure) or failed
         # pods (ExitCode) of the whole job before it fails; Never fails on the first.
         "backoffLimit": 0 if restart_policy == "Never" else rp.backoff_limit,
-        "template": _runtime_pod(restart_policy, suffix, grace),
     }
+    job = {"metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}}, "spec": spec}
+    _merge(job, _at(RUNTIME_SHAPE.levels[2], _runtime_pod(restart_policy, suffix, grace)))
     if restart_policy == "ExitCode":
         spec["podFailurePolicy"] = {
             "rules": [
@@ -266,7 +293,7 @@ def _runtime_job_spec(restart_policy: str, suffix: str, grace: int) -> dict[str,
                 },
             ]
         }
-    return spec
+    return job
 
 
 def runtime_manifest(
@@ -275,7 +302,19 @@ def runtime_manifest(
     """The platform's ClusterTrainingRuntime for one restart policy, `VARIANTS` suffix and
     terminationGracePeriodSeconds class (pod.GRACE_CLASSES)."""
     rp = RUNTIME_RUN_POLICY
-    return {
+    to_jobset, to_job, _ = RUNTIME_SHAPE.levels
+    job = _runtime_job(restart_policy, suffix, grace)
+    jobset = {
+        "spec": {
+            # The child Job's backoffLimit is the restart budget, as in a PyTorchJob:
+            # when it is spent the JobSet (and the TrainJob) fails.
+            "failurePolicy": {"maxRestarts": 0},
+            # Pods of a finished job go after a day; the TrainJob object stays.
+            "ttlSecondsAfterFinished": rp.ttl_seconds_after_finished,
+        }
+    }
+    _merge(jobset, _at(to_job, job, {"name": REPLICATED_JOB, "replicas": 1}))
+    doc = {
         "apiVersion": API_VERSION,
         "kind": RUNTIME_KIND,
         "metadata": {
@@ -286,29 +325,10 @@ def runtime_manifest(
                 "app.kubernetes.io/managed-by": "pulumi",
             },
         },
-        "spec": {
-            "mlPolicy": {"numNodes": 1, "torch": {}},
-            "template": {
-                "spec": {
-                    # The child Job's backoffLimit is the restart budget, as in a PyTorchJob:
-                    # when it is spent the JobSet (and the TrainJob) fails.
-                    "failurePolicy": {"maxRestarts": 0},
-                    # Pods of a finished job go after a day; the TrainJob object stays.
-                    "ttlSecondsAfterFinished": rp.ttl_seconds_after_finished,
-                    "replicatedJobs": [
-                        {
-                            "name": REPLICATED_JOB,
-                            "replicas": 1,
-                            "template": {
-                                "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
-                                "spec": _runtime_job_spec(restart_policy, suffix, grace),
-                            },
-                        }
-                    ],
-                }
-            },
-        },
+        "spec": {"mlPolicy": {"numNodes": 1, "torch": {}}},
     }
+    _merge(doc, _at(to_jobset, jobset))
+    return doc
 
 
 # The Kubeflow SDK's default runtime: `TrainerClient().train(trainer=CustomTrainer(func=...))`
@@ -334,8 +354,7 @@ def sdk_runtime_manifest() -> dict[str, Any]:
     a writable emptyDir as working directory and HOME=/tmp (tenancy.HOME)."""
     doc = runtime_manifest("OnFailure", "-image")
     doc["metadata"]["name"] = SDK_RUNTIME
-    job = doc["spec"]["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]
-    pod_spec = job["template"]["spec"]
+    pod_spec = runtime_node(doc)["spec"]
     container = pod_spec["containers"][0]
     container["workingDir"] = SDK_WORKSPACE
     container["volumeMounts"].append({"name": "workspace", "mountPath": SDK_WORKSPACE})
@@ -413,32 +432,37 @@ def workload_manifest(job: JobSpec, target: JobTarget, template: dict[str, Any])
             "numProcPerNode": job.procs,
             "resourcesPerNode": container["resources"],
         },
-        "runtimePatches": [
-            {
-                "manager": PATCH_MANAGER,
-                "trainingRuntimeSpec": {
-                    "template": {
-                        # Labels of the JobSet the TrainJob becomes.
-                        "metadata": {"labels": labels(job)},
-                        "spec": {
-                            "replicatedJobs": [
-                                {
-                                    "name": REPLICATED_JOB,
-                                    "template": {
-                                        "metadata": {"labels": labels(job)},
-                                        "spec": {"template": _pod_patch(template)},
-                                    },
-                                }
-                            ]
-                        },
-                    }
-                },
-            }
-        ],
     }
+    # The runtime patch, at SHAPE.levels: labels of the JobSet the TrainJob becomes and of its
+    # `node` Job, and the per-job part of that Job's pod.
+    to_jobset, to_job, to_pod = SHAPE.levels
+    job_patch = {"metadata": {"labels": labels(job)}, **_at(to_pod, _pod_patch(template))}
+    jobset_patch = {
+        "metadata": {"labels": labels(job)},
+        **_at(to_job, job_patch, {"name": REPLICATED_JOB}),
+    }
+    _merge(spec, _at(to_jobset, jobset_patch, {"manager": PATCH_MANAGER})["spec"])
     if job.run_policy.active_deadline_seconds is not None:
         spec["activeDeadlineSeconds"] = job.run_policy.active_deadline_seconds
     return pod.workload_object(API_VERSION, KIND, job, target, spec)
+
+
+def _at(path: pods.Path, value: dict[str, Any], *items: dict[str, Any]) -> dict[str, Any]:
+    """`value` written at `path`: each `EACH` a one-item list, the item also holding the next
+    of `items` (its key fields: a patch's manager, a replicated job's name)."""
+    keys = list(items)
+    out: Any = value
+    for step in reversed(path):
+        out = [{**keys.pop(), **out}] if step == pods.EACH else {step: out}
+    return out
+
+
+def _merge(into: dict[str, Any], more: dict[str, Any]) -> None:
+    for k, v in more.items():
+        if isinstance(into.get(k), dict) and isinstance(v, dict):
+            _merge(into[k], v)
+        else:
+            into[k] = v
 
 
 # --- what the Trainer controller makes of a TrainJob and its runtime ----------------------------
@@ -521,13 +545,11 @@ KUEUE_POD_PATCH_FIELDS = frozenset(
 KUEUE_CONTAINER_PATCH_FIELDS = frozenset({"name", "env", "volumeMounts", "securityContext"})
 
 
-def _pod_patches(trainjob: Mapping[str, Any]) -> Iterator[tuple[Any, Any]]:
-    """(replicated job name, pod template patch) of each of the TrainJob's runtime patches."""
-    for patch in pods.get(trainjob, "spec", "runtimePatches") or []:
-        for rj in (
-            pods.get(patch, "trainingRuntimeSpec", "template", "spec", "replicatedJobs") or []
-        ):
-            yield rj.get("name"), pods.get(rj, "template", "spec", "template")
+def _pod_patches(trainjob: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(replicated job name, pod template patch) of each of the TrainJob's runtime patches,
+    where SHAPE puts them (the walk the plan's checks make with build=False)."""
+    for t in pods.pod_templates(trainjob, {KIND: SHAPE}, build=False):
+        yield t.name, t.template
 
 
 def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
@@ -556,9 +578,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
     resourcesPerNode merge, and the torch plugin's EnforceMLPolicy (PET_* variables and the
     trainer port). Labels the JobSet and Job controllers add are not included.
     """
-    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
-    rjob = next(r for r in rjobs if r["name"] == REPLICATED_JOB)
-    template = _copy(rjob["template"]["spec"]["template"])
+    template = _copy(runtime_node(runtime))
     spec = trainjob["spec"]
     for name, pod_patch in _pod_patches(trainjob):
         if name == REPLICATED_JOB and pod_patch:
@@ -658,10 +678,49 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound 
     in time by the TrainJob's activeDeadlineSeconds. None: the runtime is not known."""
     spec = doc.get("spec") or {}
     runtime = runtime_of(doc, inputs.runtimes)
-    rjobs = pods.get(runtime, "spec", "template", "spec", "replicatedJobs") or []
-    rjob = next((r for r in rjobs if r.get("name") == REPLICATED_JOB), None)
-    if rjob is None:
+    try:
+        job_spec = pods.get(runtime_node(runtime or {}, 2), "spec") or {}
+    except StopIteration:
         return None
-    job_spec = pods.get(rjob, "template", "spec") or {}
     bound = pods.job_spec_bound(job_spec, inputs.code, num_nodes(doc, runtime))
     return pods.with_deadline(bound, spec.get("activeDeadlineSeconds"))
+
+
+def _built_templates(
+    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None
+) -> list[tuple[str, dict[str, Any]]] | None:
+    """SHAPE's `build`: the pod Trainer builds (`built_pod`); None when the runtime is not
+    known or the job too malformed to build (validation reports it)."""
+    if not isinstance(pods.get(doc, "metadata", "name"), str):
+        return None
+    try:
+        built = built_pod(doc, runtimes)
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        return None
+    return [("", built)] if built is not None else None
+
+
+# The TrainJob's shape (backends.SHAPES). It writes only a patch of its runtime's pod; the pod
+# that runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
+# build=False, counts 1: it is no pod of its own). `levels`: where a runtime patch puts the
+# JobSet's, each Job's and their pod's patch, the one spelling the emitter, the plan's walker,
+# `_pod_patches` and the importer read: Trainer v2.2.1 pkg/apis/trainer/v1alpha1/
+# trainjob_types.go (tag v2.2.1, c505fc7c, read 2026-11-30): TrainJobSpec `runtimePatches`
+# []RuntimePatch -> `trainingRuntimeSpec` (TrainingRuntimeSpecPatch) -> `template`
+# (JobSetTemplatePatch: metadata, spec) -> `replicatedJobs` []ReplicatedJobPatch (name) ->
+# `template` (JobTemplatePatch: metadata, spec) -> `template` (PodTemplatePatch: metadata, spec).
+SHAPE = pods.Shape(
+    levels=(
+        ("spec", "runtimePatches", pods.EACH, "trainingRuntimeSpec", "template"),
+        ("spec", "replicatedJobs", pods.EACH, "template"),
+        ("spec", "template"),
+    ),
+    replicas=(("spec", "trainer", "numNodes"),),
+    build=_built_templates,
+    job=True,
+    nodes=("spec", "trainer", "numNodes"),
+    trainer=("spec", "trainer"),  # image, command, args, env, resourcesPerNode
+    resources="resourcesPerNode",
+    procs=("spec", "trainer", "numProcPerNode"),
+    retry=retry_bound,
+)

@@ -381,7 +381,7 @@ def trainjob_findings(
                     if key == "containers" and c.get("env") and cname in NO_PATCHED_ENV:
                         errs.append(f"{rat}: container {cname!r} takes env from spec.trainer.env")
     if runtime is not None and not errs:
-        try:  # a runtime the pod builder cannot use (backends._trainjob_pods leaves it here)
+        try:  # a runtime the pod builder cannot use (trainjob._built_templates leaves it here)
             pod = trainjob.effective_pod(doc, dict(runtime))
         except (KeyError, TypeError, AttributeError, StopIteration) as e:
             why = f"{type(e).__name__}: {e}"
