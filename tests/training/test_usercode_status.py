@@ -341,3 +341,39 @@ def test_the_runtimes_pod_leaves_its_record_as_the_termination_message(tmp_path)
             "preempted code=143 (rank 0, step 4): SIGTERM: stopped; the newest checkpoint it "
             "saved is step 4" in proc.stderr
         )
+
+
+def test_the_launcher_stopped_by_a_sigterm_names_the_checkpoint_its_runtime_saved(tmp_path):
+    """The kubelet's SIGTERM to a runtime pod's launcher: torchrun stops the worker, whose
+    PreemptionHandler saves a checkpoint and records it; the launcher's termination message
+    said `preempted` without it. Now it names the step its ranks' records say they saved
+    (launch.stopped_reason), and says it cannot tell where a rank's record names none."""
+    log, ckpt = tmp_path / "termination-log", tmp_path / "ckpt"
+    log.write_text("")
+    driver = DRIVER.replace("trainforge.training.usercode", "trainforge.training.launch")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", driver, str(log), "--standalone", "--nnodes=1",
+         "--nproc-per-node=1", "-m", "trainforge.training", "--model", "mlp", "--dataset-size",
+         "100000", "--steps", "100000", "--warmup-steps", "2", "--checkpoint-dir", str(ckpt)],
+        env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    for line in proc.stdout:
+        if "checkpoint: no checkpoint to resume from" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, out[-2000:]
+    assert "trainforge launch: received SIGTERM; workers stopped; exiting with 143" in out
+    (rec,) = (ckpt / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
+    saved = json.loads(rec.read_text())["checkpoint"]
+    assert (ckpt / f"step_{saved:06d}").is_dir(), out[-2000:]
+    reason = exits.from_termination(log.read_text(), 143)
+    assert reason is not None and reason.checkpoint == saved, log.read_text()
+    assert f"the newest checkpoint it saved is step {saved}" in reason.what
+
+    four, unknown = exits.preempted(4), exits.PREEMPTED
+    assert launch.stopped_reason(143, {0: four, 1: exits.preempted(5)}) == four
+    assert launch.stopped_reason(143, {0: four, 1: unknown}) is unknown
+    assert launch.stopped_reason(143, {0: four, 1: exits.user_exit(7)}) == four
+    assert launch.stopped_reason(143, {}) is unknown
+    assert launch.stopped_reason(137, {0: four}) is None
