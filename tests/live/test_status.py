@@ -1325,6 +1325,43 @@ def test_your_own_exit_code_is_labelled_yours_by_status_and_why(capsys, api):
     assert "Most likely cause: user_exit (your code exited with 3)" in out and "oom" not in out
 
 
+@pytest.mark.parametrize(
+    ("message", "cause"),
+    [
+        (None, "SIGTERM: stopped; trainforge cannot tell whether a checkpoint was saved"),
+        ('{"reason": "preempted", "code": 143}',
+         "SIGTERM: stopped; trainforge cannot tell whether a checkpoint was saved"),
+        ('{"reason": "preempted", "code": 143, "checkpoint": 40}',
+         "SIGTERM: stopped; the newest checkpoint it saved is step 40"),
+    ],
+    ids=["runtime_without_record", "record_without_checkpoint", "record_with_checkpoint"],
+)  # fmt: skip
+def test_why_says_a_checkpoint_of_a_preemption_only_where_its_record_names_one(
+    capsys, api, message, cause
+):
+    """`why` said "Most likely cause: preempted (SIGTERM: checkpointed and stopped)" for every
+    143 of ours, the wrapper's record of code that never checkpointed included. Now it says
+    the checkpoint step the record names (the runtime's save on SIGTERM, exits.leave_record),
+    else that trainforge cannot tell."""
+    pods = f"/api/v1/namespaces/{recorded.RESTART_NS}/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.RESTART}"
+    api.routes[pods] = copy.deepcopy(api.routes[pods])
+    ended = {"exitCode": 143, "reason": "Error",
+             "startedAt": "2026-11-25T10:02:00Z", "finishedAt": "2026-11-25T11:40:00Z"}  # fmt: skip
+    if message is not None:
+        ended["message"] = message
+    for p in api.routes[pods]["items"]:
+        p["status"]["containerStatuses"][0]["lastState"] = {"terminated": ended}
+    out = status(capsys, api, recorded.RESTART_NS, recorded.RESTART)
+    assert out.count("last exit 143 (preempted)") == 2, out
+    code, why, err = run(
+        capsys, cli.why_main, recorded.RESTART, "-n", recorded.RESTART_NS, "--kubeconfig",
+        api.config, now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0, err
+    assert f"Most likely cause: preempted ({cause}); the others follow from it." in why, why
+    assert "checkpointed" not in why
+
+
 @pytest.mark.parametrize("runtime", [False, True], ids=["wrapper", "runtime"])
 def test_an_exit_without_a_record_names_no_reason_the_runtime_did_not_decide(capsys, api, runtime):
     """A pod of an older wrapper (no termination message) whose code ran `sys.exit(3)`:

@@ -236,3 +236,144 @@ def test_the_launcher_stopped_by_a_sigterm_leaves_preempted_as_the_pods_record(t
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err[-2000:]
     assert exits.from_termination(log.read_text(), 143) is exits.PREEMPTED, log.read_text()
+
+
+# Your code, stopped by the kubelet's SIGTERM while it waits (never checkpointing), or after
+# saving step 3 through trainforge's CheckpointManager (sync, no process group needed).
+NEVER_SAVES = "import time\nprint('ready', flush=True)\ntime.sleep(120)\n"
+SAVES_STEP_3 = """\
+import os, time
+import torch
+from trainforge.training.checkpoint import CheckpointManager
+model = torch.nn.Linear(4, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+CheckpointManager.from_env(log=lambda msg: None, async_save=False).save(3, model, opt)
+print('ready', flush=True)
+time.sleep(120)
+"""
+PREEMPTION_HANDLER = """\
+import os, signal, sys
+from trainforge.training.preemption import PreemptionHandler
+handler = PreemptionHandler(30.0, log=lambda msg: None)
+os.kill(os.getpid(), signal.SIGTERM)  # the kubelet's
+while not handler.should_stop():
+    pass
+sys.exit(handler.shutdown())  # no save function: nothing is saved
+"""
+
+
+def sigtermed(tmp_path: Path, script: str) -> tuple[int, str, Path, Path]:
+    """Run `script` under the wrapper; SIGTERM it once it says `ready` (at once where it never
+    says it): (exit code, stderr, termination file, checkpoint dir)."""
+    path = tmp_path / "script.py"
+    path.write_text(script)
+    log, ckpt = tmp_path / "termination-log", tmp_path / "ckpt"
+    log.write_text("")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(log), str(path)],
+        env=env(TRAINFORGE_CHECKPOINT_DIR=str(ckpt)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    if "ready" in script:
+        assert proc.stdout.readline().strip() == "ready"
+        proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    return proc.returncode, err, log, ckpt
+
+
+@pytest.mark.parametrize(
+    ("script", "saved"),
+    [(NEVER_SAVES, None), (PREEMPTION_HANDLER, None), (SAVES_STEP_3, 3)],
+    ids=["never_saves", "preemption_handler_without_save", "checkpoint_manager_step_3"],
+)
+def test_a_preemption_record_claims_no_checkpoint_it_does_not_know(script, saved, tmp_path):
+    """`preempted` said "SIGTERM: checkpointed and stopped" for any SIGTERM the wrapper
+    recorded, and `trainforge why` printed it for code that never checkpointed. Now the record
+    (ledger and termination message) says the step trainforge's CheckpointManager saved in the
+    process, or that trainforge cannot tell; status and why say the same."""
+    code, err, log, ckpt = sigtermed(tmp_path, script)
+    assert code in (143, -signal.SIGTERM), err[-2000:]  # dies of it: 143 to the kubelet
+    rec, term = record_of(ckpt), json.loads(log.read_text())
+    assert (rec["reason"], term["reason"]) == ("preempted", "preempted"), (rec, term)
+    assert rec.get("checkpoint") == term.get("checkpoint") == saved, (rec, term)
+    reason = exits.from_termination(log.read_text(), 143)
+    assert reason is not None and reason.checkpoint == saved
+    if saved is None:
+        assert "trainforge cannot tell whether a checkpoint was saved" in rec["detail"]
+        assert "checkpoint" not in reason.what.replace("cannot tell whether a checkpoint", "")
+    else:
+        assert f"the newest checkpoint it saved is step {saved}" in rec["detail"]
+        assert (ckpt / "step_000003").is_dir()
+    assert "checkpointed" not in rec["detail"] + reason.what + reason.action
+    terminated = {"exitCode": 143, "reason": "Error", "message": log.read_text()}
+    assert explain.exit_text(terminated) == "143 (preempted)"
+    assert explain.exit_reason(terminated).what == reason.what
+
+
+def test_the_runtimes_pod_leaves_its_record_as_the_termination_message(tmp_path):
+    """The runtime (`python -m trainforge.training`, no wrapper) wrote its exit record to the
+    ledger only: its pods had no termination message, and status/why fell back to the code
+    table. Now `exits.report` leaves it through the wrapper's writer (exits.leave_record):
+    an OOM (the test hook's torch.OutOfMemoryError at step 2) and a preemption whose save on
+    SIGTERM reached step 4, with that checkpoint."""
+    log = tmp_path / "termination-log"
+    runtime = DRIVER.replace("trainforge.training.usercode", "trainforge.training")
+    base = ["--model", "mlp", "--dataset-size", "256", "--steps", "8", "--warmup-steps", "2"]
+    for fault, want, extra in (
+        ("0:2:OOM", 3, []),
+        ("0:3:TERM", 143, ["--checkpoint-dir", str(tmp_path / "ckpt")]),
+    ):
+        log.write_text("")
+        proc = subprocess.run(
+            [sys.executable, "-c", runtime, str(log), *base, *extra],
+            env=env(TRAINFORGE_TEST_FAULT=fault), capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        assert proc.returncode == want, proc.stderr[-2000:]
+        reason = exits.from_termination(log.read_text(), want)
+        if want == 3:
+            assert reason is exits.OOM, log.read_text()
+            continue
+        assert reason is not None and reason.checkpoint == 4, log.read_text()
+        assert (tmp_path / "ckpt" / "step_000004").is_dir()
+        (rec,) = (tmp_path / "ckpt" / ".trainforge" / "exits").glob("attempt_*/rank_*.json")
+        assert json.loads(rec.read_text())["checkpoint"] == 4
+        assert (
+            "preempted code=143 (rank 0, step 4): SIGTERM: stopped; the newest checkpoint it "
+            "saved is step 4" in proc.stderr
+        )
+
+
+def test_the_launcher_stopped_by_a_sigterm_names_the_checkpoint_its_runtime_saved(tmp_path):
+    """The kubelet's SIGTERM to a runtime pod's launcher: torchrun stops the worker, whose
+    PreemptionHandler saves a checkpoint and records it; the launcher's termination message
+    said `preempted` without it. Now it names the step its ranks' records say they saved
+    (launch.stopped_reason), and says it cannot tell where a rank's record names none."""
+    log, ckpt = tmp_path / "termination-log", tmp_path / "ckpt"
+    log.write_text("")
+    driver = DRIVER.replace("trainforge.training.usercode", "trainforge.training.launch")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", driver, str(log), "--standalone", "--nnodes=1",
+         "--nproc-per-node=1", "-m", "trainforge.training", "--model", "mlp", "--dataset-size",
+         "100000", "--steps", "100000", "--warmup-steps", "2", "--checkpoint-dir", str(ckpt)],
+        env=env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    for line in proc.stdout:
+        if "checkpoint: no checkpoint to resume from" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 143, out[-2000:]
+    assert "trainforge launch: received SIGTERM; workers stopped; exiting with 143" in out
+    (rec,) = (ckpt / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
+    saved = json.loads(rec.read_text())["checkpoint"]
+    assert (ckpt / f"step_{saved:06d}").is_dir(), out[-2000:]
+    reason = exits.from_termination(log.read_text(), 143)
+    assert reason is not None and reason.checkpoint == saved, log.read_text()
+    assert f"the newest checkpoint it saved is step {saved}" in reason.what
+
+    four, unknown = exits.preempted(4), exits.PREEMPTED
+    assert launch.stopped_reason(143, {0: four, 1: exits.preempted(5)}) == four
+    assert launch.stopped_reason(143, {0: four, 1: unknown}) is unknown
+    assert launch.stopped_reason(143, {0: four, 1: exits.user_exit(7)}) == four
+    assert launch.stopped_reason(143, {}) is unknown
+    assert launch.stopped_reason(137, {0: four}) is None

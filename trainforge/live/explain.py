@@ -465,8 +465,8 @@ def exit_text(terminated: dict, ours: bool = True, runtime: bool = False) -> str
 
 def exit_reason(terminated: dict, runtime: bool = False) -> exits.Reason | None:
     """trainforge's reason for a container's exit: its termination message's (written by the
-    wrapper and the launcher, exits.write_termination), else, where the pod runs the runtime
-    itself (`runtime`), the runtime's for the code; None where neither says."""
+    runtime and the wrapper, exits.leave_record, and the launcher), else, where the pod runs
+    the runtime itself (`runtime`), the runtime's for the code; None where neither says."""
     code = terminated.get("exitCode")
     if not isinstance(code, int):
         return None

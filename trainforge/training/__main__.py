@@ -84,11 +84,11 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
         else:
             traceback.print_exc()
         return _failed(exits.report(reason, detail), own_process)
+    if code == exits.PREEMPTED.code:  # says the checkpoint the stop saved, if it saved one
+        reason = exits.preempted(exits.context.checkpoint)
+        return exits.report(reason, reason.what)
     reason = exits.BY_CODE.get(code, exits.USER_ERROR)
-    detail = {
-        0: "training finished",
-        exits.PREEMPTED.code: "checkpoint saved after SIGTERM; the restart resumes from it",
-    }.get(code, f"exit code {code}")
+    detail = "training finished" if code == 0 else f"exit code {code}"
     return exits.report(reason, detail) if reason.code == code else code
 
 

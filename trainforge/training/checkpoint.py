@@ -42,6 +42,7 @@ import torch.distributed as dist
 # it costs seconds, and a run's first step should not wait for it. (With async saves written by
 # DCP's checkpoint process, it is imported at set-up, where that process is started:
 # `_WriterStart.begin`.)
+from trainforge.training import exits
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
 from trainforge.training.faults import FAULT_ENV
@@ -735,6 +736,7 @@ class CheckpointManager:
                         "latest marker stays on the previous checkpoint"
                     )
             self._prune()
+        exits.context.checkpoint = record.step  # what a preemption's record says it saved
 
     def _prune(self) -> None:
         """Keep the newest ``keep_last`` complete checkpoints; drop partial ones older than them."""

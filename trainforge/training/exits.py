@@ -18,7 +18,9 @@ oom                   3  no         out of GPU (or host allocator) memory: the s
 no_progress           4  no         the job kept failing from the same checkpoint
 ranks_disagree        5  no         the ranks ended with different parameters (a replica
                                     or a shard differs from its peers' copy)
-preempted           143  yes        SIGTERM: a checkpoint was saved, resume from it
+preempted           143  yes        SIGTERM: stopped, not a failure; the record names the
+                                    checkpoint the process saved (`preempted`), or says
+                                    trainforge cannot tell whether one was saved
 collective_error    200  yes        an NCCL/gloo error or a collective timeout
 hang                201  yes        the watchdog saw no progress (see watchdog.py)
 peer_lost           202  yes        another rank vanished (its process or its node died)
@@ -64,6 +66,8 @@ class Reason:
     action: str
     # user_exit only: what your code passed to sys.exit where the status differs (repr)
     asked: str | None = None
+    # preempted only: the newest checkpoint step this process saved (context.checkpoint)
+    checkpoint: int | None = None
 
     @property
     def label(self) -> str:
@@ -105,8 +109,14 @@ RANKS_DISAGREE = Reason(
     "do not use this run's final weights; run the acceptance tests on its nodes (a sick GPU "
     "corrupts silently) and rerun from a checkpoint before the first disagreeing step",
 )
+# What a SIGTERM's record knows by itself: the signal came. Whether a checkpoint was saved is
+# known only where trainforge's CheckpointManager saved one in the process (`preempted`).
 PREEMPTED = Reason(
-    "preempted", 143, "SIGTERM: checkpointed and stopped", "none: the restart resumes"
+    "preempted",
+    143,
+    "SIGTERM: stopped; trainforge cannot tell whether a checkpoint was saved",
+    "none: not a failure; the restart starts from the newest checkpoint the code loads, if "
+    "any, else from the beginning",
 )
 COLLECTIVE_ERROR = Reason(
     "collective_error",
@@ -233,10 +243,35 @@ def user_exit(code: int, asked: str | None = None) -> Reason:
     )
 
 
+def preempted(checkpoint: int | None) -> Reason:
+    """The reason of a SIGTERM's stop, with what is known of a checkpoint: the newest step
+    trainforge's CheckpointManager saved in this process (`context.checkpoint`: the runtime's
+    save on SIGTERM, or your code's through the manager), else PREEMPTED, which says trainforge
+    cannot tell (your code may have saved one its own way, or none)."""
+    if checkpoint is None:
+        return PREEMPTED
+    return dataclasses.replace(
+        PREEMPTED,
+        what=f"SIGTERM: stopped; the newest checkpoint it saved is step {checkpoint}",
+        action="none: not a failure; the restart resumes from the newest complete checkpoint "
+        "(the runtime's restore, or your code's CheckpointManager.restore, loads it)",
+        checkpoint=checkpoint,
+    )
+
+
+def is_preempted(reason: Reason | None) -> bool:
+    """Whether `reason` is a preemption (PREEMPTED, or `preempted` with its checkpoint)."""
+    return reason is not None and reason.name == PREEMPTED.name
+
+
 def from_record(rec: dict) -> Reason | None:
     """The reason an exit record names (`reason`, with its `code` and `asked` for
-    user_exit); None for a name this table does not know."""
+    user_exit, its `checkpoint` for preempted); None for a name this table does not know."""
     name = rec.get("reason")
+    if name == PREEMPTED.name:
+        step = rec.get("checkpoint")
+        ok = isinstance(step, int) and not isinstance(step, bool)
+        return preempted(step if ok else None)
     if name == USER_EXIT:
         code, said = rec.get("code"), rec.get("asked")
         said = said if isinstance(said, str) else None
@@ -584,6 +619,17 @@ def describe_exit(record: dict | None) -> str:
 TERMINATION_LOG = "/dev/termination-log"
 
 
+def record_fields(reason: Reason) -> dict[str, object]:
+    """What an exit record keeps of `reason` beyond its name and code: the sys.exit your code
+    asked (user_exit), the checkpoint step saved (preempted); `from_record` reads them back."""
+    out: dict[str, object] = {}
+    if reason.asked is not None:
+        out["asked"] = reason.asked
+    if reason.checkpoint is not None:
+        out["checkpoint"] = reason.checkpoint
+    return out
+
+
 def write_termination(reason: Reason | None, path: str | None = None) -> None:
     """Leave the exit record's reason and code as the container's termination message, where
     the kubelet gave the container that file (never created elsewhere: a laptop's /dev);
@@ -591,12 +637,35 @@ def write_termination(reason: Reason | None, path: str | None = None) -> None:
     target = path or TERMINATION_LOG
     if not os.path.isfile(target):
         return
-    rec = {"reason": reason.name, "code": reason.code} if reason else {}
-    if reason is not None and reason.asked is not None:
-        rec["asked"] = reason.asked
-    text = json.dumps(rec) if rec else ""
+    text = (
+        json.dumps({"reason": reason.name, "code": reason.code, **record_fields(reason)})
+        if reason is not None
+        else ""
+    )
     with contextlib.suppress(OSError):  # bookkeeping never changes the exit code
         Path(target).write_text(text, encoding="utf-8")
+
+
+def leave_record(
+    reason: Reason,
+    detail: str,
+    *,
+    ledger: object | None,
+    step: int | None = None,
+    attempt: int | None = None,
+) -> None:
+    """The one writer of a process's exit record, for the runtime (`record`, `report`) and
+    the wrapper (usercode._record) alike: the container's termination message, which
+    `trainforge status`/`why` read (`write_termination`), and the run ledger's record, which
+    the launcher and `trainforge report` read (`ledger`: a RunLedger, or None)."""
+    write_termination(reason)
+    if ledger is None:
+        return
+    extra = record_fields(reason) or None
+    with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
+        ledger.record_exit(  # type: ignore[attr-defined]
+            reason, step=step, detail=detail, attempt=attempt, extra=extra
+        )
 
 
 def from_termination(message: object, code: object) -> Reason | None:
@@ -637,6 +706,10 @@ class Context:
     # A SIGTERM reached this process (the wrapper's handler or PreemptionHandler's): what
     # tells a preemption's 143 from your code's own sys.exit(143) (usercode.own_exit).
     sigterm: bool = False
+    # The newest step trainforge's CheckpointManager saved completely in this process (the
+    # runtime's, or your code's through the manager): what a preemption's record says of a
+    # checkpoint (`preempted`); None: it saved none, or the code saves its own way.
+    checkpoint: int | None = None
 
 
 context = Context()
@@ -647,17 +720,16 @@ def record(reason: Reason, detail: str) -> None:
     torn down, because its peers notice the closed connection at once and may exit first;
     the launcher (launch.py) then still finds why this rank failed. `report` writes the same
     record again with the line."""
-    ledger = context.ledger
-    if ledger is not None and reason is not SUCCESS:
-        with contextlib.suppress(Exception):
-            ledger.record_exit(reason, step=context.step, detail=detail)  # type: ignore[attr-defined]
+    if reason is not SUCCESS:
+        leave_record(reason, detail, ledger=context.ledger, step=context.step)
 
 
 def report(
     reason: Reason, detail: str, *, step: int | None = None, action: str | None = None
 ) -> int:
-    """Print the exit line (`action`: see `exit_line`), record it in the run ledger; returns
-    the exit code."""
+    """Print the exit line (`action`: see `exit_line`), leave its record (the termination
+    message and the run ledger's: `leave_record`, as the wrapper does); returns the exit
+    code."""
     rank = context.rank
     if rank is None:
         env_rank = os.environ.get("RANK", "")
@@ -672,9 +744,5 @@ def report(
             print(line, file=sys.stderr, flush=True)
     else:
         print(line, file=sys.stderr, flush=True)
-    ledger = context.ledger
-    if ledger is not None:
-        # bookkeeping never changes the exit code
-        with contextlib.suppress(Exception):
-            ledger.record_exit(reason, step=step, detail=detail)  # type: ignore[attr-defined]
+    leave_record(reason, detail, ledger=context.ledger, step=step)
     return reason.code

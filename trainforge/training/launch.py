@@ -94,6 +94,18 @@ def pod_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason | No
     return exits.root_cause(same) if same else exits.for_code(code)
 
 
+def stopped_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason | None:
+    """The pod's reason when a signal stopped the launcher (exit `code`): for a SIGTERM,
+    preempted, with the checkpoint its ranks' records say they saved (the oldest of theirs,
+    where every rank that recorded a preemption names one: exits.preempted), else without
+    one; None (the message cleared) for another signal."""
+    if code != exits.PREEMPTED.code:
+        return None
+    saved = [r.checkpoint for r in records.values() if exits.is_preempted(r)]
+    known = [s for s in saved if s is not None]
+    return exits.preempted(min(known) if known and len(known) == len(saved) else None)
+
+
 def _then(code: int) -> str:
     """What the job's controller does after exit `code`, where the pod was told
     (exits.next_step); else the code's class (the operator's: retryable 128-255, permanent
@@ -167,7 +179,7 @@ def _launch(argv: list[str], local: str) -> int:
     except SignalException as e:
         code = 128 + int(e.sigval)
         # the pod's end, over what its workers wrote as they were stopped (status/why read it)
-        exits.write_termination(exits.PREEMPTED if code == exits.PREEMPTED.code else None)
+        exits.write_termination(stopped_reason(code, failure_records(None, 0.0, local)))
         print(
             f"trainforge launch: received {_signal_name(int(e.sigval))}; workers stopped; "
             f"exiting with {code} ({_then(code)})",

@@ -38,7 +38,6 @@ if __name__ == "__main__":  # first: before any import a file of yours could sha
 
     refuse_at_start(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-m" else None, rank=True)
 
-import contextlib
 import os
 import runpy
 import signal
@@ -168,14 +167,8 @@ _ENDED: list[exits.Reason] = []
 
 def _record(ledger, reason: exits.Reason, detail: str) -> None:
     _ENDED.append(reason)
-    exits.write_termination(reason)  # what `trainforge status`/`why` read of it
-    if ledger is None:
-        return
-    extra = {"asked": reason.asked} if reason.asked is not None else None
-    with contextlib.suppress(Exception):  # bookkeeping never changes the exit code
-        ledger.record_exit(
-            reason, step=None, detail=detail, attempt=_current_attempt(ledger), extra=extra
-        )
+    # the runtime's own writer: the termination message status/why read, the ledger's record
+    exits.leave_record(reason, detail, ledger=ledger, attempt=_current_attempt(ledger))
 
 
 def _record_termination(ledger, script: str | None = None) -> None:
@@ -215,8 +208,9 @@ def _record_termination(ledger, script: str | None = None) -> None:
             _exited(ledger, leaving.code, after)
         elif leaving is not None and not isinstance(leaving, SystemExit | KeyboardInterrupt):
             _failed(ledger, leaving, script, after)
-        else:
-            _record(ledger, exits.PREEMPTED, "SIGTERM (spot interruption or drain): not a failure")
+        else:  # what is known of a checkpoint: your code's CheckpointManager's, if it saved
+            reason = exits.preempted(exits.context.checkpoint)
+            _record(ledger, reason, f"{reason.what} (a spot interruption, a drain or a deletion)")
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
 
@@ -323,14 +317,16 @@ def own_exit(code: int, said: str | None = None) -> exits.Reason:
     but the reason is yours (exits.user_exit), never a runtime reason the runtime did not
     decide. Two codes passed as such keep the meaning the contract gives them: 205 (you mark
     the failure retryable, docs/jobs.md) and 143 after a SIGTERM reached this process
-    (PreemptionHandler.shutdown's, which your code passes to sys.exit); a 143 without one is
-    your code's own (user_exit), as the operator reads it: retryable, the pod is re-created."""
+    (PreemptionHandler.shutdown's, which your code passes to sys.exit), saying the checkpoint
+    your code saved through trainforge's CheckpointManager, if any (exits.preempted: a save
+    function of its own is not seen); a 143 without one is your code's own (user_exit), as
+    the operator reads it: retryable, the pod is re-created."""
     if code == 0:
         return exits.SUCCESS
     if said is None and code == exits.USER_RETRYABLE.code:
         return exits.USER_RETRYABLE
     if said is None and code == exits.PREEMPTED.code and exits.context.sigterm:
-        return exits.PREEMPTED
+        return exits.preempted(exits.context.checkpoint)
     return exits.user_exit(code, said)
 
 
