@@ -274,7 +274,8 @@ def test_where_a_runtime_patch_puts_things_is_one_declared_fact(monkeypatch, tmp
     """The levels of a TrainJob's runtime patch (Trainer v2.2.1 RuntimePatch: JobSet, Job,
     pod) are declared once, trainjob.SHAPE.levels: moved there, the emitter writes the patch
     at the new path, the plan's walker finds its pod there, the Trainer rehearsal
-    (`_pod_patches`) merges it, and import names its labels there. Each spelled the path."""
+    (`_pod_patches`) merges it, import names its labels there, and the Trainer webhook
+    rehearsal (validate.trainjob_findings) judges the patch there. Each spelled the path."""
     moved = dataclasses.replace(trainjob.SHAPE, levels=MOVED)
     monkeypatch.setattr(trainjob, "SHAPE", moved)
     monkeypatch.setitem(backends.SHAPES, trainjob.KIND, moved)
@@ -306,13 +307,34 @@ def test_where_a_runtime_patch_puts_things_is_one_declared_fact(monkeypatch, tmp
     assert any(
         c.startswith("spec.patchez[0].runtime.template.metadata.labels.a b") for c in changes
     )
+    # The Trainer webhook rehearsal (validate.trainjob_findings) judges the patch found there,
+    # its field paths named from the levels.
+    bad = copy.deepcopy(wl)
+    bad["spec"]["patchez"].append(copy.deepcopy(patch))  # a second patch, same manager
+    patch = bad["spec"]["patchez"][0]
+    patch["manager"] = "trainforge"
+    patch["runtime"]["template"]["spec"]["jobz"][0]["name"] = "other"
+    patch["runtime"]["template"]["spec"]["jobz"][0]["template"]["spec"]["podTemplate"]["spec"][
+        "hostNetwork"
+    ] = True
+    msgs = V.trainjob_findings(bad, K8S_VERSION)
+    assert "spec.patchez: managers must be unique" not in msgs  # one is now "trainforge"
+    assert "spec.patchez[0].manager 'trainforge' is not a domain-prefixed path" in msgs, msgs
+    assert "spec.patchez[0].jobz[other]: pod field 'hostNetwork' cannot be patched" in msgs
+    assert (
+        "spec.patchez[0].jobz[other]: no such replicated job in runtime "
+        f"{wl['spec']['runtimeRef']['name']!r}" in msgs
+    )
+    bad["spec"]["patchez"][0]["manager"] = trainjob.PATCH_MANAGER
+    assert "spec.patchez: managers must be unique" in V.trainjob_findings(bad, K8S_VERSION)
 
 
 def test_where_a_runtime_keeps_its_pod_is_one_declared_fact(monkeypatch):
     """The runtime's levels (JobSet template, Job, pod) are declared once,
     trainjob.RUNTIME_SHAPE.levels: moved there, the runtime's emitter writes its pod at the
-    new path, the plan's walker finds it there, and the Trainer rehearsal and the retry bound
-    read it there (each spelled the path)."""
+    new path, the plan's walker finds it there, and the Trainer rehearsal, the retry bound and
+    the Trainer webhook rehearsal (validate.trainjob_findings, runtime_findings) read it there
+    (each spelled the path)."""
     levels = (("spec", "jobsetTemplate"), *MOVED[1:])
     moved = dataclasses.replace(trainjob.RUNTIME_SHAPE, levels=levels)
     monkeypatch.setattr(trainjob, "RUNTIME_SHAPE", moved)
@@ -328,6 +350,30 @@ def test_where_a_runtime_keeps_its_pod_is_one_declared_fact(monkeypatch):
     assert trainjob.retry_bound(out.workload, pods.RetryInputs(runtimes={name: runtime}))
     [sdk] = backends.pod_templates(trainjob.sdk_runtime_manifest())
     assert "workspace" in {v["name"] for v in sdk.spec["volumes"]}
+    # The Trainer webhook rehearsal reads the runtime there: the TrainJob's patch names its
+    # replicated job and container, and the runtime's rules judge its Jobs, field paths named
+    # from the levels.
+    assert V.trainjob_findings(out.workload, K8S_VERSION, {name: runtime}) == []
+    assert not any(
+        "replicatedJobs" in m or "jobz" in m for m in V.runtime_findings(runtime, K8S_VERSION)
+    )
+    broken = copy.deepcopy(runtime)
+    rjob = broken["spec"]["jobsetTemplate"]["spec"]["jobz"][0]
+    rjob["replicas"] = 2
+    rjob["template"]["spec"]["podTemplate"]["spec"]["containers"][0]["name"] = "pytorch"
+    at = "spec.jobsetTemplate.spec.jobz[0]"
+    msgs = V.runtime_findings(broken, K8S_VERSION)
+    assert f"{at}.replicas always must be 1 (ancestor trainer)" in msgs, msgs
+    assert f"{at}: must contain the container 'node' for the ancestor trainer" in msgs
+    rjob["template"]["spec"]["podTemplate"]["spec"]["restartPolicy"] = "OnFailure"
+    assert (
+        f"{at}.template.spec.podFailurePolicy needs podTemplate.spec.restartPolicy Never"
+        in V.runtime_findings(broken, K8S_VERSION)
+    )
+    rjob["template"]["spec"]["podTemplate"]["spec"]["hostNetwork"] = "yes"  # not a bool
+    assert any(m.startswith(f"{at} pod template") for m in V.runtime_findings(broken, K8S_VERSION))
+    broken["spec"]["jobsetTemplate"]["spec"]["jobz"] = []
+    assert "spec.jobsetTemplate.spec.jobz is empty" in V.runtime_findings(broken, K8S_VERSION)
 
 
 def test_the_trainjob_pod_needs_the_runtime_and_the_patch():

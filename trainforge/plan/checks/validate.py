@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainforge.core import names, versions
-from trainforge.core.pods import containers, get
+from trainforge.core import names, pods, versions
+from trainforge.core.pods import EACH, Path, containers, get
 from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
@@ -233,15 +233,19 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
 # batch/v1 Job: what the API server validates beyond the OpenAPI schema (pkg/apis/batch/validation)
 
 
-def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False) -> list[str]:
+def job_spec_findings(
+    spec: dict, where: str = "spec", sized_later: bool = False, to_pod: Path = ("template",)
+) -> list[str]:
     """Pod failure policy and indexed-Job rules of the Job API (Kubernetes 1.33).
-    `sized_later`: a template whose completions the Trainer sets (from numNodes)."""
+    `sized_later`: a template whose completions the Trainer sets (from numNodes). `to_pod`:
+    where the spec keeps its pod template (a runtime's Job: `trainjob.RUNTIME_SHAPE.levels`)."""
     errs: list[str] = []
-    pod = (spec.get("template") or {}).get("spec") or {}
+    pod = get(spec, *to_pod, "spec") or {}
+    pod_at = ".".join(to_pod)
     restart = pod.get("restartPolicy")
     if restart not in (None, "Never", "OnFailure"):
         errs.append(
-            f"{where}.template.spec.restartPolicy {restart!r}: a Job needs Never or OnFailure"
+            f"{where}.{pod_at}.spec.restartPolicy {restart!r}: a Job needs Never or OnFailure"
         )
     indexed = spec.get("completionMode") == "Indexed"
     per_index = spec.get("backoffLimitPerIndex")
@@ -254,7 +258,7 @@ def job_spec_findings(spec: dict, where: str = "spec", sized_later: bool = False
     policy = spec.get("podFailurePolicy")
     if policy is not None:
         if restart != "Never":
-            errs.append(f"{where}.podFailurePolicy needs template.spec.restartPolicy Never")
+            errs.append(f"{where}.podFailurePolicy needs {pod_at}.spec.restartPolicy Never")
         if spec.get("podReplacementPolicy") not in (None, "Failed"):
             errs.append(f"{where}.podReplacementPolicy must be Failed with a podFailurePolicy")
         names = {c.get("name") for c in pod.get("containers") or []}
@@ -309,12 +313,34 @@ DOMAIN_PREFIXED_PATH = re.compile(
 )
 
 
+def _split(level: Path) -> tuple[Path, Path]:
+    """A level's path (`trainjob.SHAPE`/`RUNTIME_SHAPE.levels`) before and after its EACH."""
+    i = level.index(EACH)
+    return level[:i], level[i + 1 :]
+
+
+def _rjobs_at() -> Path:
+    """Where a runtime keeps its replicated jobs (`trainjob.RUNTIME_SHAPE.levels`)."""
+    to_jobset, to_job, _ = trainjob.RUNTIME_SHAPE.levels
+    return to_jobset + _split(to_job)[0]
+
+
 def _rjobs(runtime: dict) -> list[dict]:
-    return get(runtime, "spec", "template", "spec", "replicatedJobs") or []
+    return get(runtime, *_rjobs_at()) or []
+
+
+def _job_of(rjob: Any, shape: pods.Shape) -> Any:
+    """A replicated job's (or its patch's) Job template, at `shape.levels[1]` after EACH."""
+    return get(rjob, *_split(shape.levels[1])[1])
+
+
+def _pod_of(rjob: Any, shape: pods.Shape) -> Any:
+    """A replicated job's (or its patch's) pod template, at `shape.levels`."""
+    return get(_job_of(rjob, shape), *shape.levels[2])
 
 
 def _containers_of(rjob: dict) -> set[str]:
-    pod = get(rjob, "template", "spec", "template", "spec") or {}
+    pod = get(_pod_of(rjob, trainjob.RUNTIME_SHAPE), "spec") or {}
     return {c.get("name") for c in containers(pod)}
 
 
@@ -347,22 +373,25 @@ def trainjob_findings(
     dupes = sorted({n for n in env_names if env_names.count(n) > 1})
     if dupes:
         errs.append(f"spec.trainer.env sets {dupes} more than once")
-    patches = spec.get("runtimePatches") or []
+    # Where SHAPE.levels put the patches, each one's JobSet and its replicated jobs.
+    shape = trainjob.SHAPE
+    to_patches, to_jobset = _split(shape.levels[0])
+    to_rjobs = _split(shape.levels[1])[0]
+    patches = get(doc, *to_patches) or []
     managers = [p.get("manager") for p in patches]
     if len(set(managers)) != len(managers):
-        errs.append("spec.runtimePatches: managers must be unique")
+        errs.append(f"{'.'.join(to_patches)}: managers must be unique")
     runtime = trainjob.runtime_of(doc, runtimes)
     known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
     for i, patch in enumerate(patches):
-        at = f"spec.runtimePatches[{i}]"
+        at = f"{'.'.join(to_patches)}[{i}]"
         if not DOMAIN_PREFIXED_PATH.match(str(patch.get("manager"))):  # a non-string never matches
             errs.append(f"{at}.manager {patch.get('manager')!r} is not a domain-prefixed path")
-        tmpl = get(patch, "trainingRuntimeSpec", "template", "spec") or {}
-        for rj in tmpl.get("replicatedJobs") or []:
-            rat = f"{at}.replicatedJobs[{rj.get('name')}]"
+        for rj in get(patch, *to_jobset, *to_rjobs) or []:
+            rat = f"{at}.{to_rjobs[-1]}[{rj.get('name')}]"
             if known is not None and rj.get("name") not in known:
                 errs.append(f"{rat}: no such replicated job in runtime {ref.get('name')!r}")
-            pod = get(rj, "template", "spec", "template", "spec") or {}
+            pod = get(_pod_of(rj, shape), "spec") or {}
             errs += [
                 f"{rat}: pod field {k!r} cannot be patched"
                 for k in pod
@@ -394,17 +423,22 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
     """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it
     (its CRD's schema outside the pod templates, which are checked as core PodTemplates)."""
     errs = crd_outline_errors(doc)  # its CEL rules: one mlPolicy, ...
-    rjobs = _rjobs(doc)
+    shape = trainjob.RUNTIME_SHAPE
+    rjobs, where = _rjobs(doc), ".".join(_rjobs_at())
     if not rjobs:
-        errs.append("spec.template.spec.replicatedJobs is empty")
+        errs.append(f"{where} is empty")
     names = [r.get("name") for r in rjobs]
     if len(set(names)) != len(names):
-        errs.append("spec.template.spec.replicatedJobs: names must be unique")
+        errs.append(f"{where}: names must be unique")
+    # The Job template's spec and, in it, the pod template (the levels' last).
+    to_spec, to_pod = shape.levels[2][:1], shape.levels[2][1:]
+    job_at = ".".join(_split(shape.levels[1])[1] + to_spec)
     for i, rjob in enumerate(rjobs):
-        at = f"spec.template.spec.replicatedJobs[{i}]"
+        at = f"{where}[{i}]"
         if not isinstance(rjob.get("name"), str) or not DNS1035.match(rjob["name"]):
             errs.append(f"{at}.name {rjob.get('name')!r} is not a DNS-1035 label")
-        labels = get(rjob, "template", "metadata", "labels") or {}
+        job = _job_of(rjob, shape)
+        labels = get(job, "metadata", "labels") or {}
         ancestor = labels.get(trainjob.ANCESTOR_LABEL)
         if ancestor in ANCESTOR_CONTAINERS:
             if rjob.get("replicas", 1) != 1:
@@ -414,11 +448,13 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
                     f"{at}: must contain the container {ANCESTOR_CONTAINERS[ancestor]!r} for "
                     f"the ancestor {ancestor}"
                 )
-        job_spec = (rjob.get("template") or {}).get("spec") or {}
         errs += job_spec_findings(
-            job_spec, f"{at}.template.spec", sized_later=ancestor == trainjob.ANCESTOR_TRAINER
+            get(job, *to_spec) or {},
+            f"{at}.{job_at}",
+            sized_later=ancestor == trainjob.ANCESTOR_TRAINER,
+            to_pod=to_pod,
         )
-        errs += _shadow_pod_errors(job_spec.get("template"), version, f"{at} pod template")
+        errs += _shadow_pod_errors(_pod_of(rjob, shape), version, f"{at} pod template")
     return errs
 
 
