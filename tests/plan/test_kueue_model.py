@@ -626,3 +626,20 @@ def test_kueues_message_of_a_pod_set_no_flavor_can_ever_hold():
     admitted = wl("")
     admitted["status"]["conditions"][0]["status"] = "True"
     assert K.outlook(admitted) == ("", "")
+
+
+def test_a_pod_set_that_requests_nothing_is_fit_as_kueue_says():
+    """Kueue's "zero resource request not in clusterQueue should succeed" (flavorassigner_test
+    .go:1781, release-0.19 c90ed70) without its cpu request: assignFlavors skips the zero
+    request of a resource the queue does not cover (:802-806), so the pod set gets no flavor
+    and no Status, and PodSetAssignment.RepresentativeMode says Fit (:386-388; IsFit: no
+    reasons); the pod set after it is assigned as usual. The model said NoFit."""
+    case = _case("zero resource request not in clusterQueue")
+    empty = {**case["podSets"][0], "requests": {"example.com/gpu": "0"}}
+    case["podSets"] = [empty]
+    got = _assign(case)
+    assert (got.mode, got.podsets, got.message) == ("Fit", {"main": {}}, "")
+    case["podSets"] = [empty, {"name": "next", "count": 1, "requests": {"cpu": "1"}}]
+    got = _assign(case)
+    assert (got.mode, got.podsets["next"]) == ("Fit", {"cpu": A.Choice("default", "Fit")})
+
