@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import ROOT, shipped_plan
 from trainforge.jobs import tenancy
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
 from trainforge.plan.verdict import verdict_lines
@@ -145,6 +146,16 @@ def test_a_job_no_queue_could_ever_admit_is_a_waivable_finding():
     assert "needs 3 cpu in pool gpu-workloads, but team queue vision can hold at most 2 " \
            "there (nominal 1 + up to 1 borrowed from cohort trainforge)" \
            in finding.message  # fmt: skip
+    # then Kueue's own QuotaReserved message of the idle assignment, as `status`/`why` read it
+    said = "; no flavor of ClusterQueue vision fits; on idle queues Kueue would say: "
+    quoted = finding.message.split(said, 1)[1]
+    assert quoted == (
+        "couldn't assign flavors to pod set master: flavor training-workloads doesn't match "
+        "node affinity, insufficient quota for cpu in flavor gpu-workloads, previously "
+        "considered podsets requests (0) + current podset request (3) > maximum capacity (2)"
+    ), finding.message
+    pending = {"type": "QuotaReserved", "status": "False", "reason": "Pending", "message": quoted}
+    assert K.outlook({"status": {"conditions": [pending]}}) == ("never", quoted)
     _, by_job = admission(result)
     assert by_job["wide"]["state"] == "never"
     waivers = [{"resource": "wide", "rule": Q.RULE_NEVER, "reason": "quota grows next week"}]

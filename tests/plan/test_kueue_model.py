@@ -626,3 +626,59 @@ def test_kueues_message_of_a_pod_set_no_flavor_can_ever_hold():
     admitted = wl("")
     admitted["status"]["conditions"][0]["status"] = "True"
     assert K.outlook(admitted) == ("", "")
+
+
+def test_a_pod_set_that_requests_nothing_is_fit_as_kueue_says():
+    """Kueue's "zero resource request not in clusterQueue should succeed" (flavorassigner_test
+    .go:1781, release-0.19 c90ed70) without its cpu request: assignFlavors skips the zero
+    request of a resource the queue does not cover (:802-806), so the pod set gets no flavor
+    and no Status, and PodSetAssignment.RepresentativeMode says Fit (:386-388; IsFit: no
+    reasons); the pod set after it is assigned as usual. The model said NoFit."""
+    case = _case("zero resource request not in clusterQueue")
+    empty = {**case["podSets"][0], "requests": {"example.com/gpu": "0"}}
+    case["podSets"] = [empty]
+    got = _assign(case)
+    assert (got.mode, got.podsets, got.message) == ("Fit", {"main": {}}, "")
+    case["podSets"] = [empty, {"name": "next", "count": 1, "requests": {"cpu": "1"}}]
+    got = _assign(case)
+    assert (got.mode, got.podsets["next"]) == ("Fit", {"cpu": A.Choice("default", "Fit")})
+
+
+LQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+      "metadata": {"name": "default", "namespace": "ns"}, "spec": {"clusterQueue": MAIN}}  # fmt: skip
+SAID = "no flavor of ClusterQueue test-clusterqueue fits; on idle queues Kueue would say: "
+
+
+@pytest.mark.parametrize(
+    "name", ["multi-podset, one fits and another fails", "prevent integer overflow"]
+)
+def test_the_queue_findings_quote_the_message_kueue_writes(name):
+    """What the plan prints where no flavor takes a pod set (a fleet worker's refusal, here
+    for Kueue's own idle-queue cases) quotes the QuotaReserved message Kueue's test wants,
+    which `pending.outlook` reads back as never; it joined every reason of every pod set."""
+    from types import SimpleNamespace
+
+    from trainforge.plan.checks import queues as Q
+
+    case = _case(name)
+    wl = SimpleNamespace(queue=None, priority_class="", checked=None,
+                         sets=[_podset(p) for p in case["podSets"]])  # fmt: skip
+    flavor, why = Q._worker_flavor(K.read([*_docs(case), LQ]), "ns", wl)
+    assert (flavor, why) == (None, SAID + case["message"])
+    assert K.outlook(_pending(case["message"])) == ("never", case["message"])
+
+
+def test_a_rehearsed_object_no_flavor_takes_is_refused_in_kueue_s_message():
+    """`admit_object` (the SDK placement rehearsal) of Kueue's "multiple flavors, doesn't fit
+    node affinity" (flavorassigner_test.go:1260,1266): the reasons its test wants, as
+    Assignment.Message writes them (:228, Status.Message: sorted, joined by ", ")."""
+    from trainforge.plan.checks import queues as Q
+
+    case = _case("multiple flavors, doesn't fit node affinity")
+    terms = [{"matchExpressions": t} for t in case["podSets"][0]["affinity"]]
+    pod = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": terms}}}}  # fmt: skip
+    got = Q.admit_object([*_docs(case), LQ], "ns", {}, pod, {"cpu": Fraction(1)})
+    message = f"{W.POD_SET}main: " + ", ".join(sorted(case["reasons"]))
+    assert (got.workload.state, got.workload.reason) == ("never", SAID + message)
+    assert K.outlook(_pending(message)) == ("never", message)

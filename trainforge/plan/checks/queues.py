@@ -626,11 +626,13 @@ def object_workload(
     per_pod = _pod_need(spec, built[0].spec if built else None, lrs)
     main = K.podset(templates[0].template if templates else {}, per_pod, pods, lrs)
     # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
-    # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere)
+    # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere); it names
+    # it in lower case (kubeflowjob_controller.go:117 NewPodSetReference, release-0.19
+    # c90ed70), as its QuotaReserved message then does ("pod set master")
     sets = [
         replace(
             K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
-            name=t.name or main.name,
+            name=(t.name or main.name).lower(),
         )
         for t in templates
     ]
@@ -765,7 +767,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             w.flavor = None
             p, skips = sets[stuck], skips_of[stuck]
             whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
-            whose = "its" if len(sets) == 1 else f"its pod template {p.name}'s"
+            name = pod_templates(obj.doc, build=False)[stuck].name
+            whose = "its" if len(sets) == 1 else f"its pod template {name}'s"
             never(
                 w,
                 RULE_NEVER,
@@ -778,7 +781,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         idle = got.assignment
         if idle.mode == K.NO_FIT:
             why = Simulation(m.queues, m.flavors, shared=m.shared).can_ever_fit(w)
-            never(w, RULE_NEVER, f"can never be admitted: {why or '; '.join(idle.reasons)}", obj)
+            said = kueue_refusal(q.name, idle)
+            never(w, RULE_NEVER, f"can never be admitted: {f'{why}; ' if why else ''}{said}", obj)
             continue
         # pod sets on different flavors: the simulation runs the job on the first one's
         w.flavor, w.podsets = idle.flavor or w.flavor, [ps]
@@ -820,6 +824,20 @@ def no_object(job: str, namespace: str) -> str:
         f"no object labelled {JOB_LABEL}={job} with a pod template of its backend's kind is "
         f"rendered in namespace {namespace}: nothing reaches Kueue"
     )
+
+
+def kueue_refusal(queue: str, a: K.Assignment) -> str:
+    """Why idle ClusterQueue `queue` gives a Workload no one flavor: where no flavor takes a
+    pod set, Kueue's own QuotaReserved message (`Assignment.message`), the text the Workload
+    carries, which `kubectl describe`, `status` and `why` show and `pending.outlook` reads;
+    else the flavors its resources take (none: it requests nothing the queue covers)."""
+    if a.mode == K.NO_FIT:
+        return (
+            f"no flavor of ClusterQueue {queue} fits; on idle queues Kueue would say: " + a.message
+        )
+    names = ", ".join(sorted({c.flavor for per in a.podsets.values() for c in per.values()}))
+    took = f"its resources take {names}" if names else "it requests nothing the queue covers"
+    return f"Kueue assigns it no one flavor of ClusterQueue {queue}: {took}"
 
 
 @dataclass
@@ -866,10 +884,7 @@ def admit_object(
     w.queue_name = got.local_queue
     w.priority = got.priority
     if got.assignment.mode == K.NO_FIT or got.assignment.flavor is None:
-        w.state = "never"
-        w.reason = f"no flavor of ClusterQueue {w.queue} fits: " + "; ".join(
-            got.assignment.reasons or ["none"]
-        )
+        w.state, w.reason = "never", kueue_refusal(w.queue, got.assignment)
         return out
     w.flavor = got.assignment.flavor
     fl = m.flavors[w.flavor]
@@ -927,11 +942,10 @@ def _worker_flavor(m: K.Kueue, namespace: str, wl: ObjectWorkload) -> tuple[str 
     if got.reason or got.queue is None or got.assignment is None:
         return None, got.reason
     a = got.assignment
-    if a.mode == K.NO_FIT:
-        reasons = "; ".join(a.reasons or ["none"])
-        return None, f"no flavor of ClusterQueue {got.queue.name} fits: {reasons}"
-    first = next(iter(a.podsets.values()))
-    return a.flavor or next(iter(first.values())).flavor, ""
+    taken = [c.flavor for per in a.podsets.values() for c in per.values()]
+    if a.mode == K.NO_FIT or not taken:
+        return None, kueue_refusal(got.queue.name, a)
+    return a.flavor or taken[0], ""
 
 
 def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:

@@ -92,10 +92,17 @@ class Assignment:
 
     @property
     def mode(self) -> str:
-        """The worst mode of all pod sets (Assignment.RepresentativeMode)."""
-        if not self.podsets or any(not c for c in self.podsets.values()):
+        """The worst mode of all pod sets (Assignment.RepresentativeMode; no pod set: NoFit).
+        A pod set's (PodSetAssignment.RepresentativeMode, flavorassigner.go:386, release-0.19
+        c90ed70): Fit without Status reasons, whatever its flavors (one that requests nothing
+        gets none and is Fit), else NoFit without flavors, else its worst resource's mode."""
+        if not self.podsets:
             return NO_FIT
-        modes = {c.mode for per in self.podsets.values() for c in per.values()}
+        modes = {
+            c.mode for ps, per in self.podsets.items() if self.status.get(ps) for c in per.values()
+        }
+        if any(self.status.get(ps) and not per for ps, per in self.podsets.items()):
+            return NO_FIT
         return PREEMPT if PREEMPT in modes else FIT
 
     @property
