@@ -56,7 +56,8 @@ def test_fsdp_job_becomes_local_processes(project):
     assert argv[:2] == ["--workers", "8"]  # 2 pods x 4 GPUs
     joined = " ".join(argv)
     assert "--strategy fsdp --model gpt --layers 2 --d-model 64 --heads 4" in joined
-    assert "--dataset tokens --data-path datasets/tiny.bin" in joined
+    # dataPath is on the team's FSx in the pods (/fsx/datasets/tiny.bin): its stand-in here
+    assert "--dataset tokens --data-path ./runs/gpt-fsdp/fsx/datasets/tiny.bin" in joined
     assert (
         "--checkpoint-dir ./runs/gpt-fsdp/checkpoints" in joined
         and "--output-dir ./runs/gpt-fsdp" in joined
@@ -64,7 +65,38 @@ def test_fsdp_job_becomes_local_processes(project):
     assert "--checkpoint-every 10 --keep-last 2" in joined and "--grace-period 60" in joined
     assert "--metrics-port 0" in joined
     assert "--hang-timeout 120" in joined  # run-local runs the pods' watchdog too
-    assert "--compile" not in argv and "--checkpoint-s3" not in argv and "/fsx" not in joined
+    assert "--compile" not in argv and "--checkpoint-s3" not in argv
+    assert not [a for a in argv if a.startswith("/fsx")]  # no pod path left
+
+
+@pytest.mark.parametrize(
+    ("data_path", "local"),
+    [
+        ("/fsx/shared/owt.bin", "./runs/gpt/fsx/shared/owt.bin"),  # the team's FSx, absolute
+        ("/data/owt.bin", "./runs/gpt/volumes/research-datasets/owt.bin"),  # a claim's mount
+        ("/opt/data/owt.bin", "/opt/data/owt.bin"),  # on no volume: the image's, as written
+    ],
+)
+def test_a_runtime_jobs_data_path_reads_the_volumes_stand_in(tmp_path, data_path, local):
+    """run-local reads the bundled runtime's dataPath where own code reads the same pod path
+    (jobs.local.stand_ins): it failed 'no such file' relative to the working directory."""
+    (tmp_path / "Pulumi.dev.yaml").write_text(
+        textwrap.dedent(
+            f"""
+            config:
+              trainforge:jobs:
+                - name: gpt
+                  team: research
+                  pool: gpu-workloads
+                  model: gpt
+                  dataset: tokens
+                  dataPath: {data_path}
+                  volumes: [{{claim: research-datasets, mountPath: /data, readOnly: true}}]
+            """
+        )
+    )
+    argv = local_argv_for_job("dev", "gpt", tmp_path)
+    assert argv[argv.index("--data-path") + 1] == local
 
 
 def test_elastic_job_passes_max_restarts(project):

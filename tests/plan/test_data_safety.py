@@ -20,6 +20,7 @@ from trainforge.plan import sides
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks import data_safety as DS
 from trainforge.plan.cli import main as plan_main
+from trainforge.plan.core import attach_waiver
 from trainforge.plan.diff import INVENTORY_FILE
 from trainforge.plan.waivers import Waiver
 
@@ -117,7 +118,8 @@ def test_in_place_changes_and_retained_removals_are_not_findings(prod):
 
 def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
     """End to end: a base plan folder whose FSx had another deployment type; the plan of
-    this tree against it exits 1 and its diff says what is replaced."""
+    this tree against it exits 1, and its verdict (first screen and PR comment head) names
+    the replacement with its fix, not CLEAN."""
     base = tmp_path / "base"
     base.mkdir()
     inv = json.loads(json.dumps({"resources": records(prod)}, default=str))
@@ -126,37 +128,44 @@ def test_plan_diff_fails_on_a_replacement_unless_waived(prod, tmp_path, capsys):
     md = tmp_path / "diff.md"
     args = ["--stack", "prod", "--project-dir", str(ROOT), "--no-standins", "--summary"]
     code = plan_main([*args, "--diff", str(base), "--diff-md", str(md)])
-    text = md.read_text()
-    assert code == 1, capsys.readouterr().out[-2000:]
-    assert "### Data safety" in text and "NEEDS A WAIVER" in text
+    out, text = capsys.readouterr().out, md.read_text()
+    assert code == 1, out[-2000:]
+    first = out.splitlines()[0]
+    assert first.endswith("1 finding(s) need a fix or a decision"), first
+    assert "[TF_DATA_REPLACE] platform-services-fsx" in out and "Policy and validation" not in out
+    assert text.startswith("## trainforge plan --stack prod: ❌ 1 finding(s)")
     assert 'deploymentType: "SCRATCH_2" -> "PERSISTENT_2"' in text
+    assert "### Data safety" in text and "replaced or deleted: `platform-services-fsx`" in text
 
-    # with a waiver, the same comparison reports it as waived and fails nothing
+    # with a waiver, review.review marks the same finding waived (and the waiver used)
     waiver = Waiver(
         resource="platform-services-fsx",
         rule=DS.REPLACE,
         reason="moving dev data to a persistent FS",
     )
-    lines, failing = DS.diff_report(sides.load_side(base), records(prod), [waiver])
-    assert failing == 0 and any("waived: moving dev data" in x for x in lines)
+    ctx = SimpleNamespace(base=sides.load_side(base), head=SimpleNamespace(records=records(prod)))
+    (finding,) = DS.diff_check(ctx).findings
+    waived = attach_waiver(finding, [waiver], {finding.resource, *finding.names})
+    assert waived.waived == "moving dev data to a persistent FS" and waived.waived_by is waiver
 
 
 def test_a_deployed_state_base_says_replacements_were_not_checked(tmp_path):
     """`plan --diff` of a `pulumi stack export` (a file, not a plan folder) cannot compare
-    inventories: its Data safety block says so and fails nothing."""
+    inventories: its Data safety section says so and finds nothing."""
     export = tmp_path / "stack.json"
     export.write_text(json.dumps({"version": 3, "deployment": {"resources": []}}))
-    lines, failing = DS.diff_report(sides.load_side(export), [], [])
-    assert failing == 0 and lines[0] == "### Data safety"
-    assert "is a deployed state, not a plan folder" in lines[2] and "NOT checked" in lines[2]
+    res = DS.diff_check(SimpleNamespace(base=sides.load_side(export), head=None))
+    ((section,), (line,)) = res.sections, res.sections[0].lines
+    assert res.findings == [] and section.title == "Data safety"
+    assert "is a deployed state, not a plan folder" in line and "NOT checked" in line
 
 
 def test_no_base_dev_null_says_nothing_is_replaced_not_a_deployed_state():
     """`plan --diff /dev/null` (no base: a first deploy, a base branch with no plan) has
     nothing to replace; it is not called a deployed state whose replacements went unchecked."""
-    lines, failing = DS.diff_report(sides.load_side(pathlib.Path("/dev/null")), [], [])
-    assert failing == 0 and lines[0] == "### Data safety"
-    assert "No base (/dev/null)" in lines[2] and "deployed state" not in lines[2]
+    res = DS.diff_check(SimpleNamespace(base=sides.load_side(pathlib.Path("/dev/null")), head=None))
+    (line,) = res.sections[0].lines
+    assert res.findings == [] and "No base (/dev/null)" in line and "deployed state" not in line
 
 
 def test_a_base_inventory_of_an_older_format_is_read(tmp_path):

@@ -6,6 +6,7 @@ value; the shipped prod carries none and plans CLEAN (issue 41: prod shipped
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -79,3 +80,11 @@ def test_a_secret_config_value_is_not_read():
     plain values beside it are judged."""
     value = {"token": {"secure": "AAABAM...192.0.2.1"}, "cidr": "192.0.2.0/24"}
     assert list(D._walk(value, "trainforge:x")) == [("trainforge:x.cidr", "192.0.2.0/24")]
+
+
+def test_the_fix_names_a_readme_section_that_exists():
+    """The finding's fix sends the reader to a README section: it named 'Before your first
+    `pulumi up`', which README.md does not have."""
+    (section,) = re.findall(r"README\.md, '([^']+)'", D.RULES[D.DOCUMENTATION_VALUE])
+    headings = re.findall(r"^#+ (.+)$", (ROOT / "README.md").read_text(), re.M)
+    assert section in headings, headings

@@ -3,7 +3,8 @@
 Reads `Pulumi.<stack>.yaml` with PyYAML only (no Pulumi import, no cloud access). For the
 bundled runtime, the job's declaration becomes the same training flags its pods get, adapted
 to this machine: every process of every pod becomes a local worker (CPU, gloo), checkpoints
-and outputs go under ./runs/<job>, and the S3 mirror and metrics endpoint are off.
+and outputs go under ./runs/<job>, a data path on a volume is read from that volume's
+stand-in (below), and the S3 mirror and metrics endpoint are off.
 
 For a job with its own code (`entrypoint`), `user_code_run` prepares exactly what its pods run,
 with the same contract (docs/jobs.md):
@@ -127,14 +128,16 @@ def local_training_flags(job: JobSpec, run_dir: str) -> list[str]:
         "--checkpoint-dir": f"{run_dir}/checkpoints",
         "--metrics-port": "0",
     }
-    if job.training.data_path:  # a relative data path stays relative to this directory
-        replace["--data-path"] = job.training.data_path
     out: list[str] = []
     i = 0
     while i < len(args):
         flag = args[i]
         if flag in replace:
             out += [flag, replace[flag]]
+            i += 2
+            continue
+        if flag == "--data-path":  # the pods' path, on a volume: that volume's stand-in here
+            out += [flag, _rewrite(args[i + 1], stand_ins(job, run_dir))]
             i += 2
             continue
         if flag == "--compile":  # GPU throughput only; on CPU it just costs compile time
@@ -236,6 +239,22 @@ def expand_vars(text: str, env: dict[str, str]) -> str:
         return env.get(m.group(1), m.group(0))
 
     return _VAR_REF.sub(sub, text)
+
+
+def stand_ins(
+    job: JobSpec, run_dir: str, volumes: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(pod mount path, local directory standing for it), longest mount first: each claim of
+    the job (RUN_DIR/volumes/CLAIM) and the team's FSx (RUN_DIR/fsx), or the `--volume CLAIM=DIR`
+    given. One rule for own code's paths and the bundled runtime's --data-path."""
+    volumes = volumes or {}
+    out = [
+        (v.mount_path, volumes.get(v.claim) or posixpath.join(run_dir, "volumes", v.claim))
+        for v in job.volumes
+    ]
+    fsx = volumes.get(fsx_claim_name(job.team)) or posixpath.join(run_dir, "fsx")
+    out.append((_local_target(job).fsx_mount_path, fsx))
+    return sorted(out, key=lambda m: -len(m[0]))
 
 
 def _rewrite(arg: str, mapping: list[tuple[str, str]]) -> str:
@@ -459,20 +478,18 @@ def user_code_run(
     run_dir = project / "runs" / job.name
     if prepare:
         run_dir.mkdir(parents=True, exist_ok=True)
-    local_fsx = Path(volumes.get(fsx_claim) or run_dir / "fsx").expanduser().resolve()
-    if prepare and fsx_claim in volumes:
-        local_fsx.mkdir(parents=True, exist_ok=True)
-    # pod path -> the local directory standing for it (a claim's mount shows its subPath)
+    # pod path -> the local directory standing for it (a claim's mount shows its subPath);
+    # the FSx stand-in is made only where --volume names it (a claim's always)
     mapping: list[tuple[str, str]] = []
-    for v in job.volumes:
-        local = Path(volumes.get(v.claim) or run_dir / "volumes" / v.claim).expanduser().resolve()
-        if prepare:
+    for pod, where in stand_ins(job, str(run_dir), volumes):
+        local = Path(where).expanduser().resolve()
+        if prepare and (pod != pod_fsx or fsx_claim in volumes):
             local.mkdir(parents=True, exist_ok=True)
-        mapping.append((v.mount_path, str(local)))
+        mapping.append((pod, str(local)))
     pod_ckpt = entrypoint.checkpoint_dir(job, target)
     if job.checkpoint.directory is None:
         mapping.append((pod_ckpt, str(run_dir / "checkpoints")))
-    mapping += [(entrypoint.output_dir(job, target), str(run_dir)), (pod_fsx, str(local_fsx))]
+    mapping.append((entrypoint.output_dir(job, target), str(run_dir)))
     mapping.sort(key=lambda m: -len(m[0]))
 
     bundle = entrypoint.user_code(job, project, where)

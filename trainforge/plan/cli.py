@@ -208,16 +208,13 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
 
 def _diff_markdown(
     args: argparse.Namespace, result: Any, base: Any, new: pathlib.Path
-) -> tuple[Any, str, int]:
-    """--diff: (the review against the base, read before the plan ran, the PR comment
-    markdown, the number of unwaived data safety findings)."""
+) -> tuple[Any, str]:
+    """--diff: (the review against the base, read before the plan ran; the PR comment
+    markdown). The review's findings (data safety's among them) join the plan's."""
     from trainforge.plan import review, sides, verdict  # noqa: PLC0415
-    from trainforge.plan.checks import data_safety  # noqa: PLC0415
 
     rev = review.review(base, sides.load_side(new), result)
-    md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
-    safety, data_lost = data_safety.diff_report(base, result.inventory.resources, result.waivers)
-    return rev, md + "\n" + "\n".join(safety), data_lost
+    return rev, "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
 
 
 def _output_error(args: argparse.Namespace) -> str | None:
@@ -296,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="trainforge-plan-")
         out_dir = pathlib.Path(tmp.name) / "plan"
     notes: list[str] = []
-    md, rev, data_lost = None, None, 0  # data_lost: unwaived data safety findings of --diff
+    md, rev = None, None
     try:
         if out_dir is not None:
             try:
@@ -312,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
                 )
         if args.diff is not None:
-            rev, md, data_lost = _diff_markdown(args, result, base, out_dir)
+            rev, md = _diff_markdown(args, result, base, out_dir)
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)
                 args.diff_md.write_text(md + "\n")
@@ -341,4 +338,4 @@ def main(argv: list[str] | None = None) -> int:
         print(report_path.read_text(), end="")
     elif md is not None:
         print("\n" + md)
-    return EXIT_CLEAN if result.clean and not data_lost else EXIT_VIOLATIONS
+    return EXIT_CLEAN if result.clean else EXIT_VIOLATIONS

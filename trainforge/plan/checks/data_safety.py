@@ -222,32 +222,30 @@ def check(ctx: PlanContext) -> CheckResult:
     return CheckResult(findings, [Section("Data safety", lines, rows)])
 
 
-def diff_report(base: Any, head_resources: list[Any], waivers: list[Any]):
-    """For `trainforge plan --diff BASE`: (markdown lines, number of unwaived findings).
-    `base` is the diff's base as plan.sides.load_side read it (once, before the plan);
-    `waivers` are the plan's (trainforge.plan.waivers.Waiver); a base that is a deployed
-    state, not a plan folder, says its replacements were not checked instead of passing
-    silently."""
-    from trainforge.plan.waivers import find_waiver  # noqa: PLC0415 - light, plan-only
+DIFF_TITLE = "Data safety"
 
-    lines = ["### Data safety", ""]
+
+def diff_check(ctx: Any) -> CheckResult:
+    """`--diff BASE`: TF_DATA_REPLACE for each data-holding resource of a base plan folder that
+    this plan replaces or deletes. Findings like any rule's (review.review adds them to the
+    violations), so the verdict, the PR comment's status, the exit code and a waiver's use
+    agree; a base that is not a plan folder says it was not checked instead of passing."""
+    base = ctx.base
     if base.no_base:  # --diff /dev/null: nothing there to replace or delete
-        return [*lines, "No base (/dev/null): no data-holding resource is replaced.", ""], 0
+        return _said("No base (/dev/null): no data-holding resource is replaced.")
     recorded = base_records(base)
     if recorded is None:
-        note = (
+        return _said(
             f"The base ({base.path}) is a deployed state, not a plan folder: replacements"
-            " of data-holding resources were NOT checked by TF_DATA_REPLACE; read the"
-            " replaced resources above and `pulumi preview`."
+            f" of data-holding resources were NOT checked by {REPLACE}; read the"
+            " replaced resources below and `pulumi preview`."
         )
-        return [*lines, note, ""], 0
-    found = replacements(recorded, head_resources)
+    found = replacements(recorded, ctx.head.records or [])
     if not found:
-        return [*lines, "No data-holding resource is replaced or deleted.", ""], 0
-    unwaived = 0
-    for f in found:
-        w = find_waiver(waivers, f.rule, set(f.names))
-        unwaived += w is None
-        tag = "NEEDS A WAIVER" if w is None else f"waived: {w.reason}"
-        lines.append(f"- **{f.rule}** `{f.resource}` ({tag}): {f.message}")
-    return [*lines, ""], unwaived
+        return _said("No data-holding resource is replaced or deleted.")
+    names = ", ".join(f"`{f.resource}`" for f in found)
+    return CheckResult(found, [Section(DIFF_TITLE, [f"replaced or deleted: {names} ({REPLACE})"])])
+
+
+def _said(line: str) -> CheckResult:
+    return CheckResult(sections=[Section(DIFF_TITLE, [line])])

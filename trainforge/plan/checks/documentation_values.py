@@ -18,7 +18,7 @@ DOCUMENTATION_VALUE = "TRAINFORGE_DOCUMENTATION_VALUE"
 RULES = {
     DOCUMENTATION_VALUE: "replace the documentation value with your own (your office/VPN "
     "ranges, your reservation id, your account's principals) or drop the key; README.md, "
-    "'Before your first `pulumi up`', lists what a stack needs from you",
+    "'What prod needs from you', lists what a stack needs from you",
 }
 # RFC 5737 section 3 (TEST-NET-1/2/3: "do not legitimately appear on the public Internet") and
 # RFC 3849 (the IPv6 documentation prefix); a range inside one is refused, a wider one is real
