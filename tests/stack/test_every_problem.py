@@ -134,3 +134,17 @@ def test_a_rule_across_pools_beside_a_platform_field_error_is_one_line():
         "node group or node pool",
     ]
     assert len([e for e in errors if e.startswith("trainforge:nodePools")]) == 1, errors
+
+
+def test_a_patterned_key_given_a_number_is_told_what_is_valid():
+    """`monitoring.alerts.stalledAfter: 15` said only "expected a string" (review 4): a key
+    with a pattern (`base.matching`) names the values it takes whatever the value's type."""
+    from trainforge.stack.services import AlertsConfig
+
+    for bad in (15, 1.5, "15"):
+        errors: list[str] = []
+        validate(AlertsConfig, {"stalledAfter": bad}, "trainforge:monitoring.alerts", errors)
+        assert errors == [
+            f"trainforge:monitoring.alerts.stalledAfter: got {bad!r}; expected a Prometheus "
+            "duration such as 30s, 15m or 2h"
+        ], errors

@@ -266,14 +266,18 @@ def matching(pattern: str, expected: str, max_length: int = 0) -> Any:
     the same pattern for editors."""
     rx = re.compile(pattern)
 
-    def valid(value: str) -> str:
-        if not rx.fullmatch(value) or (max_length and len(value) > max_length):
+    def valid(value: Any) -> str:
+        # before pydantic's own str check, so that `stalledAfter: 15` is told what is valid
+        # ("a Prometheus duration such as 30s, 15m or 2h"), not only "expected a string"
+        if not isinstance(value, str) or not rx.fullmatch(value):
+            raise ValueError(expected)
+        if max_length and len(value) > max_length:
             raise ValueError(expected)
         return value
 
     schema: dict[str, Any] = {"type": "string", "pattern": f"^(?:{pattern})$"}
     schema.update({"maxLength": max_length} if max_length else {})
-    return Annotated[str, AfterValidator(valid), WithJsonSchema(schema)]
+    return Annotated[str, BeforeValidator(valid), WithJsonSchema(schema)]
 
 
 def pinned_image(value: str) -> str:
