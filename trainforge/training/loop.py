@@ -524,6 +524,7 @@ def _loop(
         optimizer.zero_grad(set_to_none=True)
         state.step += 1
         window += 1
+        reporter.stepped(state.step)  # the stall alert's gauges: every step (a float store)
 
         logged = state.step % cfg.log_every == 0 or state.step == cfg.steps
         if logged:

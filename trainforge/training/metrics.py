@@ -76,8 +76,9 @@ class Gauges:
             self._values[name] = float(value)
 
     def update(self, values: dict[str, float]) -> None:
-        for k, v in values.items():
-            self.set(k, v)
+        with self._lock:  # one lock for the lot: a scrape sees all of them or none
+            for k, v in values.items():
+                self._values[k] = float(v)
 
     def snapshot(self) -> dict[str, float]:
         with self._lock:
@@ -308,6 +309,17 @@ class Reporter:
         self.loop_start = time.perf_counter()
         self.start_window(step)
 
+    def stepped(self, step: int) -> None:
+        """Called after every optimizer step: the gauges TrainforgeJobStalled reads (step,
+        progress) move with each step, not each log window; a 500-step window of 0.48 s steps
+        left them still for 4 min and paged a healthy job. Rates stay per window (`record`)."""
+        if self.enabled:
+            self.gauges.update({"step": step, "progress": self.fraction(step)})
+
+    def fraction(self, step: int) -> float:
+        """The share of the run's steps done (0..1): trainforge_progress."""
+        return min(step / max(self.total_steps, 1), 1.0)
+
     def record(self, step: int, loss: float, lr: float, extra: dict[str, float]) -> None:
         """Called every --log-every steps with the already-reduced loss (one host sync)."""
         if not self.enabled:
@@ -400,8 +412,7 @@ class Reporter:
     def progress(self, step: int, now: float) -> dict[str, float]:
         """Progress and ETA: the run's average step time since this process started its loop
         (a resumed run counts only its own steps, so restore time does not skew it)."""
-        total = max(self.total_steps, 1)
-        out = {"total_steps": float(self.total_steps), "progress": min(step / total, 1.0)}
+        out = {"total_steps": float(self.total_steps), "progress": self.fraction(step)}
         done = step - self.first_step
         if done > 0:
             per_step = (now - self.loop_start) / done
