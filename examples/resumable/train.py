@@ -94,7 +94,6 @@ def main() -> int:
     log = lambda msg: print(f"[rank{env.rank}] {msg}", flush=True)  # noqa: E731
     ckpt = CheckpointManager.from_env(log=log)
     stop = PreemptionHandler.from_env(log=log)
-    metrics = MetricsReporter.from_env(params=vars(args))
     watchdog = Watchdog.from_env(log=log).start()
 
     torch.manual_seed(0)  # the same initial weights on every rank
@@ -109,6 +108,8 @@ def main() -> int:
     loader = DataLoader(dataset, batch_size=args.batch_size, sampler=sampler, drop_last=True)
     steps_per_epoch = len(loader)
     total_steps = args.epochs * steps_per_epoch
+    # total_steps: trainforge_progress, which the stall alert needs to tell a run unfinished
+    metrics = MetricsReporter.from_env(params=vars(args), total_steps=total_steps)
 
     step = ckpt.restore(model, optimizer)  # 0 on a fresh start
     if env.rank == 0:

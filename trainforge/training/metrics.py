@@ -504,8 +504,10 @@ class MetricsReporter:
         metrics_port: int = 0,
         params: dict[str, Any] | None = None,
         log: Any = print,
+        total_steps: int | None = None,
     ) -> None:
         self.enabled = enabled
+        self.total_steps = total_steps
         self.gauges = Gauges()
         self.server: MetricsServer | None = None
         self.mlflow: MLflowLogger | None = None
@@ -521,8 +523,17 @@ class MetricsReporter:
         self.mlflow = MLflowLogger(run_name, params or {}, log)
 
     @classmethod
-    def from_env(cls, *, params: dict[str, Any] | None = None, log: Any = print) -> MetricsReporter:
-        """Configured by the job contract; enabled on global rank 0 only."""
+    def from_env(
+        cls,
+        *,
+        params: dict[str, Any] | None = None,
+        log: Any = print,
+        total_steps: int | None = None,
+    ) -> MetricsReporter:
+        """Configured by the job contract; enabled on global rank 0 only. `total_steps` (the
+        steps your run is configured for) makes `log` set ``trainforge_progress`` as the
+        runtime does: TrainforgeJobStalled pages only a run whose progress is below 1, so
+        without it your job has no stall alert (docs/troubleshooting.md)."""
         from trainforge.training.contract import job_env
 
         env = job_env()
@@ -533,6 +544,7 @@ class MetricsReporter:
             metrics_port=env.metrics_port,
             params=params,
             log=log,
+            total_steps=total_steps,
         )
 
     @property
@@ -540,14 +552,20 @@ class MetricsReporter:
         return self.server.port if self.server is not None else None
 
     def log(self, step: int, **values: float) -> None:
-        """Record ``values`` at ``step``: gauges ``trainforge_<name>``, a JSON line, MLflow."""
+        """Record ``values`` at ``step``: gauges ``trainforge_<name>``, a JSON line, MLflow;
+        with `total_steps`, also ``trainforge_progress`` (the share done, 0..1) and
+        ``trainforge_total_steps``, the gauges the runtime's own alerts read."""
         for name in values:
             if not _METRIC_NAME.match(name):
                 raise ValueError(f"metric name {name!r}: use letters, digits and '_' only")
         if not self.enabled:
             return
         record = {"step": float(step), **{k: float(v) for k, v in values.items()}}
-        self.gauges.update(record)
+        gauges = dict(record)
+        if self.total_steps is not None:
+            total = max(int(self.total_steps), 1)
+            gauges.update(progress=min(step / total, 1.0), total_steps=float(total))
+        self.gauges.update(gauges)
         if self._jsonl is not None:
             self._jsonl.write(json.dumps(record) + "\n")
             self._jsonl.flush()
