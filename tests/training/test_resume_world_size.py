@@ -35,7 +35,11 @@ def _run(work: Path, workers: int, steps: int, *batch: str) -> str:
 
 
 def _resume_line(logs: str) -> str:
-    return next(line for line in logs.splitlines() if "checkpoint: resumed from" in line)
+    line = next(line for line in logs.splitlines() if "checkpoint: resumed from" in line)
+    # docs/checkpointing.md shows what this resume prints after its timing
+    said = line[line.index("s; world size") + 3 :]
+    assert said in (ROOT / "docs/checkpointing.md").read_text(), said
+    return line
 
 
 def test_fewer_workers_same_batch_size_says_the_data_order_resets(tmp_path: Path) -> None:
