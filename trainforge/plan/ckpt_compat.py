@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from trainforge.jobs.entrypoint import RUNTIME_MODULE  # what the emitter runs: -m MODULE
+from trainforge.training import data_order
 from trainforge.training.state_layout import mismatches
 
 RESUMES = "resumes"
@@ -254,13 +255,10 @@ def _resets(old_cfg: Any, new_cfg: Any, old: JobState, new: JobState) -> list[st
         return cfg.global_batch_size or (cfg.global_batch(world) if world else None)
 
     gb_old, gb_new = global_batch(old_cfg, old.world_size), global_batch(new_cfg, new.world_size)
-    data_why = [f"global batch {gb_old or '?'} -> {gb_new or '?'}"] if gb_old != gb_new else []
+    data_why = [data_order.global_batch_change(gb_old, gb_new)] if gb_old != gb_new else []
     data_why += _changed(old_cfg, new_cfg, "seed", "dataset", "data_path", "dataset_size")
     if data_why:
-        out.append(
-            "data order: " + ", ".join(data_why) + "; step s now reads other samples "
-            "(the order is a function of seed, data and global batch)"
-        )
+        out.append(data_order.reset(data_why))  # the runtime's resume line says the same
     if old.world_size and new.world_size and new.world_size > old.world_size:
         out.append(
             f"RNG: ranks {old.world_size}-{new.world_size - 1} have no saved stream and start "

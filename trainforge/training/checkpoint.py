@@ -42,7 +42,7 @@ import torch.distributed as dist
 # it costs seconds, and a run's first step should not wait for it. (With async saves written by
 # DCP's checkpoint process, it is imported at set-up, where that process is started:
 # `_WriterStart.begin`.)
-from trainforge.training import exits
+from trainforge.training import data_order, exits
 from trainforge.training.config import CheckpointConfig
 from trainforge.training.distributed import group_timeout
 from trainforge.training.faults import FAULT_ENV
@@ -197,9 +197,13 @@ class CheckpointManager:
         *,
         log: LogFn = print,
         mirror: Any | None = None,
+        global_batch: int | None = None,
     ) -> None:
         config.validate()
         self.config = config
+        # samples per optimizer step (the bundled runtime's; None for own code): saved in the
+        # extras so a resume can say what another world size does to the data order
+        self.global_batch = global_batch
         self.log = log
         self.root = Path(config.directory) if config.directory else None
         self.distributed = dist.is_available() and dist.is_initialized()
@@ -409,9 +413,18 @@ class CheckpointManager:
         step = int(extras["step"])
         self.last_saved_step = self.last_started_step = step
         self._barrier()
+        note = None
+        if self.global_batch is not None:
+            note = data_order.resume_note(
+                extras.get("world_size"),
+                self.world_size,
+                extras.get("global_batch"),
+                self.global_batch,
+            )
         self.log(
             f"checkpoint: resumed from {path} at step {step} "
             f"(data position {extras.get('data_position', step)}) in {time.perf_counter() - t0:.2f}s"
+            + (f"; {note}" if note else "")
         )
         note_resumed(step)  # the run ledger knows the step, for `trainforge report`
         return step
@@ -502,6 +515,7 @@ class CheckpointManager:
             "step": step,
             "data_position": step,
             "world_size": self.world_size,
+            "global_batch": self.global_batch,
             "scheduler": scheduler.state_dict() if scheduler is not None else None,
             "rng": capture_rng_state(),
         }
@@ -1128,12 +1142,14 @@ class Checkpointing:
         ckpt.finish(total, model, optimizer, scheduler)
     """
 
-    def __init__(self, config: CheckpointConfig, *, log: LogFn = print) -> None:
+    def __init__(
+        self, config: CheckpointConfig, *, log: LogFn = print, global_batch: int | None = None
+    ) -> None:
         from trainforge.training.preemption import PreemptionHandler
 
         self.config = config
         self.log = log
-        self.manager = CheckpointManager(config, log=log)
+        self.manager = CheckpointManager(config, log=log, global_batch=global_batch)
         # SIGTERM handling needs somewhere to save; without a directory the default
         # (immediate termination) is the honest behaviour.
         self.preemption = (

@@ -304,7 +304,7 @@ def _train(
 
     # checkpoint hook (before the loop): resume model, optimizer, scheduler, RNG and step from
     # the newest complete checkpoint; the data position follows from the step.
-    checkpointing = ckpt_mod.Checkpointing(cfg.checkpoint, log=log_all)
+    checkpointing = ckpt_mod.Checkpointing(cfg.checkpoint, log=log_all, global_batch=global_batch)
     try:
         with _watched(watchdog, "restore"):
             state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)
