@@ -481,8 +481,8 @@ def user_code_run(
     # pod path -> the local directory standing for it (a claim's mount shows its subPath);
     # the FSx stand-in is made only where --volume names it (a claim's always)
     mapping: list[tuple[str, str]] = []
-    for pod, where in stand_ins(job, str(run_dir), volumes):
-        local = Path(where).expanduser().resolve()
+    for pod, stand_in in stand_ins(job, str(run_dir), volumes):
+        local = Path(stand_in).expanduser().resolve()
         if prepare and (pod != pod_fsx or fsx_claim in volumes):
             local.mkdir(parents=True, exist_ok=True)
         mapping.append((pod, str(local)))
