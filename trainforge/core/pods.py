@@ -569,8 +569,17 @@ def adjusted_pod_spec(
 # model, status/why/wait), the scheduler and Karpenter `scheduled_pod_requests`.
 
 # what `defaultPodRequests` takes from the containers' aggregate: the pod-level resources that
-# may be overcommitted (IsSupportedPodLevelResource and IsOvercommitAllowed: not hugepages)
+# may be overcommitted (IsSupportedPodLevelResource and `overcommit_allowed`: not hugepages)
 POD_LEVEL_OVERCOMMIT = ("cpu", "memory")
+
+
+def overcommit_allowed(resource: str) -> bool:
+    """Kubernetes pkg/apis/core/helper/helpers.go `IsOvercommitAllowed` (8a84988b, the commit
+    of CHANGELOG-1.35.md, read 2026-11-30): a native resource (no domain, or kubernetes.io/)
+    but hugepages. Any other (nvidia.com/gpu, vpc.amazonaws.com/efa) must request what it
+    limits, or the API server refuses the pod (`validateResourceRequirements`)."""
+    native = "/" not in resource or "kubernetes.io/" in resource
+    return native and not resource.startswith(HUGEPAGES)
 
 
 def stored_pod_spec(

@@ -10,8 +10,8 @@ Kubernetes (kubernetes/kubernetes pkg/apis/core/validation/validation.go
 2026-11-30): for each request, a resource that cannot be overcommitted must have a limit
 equal to it (`field.Invalid(reqPath, ..., "must be equal to %s limit of %s")`), and a limit
 (`field.Required(limPath, "Limit must be set for non overcommitable resources")`). Which
-cannot: pkg/apis/core/helper/helpers.go `IsOvercommitAllowed` = `IsNativeResource` (no `/`,
-or in `kubernetes.io/`) and not `hugepages-*`: so nvidia.com/gpu and vpc.amazonaws.com/efa.
+cannot: `core/pods.overcommit_allowed` (`IsOvercommitAllowed`): nvidia.com/gpu and
+vpc.amazonaws.com/efa.
 A limit alone is fine: the API server's defaulting copies it to the request
 (core/pods.py `stored_pod_spec`).
 """
@@ -20,15 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.core.pods import HUGEPAGES
+from trainforge.core.pods import overcommit_allowed
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs.import_read import ImportProblem, Workload, get
-
-
-def overcommit_allowed(resource: str) -> bool:
-    """IsOvercommitAllowed: a native resource (no domain, or kubernetes.io/) but hugepages."""
-    native = "/" not in resource or "kubernetes.io/" in resource
-    return native and not resource.startswith(HUGEPAGES)
 
 
 def check_limits(w: Workload, file: str) -> None:
