@@ -318,7 +318,7 @@ class Reporter:
 
     def fraction(self, step: int) -> float:
         """The share of the run's steps done (0..1): trainforge_progress."""
-        return min(step / max(self.total_steps, 1), 1.0)
+        return done_share(step, self.total_steps)
 
     def record(self, step: int, loss: float, lr: float, extra: dict[str, float]) -> None:
         """Called every --log-every steps with the already-reduced loss (one host sync)."""
@@ -563,8 +563,8 @@ class MetricsReporter:
         record = {"step": float(step), **{k: float(v) for k, v in values.items()}}
         gauges = dict(record)
         if self.total_steps is not None:
-            total = max(int(self.total_steps), 1)
-            gauges.update(progress=min(step / total, 1.0), total_steps=float(total))
+            total = float(self.total_steps)
+            gauges.update(progress=done_share(step, self.total_steps), total_steps=total)
         self.gauges.update(gauges)
         if self._jsonl is not None:
             self._jsonl.write(json.dumps(record) + "\n")
@@ -588,6 +588,12 @@ class MetricsReporter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def done_share(step: int, total_steps: int) -> float:
+    """trainforge_progress: the share of a run's `total_steps` done at `step` (0..1), for the
+    runtime's Reporter and your code's MetricsReporter alike (the stall alert reads it)."""
+    return min(step / max(total_steps, 1), 1.0)
 
 
 def _global_rank() -> int:
