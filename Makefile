@@ -76,10 +76,10 @@ fmt: venv
 	$(PY) -m ruff format .
 
 demo: venv
-	$(PY) -m trainforge demo
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m trainforge demo
 
 plan: venv
-	$(PY) -m trainforge plan --stack dev --out build/plan/dev --json build/plan/dev.json
+	env -u PYTHONDONTWRITEBYTECODE $(PY) -m trainforge plan --stack dev --out build/plan/dev --json build/plan/dev.json
 
 bench: venv
 	$(PY) bench/throughput.py
