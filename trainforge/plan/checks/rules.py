@@ -229,9 +229,8 @@ def imdsv2_required(type_: str, inputs: dict) -> list[str]:
     (LAUNCH_TEMPLATE, EC2_NODE_CLASS),
 )
 def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
-    hops = _metadata_option(
-        type_, inputs, "httpPutResponseHopLimit", 1
-    )  # unset LT: AMI's (often 2)
+    # unset on a launch template: the AMI's (often 2)
+    hops = _metadata_option(type_, inputs, "httpPutResponseHopLimit", 1)
     if is_unknown(hops) or hops == 1:
         return []
     return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
