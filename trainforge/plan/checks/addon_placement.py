@@ -1,6 +1,5 @@
-"""Plan check: no EKS add-on controller (CoreDNS, the CSI controllers) can land on a job
-pool's nodes (trainforge.platform.addon_controllers: their tolerations at the pinned
-versions against each pool's published taints)."""
+"""Plan check: no EKS add-on controller (CoreDNS, the CSI controllers) can land on a job pool's
+nodes (platform.addon_controllers: their pinned tolerations against each pool's taints)."""
 
 from __future__ import annotations
 
