@@ -115,15 +115,8 @@ def evaluate(
     names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
                     for r in inv.resources}  # fmt: skip
     known: set[str] = set().union(*names_by_urn.values())
-    ctx = T.PlanContext(
-        inventory=inv,
-        objects=objects,
-        declared=inv.declared,
-        root=root,
-        standin=standin,
-        rejudge=rejudge,
-        fleet_workers=dict(fleet_workers or {}),
-    )
+    workers = dict(fleet_workers or {})
+    ctx = T.PlanContext(inv, objects, inv.declared, root, standin, rejudge, fleet_workers=workers)
     violations: list[T.Finding] = []
     sections: list[T.Section] = []
     for result in C.run_checks(ctx, fork):

@@ -30,16 +30,12 @@ def check(ctx: PlanContext) -> CheckResult:
                 f"{pool.name} (taints {taints}): "
                 + (f"admits {', '.join(names)}" if names else "no add-on controller")
             )
+            msg = (
+                f"{', '.join(names)} may be scheduled on pool {pool.name}'s nodes: they keep a "
+                "node up that consolidation would remove, and die with a spot interruption"
+            )
             if names:
                 findings.append(
-                    Finding(
-                        f"pool {pool.name}",
-                        RULE,
-                        f"{', '.join(names)} may be scheduled on pool {pool.name}'s "
-                        "nodes: they keep a node up that consolidation would remove, and die "
-                        "with a spot interruption",
-                        FIX,
-                        names=frozenset({pool.name}),
-                    )
+                    Finding(f"pool {pool.name}", RULE, msg, FIX, names=frozenset({pool.name}))
                 )
     return CheckResult(findings, [Section("Add-on controllers on job pools", lines)])

@@ -79,15 +79,12 @@ def check(ctx: PlanContext) -> CheckResult:
             why = why_documentation(text)
             if why is None:
                 continue
+            msg = f"{key}: got {text!r}, a documentation value ({why}): valid is a " + (
+                "value of your own network or account"
+            )
+            fix = RULES[DOCUMENTATION_VALUE]
             findings.append(
-                Finding(
-                    key,
-                    DOCUMENTATION_VALUE,
-                    f"{key}: got {text!r}, a documentation value ({why}): valid is a "
-                    "value of your own network or account",
-                    RULES[DOCUMENTATION_VALUE],
-                    names=frozenset({key, top}),
-                )
+                Finding(key, DOCUMENTATION_VALUE, msg, fix, names=frozenset({key, top}))
             )
             lines.append(f"{key}: {text} ({why})")
     if not lines:

@@ -470,9 +470,8 @@ def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     "set securityContext.allowPrivilegeEscalation: false on every container",
 )
 def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    if get(c, "securityContext", "allowPrivilegeEscalation") is not False:
-        return "allows privilege escalation"
-    return None
+    escalates = get(c, "securityContext", "allowPrivilegeEscalation") is not False
+    return "allows privilege escalation" if escalates else None
 
 
 @container_rule(
@@ -481,9 +480,8 @@ def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -
     'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
 )
 def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    if "ALL" not in as_list(get(c, "securityContext", "capabilities", "drop")):
-        return "does not drop ALL capabilities"
-    return None
+    drops_all = "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
+    return None if drops_all else "does not drop ALL capabilities"
 
 
 @container_rule(
@@ -553,9 +551,8 @@ def finding_image(rule: str, message: str) -> str | None:
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     """Docker Hub allows 10 anonymous pulls per hour per NAT address (core/image_routes)."""
     image = c.get("image")
-    if isinstance(image, str) and not is_unknown(image) and image_routes.is_docker_hub(image):
-        return f"image {image!r}{DOCKER_HUB_TAIL}"
-    return None
+    hub = isinstance(image, str) and not is_unknown(image) and image_routes.is_docker_hub(image)
+    return f"image {image!r}{DOCKER_HUB_TAIL}" if hub else None
 
 
 @pod_rule(
