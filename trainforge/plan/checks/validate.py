@@ -299,8 +299,10 @@ def _split(level: Path) -> tuple[Path, Path]:
     return level[:i], level[i + 1 :]
 
 
-# where a runtime keeps its replicated jobs
-RJOBS_AT = trainjob.RUNTIME_SHAPE.levels[0] + _split(trainjob.RUNTIME_SHAPE.levels[1])[0]
+def _rjobs_at() -> Path:
+    """Where a runtime keeps its replicated jobs (read when called: RUNTIME_SHAPE is the fact)."""
+    to_jobset, to_job, _ = trainjob.RUNTIME_SHAPE.levels
+    return to_jobset + _split(to_job)[0]
 
 
 def _job_of(rjob: Any, shape: pods.Shape) -> Any:
@@ -352,7 +354,7 @@ def trainjob_findings(
     if len(set(managers)) != len(managers):
         errs.append(f"{'.'.join(to_patches)}: managers must be unique")
     runtime = trainjob.runtime_of(doc, runtimes)
-    rjobs = get(runtime, *RJOBS_AT) or []
+    rjobs = get(runtime, *_rjobs_at()) or []
     known = {r.get("name"): _containers_of(r) for r in rjobs} if runtime else None
     for i, patch in enumerate(patches):
         at = f"{'.'.join(to_patches)}[{i}]"
@@ -395,7 +397,7 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
     (its pod templates as core PodTemplates)."""
     errs = crd_outline_errors(doc)  # its CEL rules: one mlPolicy, ...
     shape = trainjob.RUNTIME_SHAPE
-    rjobs, where = get(doc, *RJOBS_AT) or [], ".".join(RJOBS_AT)
+    rjobs, where = get(doc, *_rjobs_at()) or [], ".".join(_rjobs_at())
     if not rjobs:
         errs.append(f"{where} is empty")
     names = [r.get("name") for r in rjobs]
