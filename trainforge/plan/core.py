@@ -1,8 +1,5 @@
-"""The offline plan as a library: run the program, rebuild its objects, validate, apply rules.
-
-The CLI (trainforge.plan.cli) prints and writes what this returns; tests and the benchmark
-call it directly.
-"""
+"""The offline plan as a library: run the program, run every check, attach waivers. The CLI
+(trainforge.plan.cli) prints what this returns; tests and the benchmark call it directly."""
 
 from __future__ import annotations
 
@@ -55,9 +52,8 @@ class PlanResult:
 
     @property
     def unused_waivers(self) -> list[Waiver]:
-        """Stale waivers: they name a real resource but cover no finding (the rule passes there
-        now, or no finding of it is about the waived image any more). Every plan reports them,
-        in the verdict, the full report and the JSON (`unusedWaivers`)."""
+        """Stale waivers: they name a real resource but cover no finding (every plan reports
+        them: the verdict, the report, the JSON's `unusedWaivers`)."""
         used = [v.waived_by for v in self.violations if v.waived_by is not None]
         return [w for w in self.waivers if not any(w is u for u in used)]
 
@@ -110,27 +106,17 @@ def evaluate(
     fleet_workers: dict[str, F.WorkerPlan] | None = None,
     fork: bool = False,
 ) -> PlanResult:
-    """Run every registered check (validation and the resource rules included); attach
-    waivers to what they cover. A waiver must name something of this plan: a resource (Pulumi
-    name or URN), a Kubernetes object (namespace/Kind/name) or a finding's subject.
-    `rejudge`: the rules also judge the stand-in run (checks/rules.py, `rejudged`).
-    `fleet_workers`: a fleet manager's planned workers (trainforge.plan.fleet). `fork`: the
-    checks that read the stand-in run run in a child process meanwhile (registry.run_checks).
-    """
+    """Run every registered check; attach waivers to what they cover. A waiver must name a
+    resource (Pulumi name or URN), a Kubernetes object (namespace/Kind/name) or a finding's
+    subject of this plan. `rejudge`: the rules also judge the stand-in run (`rules.rejudged`).
+    `fleet_workers`: a fleet manager's planned workers. `fork`: see registry.run_checks."""
     objects = k8s_objects(inv)
     idents = {o.urn: o.ident for o in objects}
     names_by_urn = {r.urn: {r.urn, r.name, *([idents[r.urn]] if r.urn in idents else [])}
                     for r in inv.resources}  # fmt: skip
     known: set[str] = set().union(*names_by_urn.values())
-    ctx = T.PlanContext(
-        inventory=inv,
-        objects=objects,
-        declared=inv.declared,
-        root=root,
-        standin=standin,
-        rejudge=rejudge,
-        fleet_workers=dict(fleet_workers or {}),
-    )
+    workers = dict(fleet_workers or {})
+    ctx = T.PlanContext(inv, objects, inv.declared, root, standin, rejudge, fleet_workers=workers)
     violations: list[T.Finding] = []
     sections: list[T.Section] = []
     for result in C.run_checks(ctx, fork):
@@ -160,7 +146,7 @@ def evaluate(
 
 
 def known_rule_ids() -> set[str]:
-    """Every rule id a finding may carry (waivers may name these): the registered checks'."""
+    """Every rule id a finding may carry (waivers may name these)."""
     return set(C.check_rule_ids())
 
 
@@ -175,10 +161,9 @@ def standin_pass(
     program: str | None = None,
     references: dict[str, dict] | None = None,
 ) -> Callable[[], Inventory]:
-    """The stand-in run of the project, run at most once and only when a check asks
-    (docs/pr-review.md, "Stand-in pass": invented ids and ARNs, the config's jobs left out).
-    `references`: a fleet manager's StackReference answers (trainforge.plan.fleet). The
-    preview run's record (trainforge.core.contract) stays the current one after it."""
+    """The stand-in run of the project, at most once and only when a check asks
+    (docs/pr-review.md, "Stand-in pass"). `references`: a fleet manager's StackReference
+    answers. The preview run's record (core.contract) stays the current one after it."""
 
     def run() -> Inventory:
         from trainforge.core.contract import recording  # noqa: PLC0415
@@ -211,17 +196,14 @@ def plan_project(
     submit: Callable[[Inventory], None] | None = None,
     fork: bool = False,
 ) -> PlanResult:
-    """Preview-mode plan; then, when a check asks, the stand-in pass above.
-    `program`: a Python file of the project to run instead of __main__.py. The program's
-    warnings are a section of the result (so in the verdict and the report);
-    `echo_warnings` also prints them to stderr as they happen. `submit` adds objects sent
-    from outside the stack to the inventory before it is judged (`plan --sdk`,
-    trainforge.plan.sdk), so every check judges them with the stack's own. `fork`: see
-    `evaluate` (`trainforge plan`)."""
+    """Preview-mode plan; then, when a check asks, the stand-in pass. `program`: a Python file
+    of the project to run instead of __main__.py. The program's warnings are a section of the
+    result (`echo_warnings`: also on stderr as they happen). `submit` adds objects sent from
+    outside the stack (`plan --sdk`) to the inventory before it is judged."""
     from trainforge.jobs.estimate import memoized
 
     with memoized():  # each job is estimated once, not once per asker
-        # a fleet manager: its workers planned first, its StackReferences answered from them
+        # a fleet manager: its workers first, its StackReferences answered from them
         workers = F.plan_workers(root, stack)
         references = F.reference_answers(workers) or None
         inv = run_project(
@@ -236,18 +218,15 @@ def plan_project(
             submit(inv)
         standin = standin_pass(root, stack, config_overrides, program, references)
         if workers:
-            # then each worker again as it is once the manager is up too: its reference to
-            # the manager reads the manager's outputs (its checkpoint bucket, which the
-            # worker's team roles are granted: platform/fleet.py), as `pulumi up` in the
-            # order manager, workers again (docs/fleet.md) leaves them
-            # (the stand-in run declares no jobs: their ConfigMaps come from this run)
+            # each worker again once the manager is up: its reference reads the manager's
+            # outputs, as `pulumi up` in the order of docs/fleet.md leaves them (the stand-in
+            # run declares no jobs: their ConfigMaps come from this run)
             also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
             workers = F.plan_workers(root, stack, manager=standin(), also=also)
         result = evaluate(
             inv, waivers_from(inv), root, standin, standins, fleet_workers=workers, fork=fork
         )
-    # Only what no section says already: a team quota the pools cannot hold is the queue
-    # section's "quota: ..." line (checks/queues.py), which the verdict counts as a warning.
+    # Only what no section says already (a quota warning is the queue section's line).
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])
     own = [w for w in dict.fromkeys(inv.warnings) if w not in shown]
     own += undeclared_stack_jobs(inv, program)
@@ -258,11 +237,8 @@ def plan_project(
 
 
 def undeclared_stack_jobs(inv: Any, program: str | None) -> list[str]:
-    """A warning when the stack's `trainforge:jobs` lists jobs the program did not declare.
-
-    Why: a program named by `--program` replaces __main__.py, which is what declares the
-    stack's jobs; one that declares only its own (`TrainingJob.function`) dropped the stack's
-    jobs from the plan without a word, and `pulumi up` with it would not create them."""
+    """A warning when the stack's `trainforge:jobs` lists jobs the program did not declare: a
+    `--program` replaces __main__.py, which declares them, and `pulumi up` would not create them."""
     from trainforge.stack.file import decode_value  # noqa: PLC0415
 
     listed = decode_value((getattr(inv, "config", None) or {}).get(JOBS_KEY))

@@ -1,7 +1,5 @@
-"""Glue between pulumi-policy and the pure rules, apart from policy/__main__.py so that it
-can be tested without starting a PolicyPack (which starts a gRPC server and blocks). The
-engine's unknowns become "<unknown>", as the offline plan records them, so both judge alike.
-"""
+"""Glue between pulumi-policy and the pure rules, testable without starting a PolicyPack
+(a blocking gRPC server). The engine's unknowns become "<unknown>", as the plan records them."""
 
 from __future__ import annotations
 
@@ -50,8 +48,8 @@ def load_waivers(env: Mapping[str, str] | None = None) -> list[Waiver]:
     path = (env if env is not None else os.environ).get(WAIVERS_ENV)
     if not path:
         return []
-    # Plan checks' rules too: the same stack file waives them for the offline plan, and a
-    # waiver the pack did not know would make it refuse the whole file.
+    # every check's rule ids: the same file waives them for the plan, and an unknown id
+    # would make the pack refuse the whole file
     from trainforge.plan.core import known_rule_ids  # noqa: PLC0415 - every check module
 
     return parse_waivers(read_stack_file(path).get(CONFIG_KEY), known_rule_ids())
@@ -68,8 +66,7 @@ def validation_messages(type_: str, name: str, urn: str, props: dict) -> list[tu
 def unwaived(
     waivers: list[Waiver], rule: str, urn: str, name: str, messages: list[str]
 ) -> list[str]:
-    """Messages left after waivers. Each is judged on its own: an image rule's message names
-    its image, and a waiver covers that image only (trainforge.stack.policy.IMAGE_RULES)."""
+    """Messages left after waivers, each on its own (an image rule's waiver covers one image)."""
     return [
         m for m in messages if not find_waiver(waivers, rule, {urn, name}, R.finding_image(rule, m))
     ]

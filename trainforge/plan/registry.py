@@ -55,7 +55,7 @@ ORDER = (
 
 @dataclass(frozen=True)
 class Check:
-    """One registered plan check and the rule ids (-> fix) its findings may carry."""
+    """A plan check and the rule ids (-> fix) its findings may carry."""
 
     run: Callable[[PlanContext], CheckResult]
     rules: Mapping[str, str]
@@ -79,8 +79,8 @@ DIFF_CHECKS: list[Callable[[Any], CheckResult]] = [
 
 
 def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
-    """rule id -> fix, for every check's rules (waivers may name these): the plan's one list
-    of rule ids. Each id belongs to one check, so a waiver names one producer."""
+    """rule id -> fix of every check (the plan's one list of rule ids, which waivers name);
+    each id belongs to one check."""
     out: dict[str, str] = {}
     for check in CHECKS if checks is None else checks:
         twice = sorted(set(out) & set(check.rules))
@@ -90,18 +90,16 @@ def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
     return out
 
 
-# Checks that run after the others, each group in a forked child of its own where one may
-# help (`run_checks`): those that read the stand-in run (`ctx.standin_inventory()`: the
-# program again, which needs nothing the other checks make), and the checkpoint check, which
-# calls a job's own state fingerprint (dev's imports torch: ~2.5 CPU s).
+# Checks that run after the others, each group in a forked child where one may help
+# (`run_checks`): the readers of the stand-in run (the program again, which needs nothing the
+# other checks make), and the checkpoint check (a job's state fingerprint: dev's imports torch).
 READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet")
 APART = (READS_STANDIN, ("resume",))
 
 
 def run_checks(ctx: PlanContext, fork: bool = False) -> list[CheckResult]:
-    """Every registered check's result, in registry order. The `APART` groups run after the
-    others; with `fork`, each in a forked child (`in_child`) while this process runs the
-    others. A group's new `ctx.memo` entries come back with its results."""
+    """Every registered check's result, in registry order; the `APART` groups after the others
+    (with `fork`, each in a forked child meanwhile). A group's new `ctx.memo` entries come back."""
     names = [m.__name__.rpartition(".")[2] for m in _MODULES]
     groups = [[i for i, name in enumerate(names) if name in group] for group in APART]
 
@@ -125,13 +123,12 @@ def run_checks(ctx: PlanContext, fork: bool = False) -> list[CheckResult]:
     return [results[i] for i in range(len(CHECKS))]
 
 
-# "0": the checks all run in the plan's own process (what a single CPU does anyway).
-FORK_ENV = "TRAINFORGE_PLAN_FORK"
+FORK_ENV = "TRAINFORGE_PLAN_FORK"  # "0": every check in the plan's own process
 
 
 def may_fork() -> bool:
-    """Whether a child process may run checks: fork exists, this process may use a second
-    CPU, FORK_ENV does not say "0", and coverage.py does not measure this process."""
+    """Whether a child process may run checks: fork exists, a second CPU is ours, FORK_ENV is
+    not "0" and coverage.py does not measure this process."""
     cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else ()
     return (
         hasattr(os, "fork")
@@ -142,10 +139,8 @@ def may_fork() -> bool:
 
 
 def _coverage_measures() -> bool:
-    """Whether coverage.py measures this process (`coverage run`, pytest-cov, a
-    COVERAGE_PROCESS_START subprocess): a child ends with `os._exit`, which skips the save of
-    its coverage data, so what it ran would read as never run. Its own API
-    (`Coverage.current()`: the started instance), without importing it where it is absent."""
+    """Whether coverage.py measures this process (its `Coverage.current()`): a child ends with
+    `os._exit`, which skips saving its coverage data, so what it ran would read as never run."""
     cov = sys.modules.get("coverage")
     current = getattr(getattr(cov, "Coverage", None), "current", None)
     return callable(current) and current() is not None
@@ -153,14 +148,11 @@ def _coverage_measures() -> bool:
 
 @contextlib.contextmanager
 def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
-    """`run` once, on first use; with `fork` (and `may_fork()`), started at once in a forked
-    child while this process goes on, and the first use waits for its value (sent pickled
-    through a pipe). Where the child fails (an error, a value that does not pickle, a
-    signal) or cannot be made, `run` runs here instead, so an error is raised exactly as
-    without a child. The child is killed and reaped when the block ends (also on an error
-    or Ctrl-C: it ignores SIGINT and leaves the decision to this process). A plan process
-    may fork: it has no gRPC thread (runner._in_process_callbacks); the child makes its own
-    asyncio loop."""
+    """`run` once, on first use; with `fork` (and `may_fork()`) started at once in a forked
+    child, its value sent pickled through a pipe. Where the child fails or cannot be made,
+    `run` runs here, so an error is raised as without a child. The child is killed and reaped
+    when the block ends (it ignores SIGINT). A plan process may fork: it has no gRPC thread
+    (runner._in_process_callbacks)."""
     if not (fork and may_fork()):
         yield functools.cache(run)
         return
@@ -168,12 +160,9 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
     sys.stderr.flush()
     parent = os.getpid()
     read, write = os.pipe()
-    # What this process holds goes to the collector's permanent generation for the fork: the
-    # child's collections then never traverse or finalize an inherited object. The plan
-    # forks with Pulumi's asyncio executor threads alive; a child that collected an
-    # inherited cycle segfaulted inside the collector now and then (pytest's faulthandler
-    # printed "Fatal Python error: Segmentation fault ... Garbage-collecting" in CI logs of
-    # 2026-11-29; the parent then ran the check itself). The parent unfreezes at once.
+    # Frozen for the fork, so the child's collector never touches an inherited object: a child
+    # forked beside Pulumi's executor threads segfaulted in "Garbage-collecting" now and then
+    # (faulthandler, CI logs of 2026-11-29).
     gc.freeze()
     try:
         pid = os.fork()
@@ -183,15 +172,15 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
         os.close(write)
         yield functools.cache(run)
         return
-    if pid == 0:  # the child: run, send, exit without this process's exit handlers
+    if pid == 0:  # the child: run, send, exit without the exit handlers
         os.close(read)
         code = 1
         try:
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             _die_with(parent)
-            import asyncio  # noqa: PLC0415 - Pulumi's; imported by the program run already
+            import asyncio  # noqa: PLC0415 - imported by the program run already
 
-            # a loop of its own: the parent's is shared through the fork (its epoll set)
+            # a loop of its own: the parent's epoll set is shared through the fork
             asyncio.set_event_loop(asyncio.new_event_loop())
             data = pickle.dumps(run(), protocol=pickle.HIGHEST_PROTOCOL)
             with os.fdopen(write, "wb") as pipe:
@@ -223,9 +212,8 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
 
 
 def _die_with(parent: int) -> None:
-    """In a child: SIGKILL when `parent` ends (Linux's PR_SET_PDEATHSIG), so that a plan
-    killed outright (SIGKILL, SIGTERM) leaves no child running; elsewhere the child ends when
-    it finds its pipe closed."""
+    """In a child: SIGKILL when `parent` ends (Linux's PR_SET_PDEATHSIG), so a plan killed
+    outright leaves no child running; elsewhere the child ends on finding its pipe closed."""
     import ctypes  # noqa: PLC0415 - in the child only
 
     with contextlib.suppress(OSError, AttributeError):

@@ -1,5 +1,4 @@
-"""The Pulumi type tokens that more than one plan module reads (the checks, the cost report,
-the mocks): each spelled here once. A token only one module reads stays beside its reader."""
+"""Pulumi type tokens more than one plan module reads, spelled once (one reader: beside it)."""
 
 EKS_COMPONENT = "eks:index:Cluster"  # the pulumi-eks component (flat inputs)
 EKS_CLUSTER = "aws:eks/cluster:Cluster"

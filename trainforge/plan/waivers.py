@@ -1,8 +1,5 @@
-"""Per-resource rule waivers, each with a written reason that every plan prints.
-
-They live in stack config (`trainforge-policy:waivers`, modelled by trainforge/stack/policy.py;
-docs/configuration.md), where a reviewer sees a waiver change beside the stack's settings.
-"""
+"""Per-resource rule waivers with a written reason, in stack config (`trainforge-policy:waivers`,
+trainforge/stack/policy.py; docs/configuration.md), where a reviewer sees them beside the stack."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Plan check: no EKS add-on controller (CoreDNS, the CSI controllers) can land on a job
-pool's nodes (trainforge.platform.addon_controllers: their tolerations at the pinned
-versions against each pool's published taints)."""
+"""Plan check: no EKS add-on controller (CoreDNS, the CSI controllers) can land on a job pool's
+nodes (platform.addon_controllers: their pinned tolerations against each pool's taints)."""
 
 from __future__ import annotations
 
@@ -31,16 +30,12 @@ def check(ctx: PlanContext) -> CheckResult:
                 f"{pool.name} (taints {taints}): "
                 + (f"admits {', '.join(names)}" if names else "no add-on controller")
             )
+            msg = (
+                f"{', '.join(names)} may be scheduled on pool {pool.name}'s nodes: they keep a "
+                "node up that consolidation would remove, and die with a spot interruption"
+            )
             if names:
                 findings.append(
-                    Finding(
-                        f"pool {pool.name}",
-                        RULE,
-                        f"{', '.join(names)} may be scheduled on pool {pool.name}'s "
-                        "nodes: they keep a node up that consolidation would remove, and die "
-                        "with a spot interruption",
-                        FIX,
-                        names=frozenset({pool.name}),
-                    )
+                    Finding(f"pool {pool.name}", RULE, msg, FIX, names=frozenset({pool.name}))
                 )
     return CheckResult(findings, [Section("Add-on controllers on job pools", lines)])

@@ -1,8 +1,6 @@
-"""Plan check: a stack's configuration carries no value that only documentation uses: it would
-deploy, and be wrong (prod shipped TEST-NET allow-list ranges, a made-up capacity reservation
-id and AWS's documentation account, and the plan called it CLEAN). Each class refused, with its
-source, is below; README.md, "What prod needs from you", says what to put instead.
-"""
+"""Plan check: a stack's configuration carries no value only documentation uses (TEST-NET
+ranges, placeholder ids, AWS's example accounts): it would deploy and be wrong. README.md,
+"What prod needs from you", says what to put instead."""
 
 from __future__ import annotations
 
@@ -81,15 +79,12 @@ def check(ctx: PlanContext) -> CheckResult:
             why = why_documentation(text)
             if why is None:
                 continue
+            msg = f"{key}: got {text!r}, a documentation value ({why}): valid is a " + (
+                "value of your own network or account"
+            )
+            fix = RULES[DOCUMENTATION_VALUE]
             findings.append(
-                Finding(
-                    key,
-                    DOCUMENTATION_VALUE,
-                    f"{key}: got {text!r}, a documentation value ({why}): valid is a "
-                    "value of your own network or account",
-                    RULES[DOCUMENTATION_VALUE],
-                    names=frozenset({key, top}),
-                )
+                Finding(key, DOCUMENTATION_VALUE, msg, fix, names=frozenset({key, top}))
             )
             lines.append(f"{key}: {text} ({why})")
     if not lines:

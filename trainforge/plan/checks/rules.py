@@ -1,10 +1,7 @@
-"""Policy rules, written once as pure functions and run by both the offline plan (as one
-registered check, `check`) and the pulumi-policy pack in policy/ (docs/pr-review.md, "Policy
-rules": each id, with checkov's where one exists, and what it applies to).
-
-A stack rule sees every resource at once, for what AWS spreads over several resources (an S3
-bucket's encryption, versioning, public access block and policy are four). A rule never fails
-on a value only the cloud knows ("<unknown>"), as `pulumi preview --policy-pack` behaves.
+"""Policy rules as pure functions, run by the offline plan (`check`) and the pulumi-policy pack
+in policy/ (docs/pr-review.md, "Policy rules"). A stack rule sees every resource at once (an S3
+bucket's encryption, versioning, access block and policy are four). A rule never fails on a
+value only the cloud knows ("<unknown>"), as `pulumi preview --policy-pack` behaves.
 """
 
 from __future__ import annotations
@@ -17,13 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core import catalog, image_routes
-from trainforge.core.contract import GPU_RESOURCE
-from trainforge.core.labels import (
-    INSTANCE_TYPE,
-    KARPENTER_GPU_COUNT,
-    PRIVILEGED_REASON,
-    ROOT_REASON,
-)
+from trainforge.core.contract import GPU_RESOURCE as GPU
+from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_GPU_COUNT
+from trainforge.core.labels import PRIVILEGED_REASON as PRIVILEGED_REASON_ANNOTATION
+from trainforge.core.labels import ROOT_REASON as ROOT_REASON_ANNOTATION
 from trainforge.core.pods import containers, get, security_field
 from trainforge.core.taints import EFFECTS, schedules, untolerated
 from trainforge.plan import resource_types as T
@@ -37,10 +31,6 @@ from trainforge.plan.runner import UNKNOWN
 
 def is_unknown(value: Any) -> bool:
     return value == UNKNOWN or type(value).__name__ == "Unknown"
-
-
-# ---------------------------------------------------------------------------------------------
-# Model
 
 
 @dataclass(frozen=True)
@@ -58,8 +48,6 @@ class Rule:
 
 @dataclass(frozen=True)
 class StackResource:
-    """What a stack rule needs of a resource: its identity, inputs and dependencies."""
-
     urn: str
     type: str
     name: str
@@ -72,13 +60,10 @@ class StackRule:
     id: str
     title: str
     fix: str
-    # yields (urn of the offending resource, message)
-    check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]
+    check: Callable[[list[StackResource]], Iterable[tuple[str, str]]]  # (urn, message)
 
 
-# Every resource rule, in the order they run: each registers itself below with `resource_rule`
-# (a check of one resource) or `pod_rule` (a check of each pod spec a resource carries).
-RESOURCE_RULES: list[Rule] = []
+RESOURCE_RULES: list[Rule] = []  # in the order they run, each registered below
 
 
 def resource_rule(id_: str, title: str, fix: str, types: tuple[str, ...]):
@@ -109,9 +94,8 @@ def pod_rule(id_: str, title: str, fix: str):
 
 
 def container_rule(id_: str, title: str, fix: str):
-    """A pod rule judging each container (init containers first): the decorated
-    `(type token, inputs, pod spec, container) -> problem or None` becomes the pod rule's
-    `(type token, inputs, pod spec) -> messages`, each "container 'name' <problem>"."""
+    """A pod rule judging each container (init containers first) with the decorated
+    `(type token, inputs, pod spec, container) -> problem or None`."""
 
     def register(fn: Callable[[str, dict, dict, dict], str | None]):
         def per_spec(type_: str, inputs: dict, spec: dict) -> list[str]:
@@ -123,21 +107,19 @@ def container_rule(id_: str, title: str, fix: str):
     return register
 
 
-# ---------------------------------------------------------------------------------------------
-# EKS: both the pulumi-eks component (flat inputs) and aws.eks.Cluster (vpcConfig, ...)
+# --- EKS: the pulumi-eks component (flat inputs) and aws.eks.Cluster (vpcConfig, ...)
 
 EKS_TYPES = (T.EKS_COMPONENT, T.EKS_CLUSTER)
 ALL_LOG_TYPES = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 
 
 def eks_endpoint(type_: str, inputs: dict) -> tuple[Any, Any, Any]:
-    """(public access, private access, public CIDRs) with the provider defaults applied."""
+    """(public access, private access, public CIDRs); both providers default to a public
+    endpoint open to 0.0.0.0/0."""
     src = inputs if type_ == T.EKS_COMPONENT else (inputs.get("vpcConfig") or {})
     public = src.get("endpointPublicAccess")
-    private = src.get("endpointPrivateAccess")
-    cidrs = src.get("publicAccessCidrs")
-    # Both providers default to a public endpoint open to 0.0.0.0/0.
-    return (True if public is None else public, bool(private), cidrs)
+    public = True if public is None else public
+    return public, bool(src.get("endpointPrivateAccess")), src.get("publicAccessCidrs")
 
 
 @resource_rule(
@@ -210,8 +192,7 @@ def eks_secrets_encryption(type_: str, inputs: dict) -> list[str]:
     return ["secrets are not envelope-encrypted: no encryptionConfig for `secrets` with a KMS key"]
 
 
-# ---------------------------------------------------------------------------------------------
-# Instance metadata: launch templates and Karpenter EC2NodeClasses
+# --- Instance metadata: launch templates and Karpenter EC2NodeClasses
 
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
@@ -220,13 +201,12 @@ EC2_NODE_CLASS = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 def _metadata_option(type_: str, inputs: dict, key: str, karpenter_default: Any) -> Any:
     """A metadata option's effective value (an EC2NodeClass's unset one: Karpenter's default; a
     launch template has none); UNKNOWN when not judged: options unknown or the endpoint off."""
-    opts = inputs.get("metadataOptions")
-    if type_ == EC2_NODE_CLASS:
-        opts = get(inputs, "spec", "metadataOptions")
+    node_class = type_ == EC2_NODE_CLASS
+    opts = get(inputs, "spec", "metadataOptions") if node_class else inputs.get("metadataOptions")
     if is_unknown(opts) or get(opts, "httpEndpoint") == "disabled":
         return UNKNOWN
     value = get(opts, key)
-    return karpenter_default if value is None and type_ == EC2_NODE_CLASS else value
+    return karpenter_default if value is None and node_class else value
 
 
 @resource_rule(
@@ -256,17 +236,15 @@ def imds_hop_limit(type_: str, inputs: dict) -> list[str]:
     return [f"IMDS hop limit is {hops!r}: pods can reach the node's credentials"]
 
 
-# ---------------------------------------------------------------------------------------------
-# S3 (per resource; the bucket-level completeness checks are stack rules below)
+# --- S3 (per resource; that every bucket has each is a stack rule below)
 
-S3_SSE_V2 = (
-    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2"
+S3_SSES = (
+    T.S3_SSE,
+    "aws:s3/bucketServerSideEncryptionConfigurationV2:BucketServerSideEncryptionConfigurationV2",
 )
 S3_VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
-S3_VERSIONING_V2 = "aws:s3/bucketVersioningV2:BucketVersioningV2"
+S3_VERSIONINGS = (S3_VERSIONING, "aws:s3/bucketVersioningV2:BucketVersioningV2")
 S3_PAB = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
-S3_SSES = (T.S3_SSE, S3_SSE_V2)
-S3_VERSIONINGS = (S3_VERSIONING, S3_VERSIONING_V2)
 
 
 def _sse_algorithms(rules: Any) -> list[Any]:
@@ -284,12 +262,12 @@ def _sse_algorithms(rules: Any) -> list[Any]:
     (*S3_SSES, *T.S3_BUCKETS),
 )
 def s3_kms(type_: str, inputs: dict) -> list[str]:
+    inline = inputs.get("serverSideEncryptionConfiguration")  # a bucket's: judged when present
     if type_ in S3_SSES:
         algs = _sse_algorithms(inputs.get("rules"))
-    else:  # inline (deprecated) config on the bucket: only judged when present
-        inline = inputs.get("serverSideEncryptionConfiguration")
-        if not inline:
-            return []
+    elif not inline:
+        return []
+    else:
         algs = _sse_algorithms(get(inline, "rule") or get(inline, "rules"))
     if any(is_unknown(a) for a in algs) or any(a in ("aws:kms", "aws:kms:dsse") for a in algs):
         return []
@@ -303,12 +281,12 @@ def s3_kms(type_: str, inputs: dict) -> list[str]:
     (*S3_VERSIONINGS, *T.S3_BUCKETS),
 )
 def s3_versioning(type_: str, inputs: dict) -> list[str]:
+    inline = inputs.get("versioning")
     if type_ in S3_VERSIONINGS:
         status = get(inputs, "versioningConfiguration", "status")
+    elif not inline:
+        return []
     else:
-        inline = inputs.get("versioning")
-        if not inline:
-            return []
         status = "Enabled" if get(inline, "enabled") is True else get(inline, "enabled")
     if is_unknown(status) or status == "Enabled":
         return []
@@ -330,15 +308,13 @@ def s3_public_access_block(type_: str, inputs: dict) -> list[str]:
 
 
 def _denies_insecure_transport(doc: dict) -> bool:
-    for st in as_list(doc.get("Statement")):
-        if not isinstance(st, dict) or st.get("Effect") != "Deny":
-            continue
-        cond = st.get("Condition") or {}
-        for op in ("Bool", "BoolIfExists"):
-            val = get(cond, op, "aws:SecureTransport")
-            if str(val).lower() == "false":
-                return True
-    return False
+    return any(
+        isinstance(st, dict)
+        and st.get("Effect") == "Deny"
+        and str(get(st.get("Condition") or {}, op, "aws:SecureTransport")).lower() == "false"
+        for st in as_list(doc.get("Statement"))
+        for op in ("Bool", "BoolIfExists")
+    )
 
 
 @resource_rule(
@@ -352,13 +328,11 @@ def s3_tls_only(type_: str, inputs: dict) -> list[str]:
     doc = policy_doc(policy)
     if doc is None:
         return [] if policy is None or is_unknown(policy) else ["bucket policy is not valid JSON"]
-    if _denies_insecure_transport(doc):
-        return []
-    return ["bucket policy does not deny requests with aws:SecureTransport=false"]
+    denies = _denies_insecure_transport(doc)
+    return [] if denies else ["bucket policy does not deny requests with aws:SecureTransport=false"]
 
 
-# ---------------------------------------------------------------------------------------------
-# FSx, KMS, SQS, IAM
+# --- FSx, KMS, SQS, IAM
 
 SQS_QUEUE = "aws:sqs/queue:Queue"
 IAM_POLICY_TYPES = (
@@ -377,8 +351,7 @@ IAM_POLICY_TYPES = (
 )
 def fsx_customer_key(type_: str, inputs: dict) -> list[str]:
     deployment = inputs.get("deploymentType")
-    # SCRATCH file systems cannot take a customer key (AWS encrypts them with its own key);
-    # the rule applies where AWS allows one.
+    # SCRATCH file systems cannot take a customer key (AWS encrypts them with its own)
     if isinstance(deployment, str) and deployment.startswith("SCRATCH"):
         return []
     if inputs.get("kmsKeyId") is None:
@@ -428,10 +401,9 @@ def _allows_admin(doc: dict) -> bool:
     (*IAM_POLICY_TYPES, T.IAM_ROLE),
 )
 def iam_no_admin(type_: str, inputs: dict) -> list[str]:
+    docs = [inputs.get("policy")]
     if type_ == T.IAM_ROLE:
         docs = [get(p, "policy") for p in as_list(inputs.get("inlinePolicies"))]
-    else:
-        docs = [inputs.get("policy")]
     return [
         'policy allows Action "*" on Resource "*"'
         for doc in map(policy_doc, docs)
@@ -439,27 +411,19 @@ def iam_no_admin(type_: str, inputs: dict) -> list[str]:
     ]
 
 
-# ---------------------------------------------------------------------------------------------
-# Pods: every pod spec a workload or a PyTorchJob replica carries
+# --- Pods: every pod spec a workload carries
 
 SYSTEM_NAMESPACES = ("kube-system",)
-PRIVILEGED_REASON_ANNOTATION = PRIVILEGED_REASON
-ROOT_REASON_ANNOTATION = ROOT_REASON
-GPU = GPU_RESOURCE
 
 
 def k8s_kind(type_: str) -> str | None:
     """The Kubernetes kind of a pulumi-kubernetes type token, e.g. kubernetes:apps/v1:Deployment."""
-    if not type_.startswith("kubernetes:"):
-        return None
-    return type_.rsplit(":", 1)[-1]
+    return type_.rsplit(":", 1)[-1] if type_.startswith("kubernetes:") else None
 
 
 def pod_specs(type_: str, inputs: dict, runtimes: Any = None) -> Iterator[tuple[str, dict]]:
-    """(label, pod spec) for every pod template of a workload object: where its kind keeps
-    them (the one walker, `trainforge.jobs.backends.pod_templates`), and for a TrainJob the
-    pod Kubeflow Trainer builds from its runtime in `runtimes` (a plan's; None: the platform's
-    own, which the policy pack knows without a cluster)."""
+    """(label, pod spec) of every pod template of a workload object (the one walker,
+    `backends.pod_templates`; a TrainJob's built from `runtimes`, None: the platform's own)."""
     from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data, no Pulumi
 
     kind = k8s_kind(type_)
@@ -472,7 +436,7 @@ def pod_specs(type_: str, inputs: dict, runtimes: Any = None) -> Iterator[tuple[
 
 def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     """A one-shot Job that must run as root, says why, and cannot escalate or keep capabilities
-    beyond CHOWN (e.g. the platform's FSx team-directory helper)."""
+    beyond CHOWN (the platform's FSx team-directory helper)."""
     reason = ((inputs.get("metadata") or {}).get("annotations") or {}).get(ROOT_REASON_ANNOTATION)
     if k8s_kind(type_) != "Job" or not (isinstance(reason, str) and reason.strip()):
         return False
@@ -506,9 +470,8 @@ def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     "set securityContext.allowPrivilegeEscalation: false on every container",
 )
 def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    if get(c, "securityContext", "allowPrivilegeEscalation") is not False:
-        return "allows privilege escalation"
-    return None
+    escalates = get(c, "securityContext", "allowPrivilegeEscalation") is not False
+    return "allows privilege escalation" if escalates else None
 
 
 @container_rule(
@@ -517,9 +480,8 @@ def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -
     'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
 )
 def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    if "ALL" not in as_list(get(c, "securityContext", "capabilities", "drop")):
-        return "does not drop ALL capabilities"
-    return None
+    drops_all = "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
+    return None if drops_all else "does not drop ALL capabilities"
 
 
 @container_rule(
@@ -540,18 +502,14 @@ def pod_seccomp(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     f"set resources.limits[{GPU!r}] (and requests, if given) to the same count",
 )
 def pod_gpu_requests_limits(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    req = get(c, "resources", "requests", GPU)
-    lim = get(c, "resources", "limits", GPU)
-    if req is None and lim is None:
-        return None
-    if lim is None or (req is not None and str(req) != str(lim)):
+    req, lim = get(c, "resources", "requests", GPU), get(c, "resources", "limits", GPU)
+    if (req, lim) != (None, None) and (lim is None or (req is not None and str(req) != str(lim))):
         return f"{GPU} requests={req} limits={lim}"
     return None
 
 
 def image_problem(image: Any) -> str | None:
-    """Why an image reference is not pinned, or None when it is (its tag and digest as
-    `image_routes.parts` reads them)."""
+    """Why an image reference is not pinned (tag and digest by `image_routes.parts`), or None."""
     if not isinstance(image, str) or is_unknown(image):
         return None if is_unknown(image) else "no image"
     _, _, tag, digest = image_routes.parts(image)
@@ -575,9 +533,8 @@ _DOCKER_HUB_IMAGE = re.compile(r"image ('[^']*'|\"[^\"]*\")" + re.escape(DOCKER_
 
 
 def finding_image(rule: str, message: str) -> str | None:
-    """The image a rule's message is about, for the image rules whose waivers name one
-    (trainforge.stack.policy.IMAGE_RULES): the pod rule's message names one container's image
-    in the format above. None for other rules."""
+    """The image a finding's message names, for the image rules whose waivers name one
+    (trainforge.stack.policy.IMAGE_RULES); None for other rules."""
     if rule != "TRAINFORGE_DOCKER_HUB":
         return None
     m = _DOCKER_HUB_IMAGE.search(message)
@@ -592,12 +549,10 @@ def finding_image(rule: str, message: str) -> str | None:
     "pulled through the cache's docker-hub rule with that credential (docs/images.md)",
 )
 def pod_image_not_docker_hub(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    """Docker Hub allows 10 anonymous pulls per hour per NAT address: every image comes through
-    the stack's ECR pull-through cache or another registry (trainforge.core.image_routes)."""
+    """Docker Hub allows 10 anonymous pulls per hour per NAT address (core/image_routes)."""
     image = c.get("image")
-    if isinstance(image, str) and not is_unknown(image) and image_routes.is_docker_hub(image):
-        return f"image {image!r}{DOCKER_HUB_TAIL}"
-    return None
+    hub = isinstance(image, str) and not is_unknown(image) and image_routes.is_docker_hub(image)
+    return f"image {image!r}{DOCKER_HUB_TAIL}" if hub else None
 
 
 @pod_rule(
@@ -632,21 +587,21 @@ def pod_privileged(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     return "is privileged"
 
 
-# ---------------------------------------------------------------------------------------------
-# Stack rules: every S3 bucket has its encryption, versioning, public access block and TLS policy
+# --- Stack rules: every S3 bucket has its encryption, versioning, public access block and TLS policy
 
 
-def _attached(res: list[StackResource], types: tuple[str, ...], bucket: StackResource) -> list:
-    """Resources of `types` whose `bucket` input refers to `bucket` (by dependency or value)."""
-    names = {bucket.inputs.get("bucket"), bucket.name}
-    out = []
-    for r in res:
-        if r.type not in types:
-            continue
-        deps = r.property_dependencies.get("bucket") or []
-        if bucket.urn in deps or (r.inputs.get("bucket") in names - {None}):
-            out.append(r)
-    return out
+def _attached(res: list[StackResource], types: tuple[str, ...], bucket: StackResource) -> bool:
+    """Whether a resource of `types` has a `bucket` input referring to `bucket` (by dependency
+    or value)."""
+    names = {bucket.inputs.get("bucket"), bucket.name} - {None}
+    return any(
+        r.type in types
+        and (
+            bucket.urn in (r.property_dependencies.get("bucket") or [])
+            or r.inputs.get("bucket") in names
+        )
+        for r in res
+    )
 
 
 def _bucket_completeness(
@@ -654,18 +609,14 @@ def _bucket_completeness(
 ) -> Callable[[list[StackResource]], Iterable[tuple[str, str]]]:
     def check(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         for b in res:
-            if b.type not in T.S3_BUCKETS:
-                continue
-            if inline_key and b.inputs.get(inline_key):
-                continue
-            if not _attached(res, types, b):
+            inline = inline_key and b.inputs.get(inline_key)
+            if b.type in T.S3_BUCKETS and not inline and not _attached(res, types, b):
                 yield b.urn, f"bucket has no {what}"
 
     return check
 
 
-# ---------------------------------------------------------------------------------------------
-# Stack rules: GPU capacity has health monitoring and automatic repair
+# --- Stack rules: GPU capacity has health monitoring and automatic repair
 
 NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 MONITORING_ADDON = "eks-node-monitoring-agent"
@@ -688,35 +639,31 @@ def gpu_capacity(res: StackResource) -> bool:
     """A managed node group or Karpenter NodePool that launches GPU instances."""
     if res.type == T.NODE_GROUP:
         ami = res.inputs.get("amiType")
-        return bool(isinstance(ami, str) and _GPU_AMI.search(ami)) or _gpu_types(
-            res.inputs.get("instanceTypes")
+        gpu_ami = isinstance(ami, str) and _GPU_AMI.search(ami)
+        return bool(gpu_ami) or _gpu_types(res.inputs.get("instanceTypes"))
+    if res.type != NODE_POOL:
+        return False
+    spec = get(res.inputs, "spec", "template", "spec") or {}
+    return any(get(t, "key") == GPU for t in as_list(spec.get("taints"))) or any(
+        (get(r, "key") in _GPU_REQUIREMENT_KEYS and get(r, "operator") != "DoesNotExist")
+        or (
+            get(r, "key") == INSTANCE_TYPE
+            and get(r, "operator") == "In"
+            and _gpu_types(get(r, "values"))
         )
-    if res.type == NODE_POOL:
-        spec = get(res.inputs, "spec", "template", "spec") or {}
-        if any(get(t, "key") == GPU for t in as_list(spec.get("taints"))):
-            return True
-        for req in as_list(spec.get("requirements")):
-            key = get(req, "key")
-            if key in _GPU_REQUIREMENT_KEYS and get(req, "operator") != "DoesNotExist":
-                return True
-            instance_type = key == INSTANCE_TYPE
-            if instance_type and get(req, "operator") == "In" and _gpu_types(get(req, "values")):
-                return True
-    return False
+        for r in as_list(spec.get("requirements"))
+    )
 
 
 def capacity_taints(res: StackResource) -> list[dict[str, Any]]:
     """The taints a group's/pool's nodes carry, with Kubernetes' effect names (a node group
     writes EKS's, NO_SCHEDULE; a NodePool Kubernetes' own, which the renaming leaves alone)."""
+    taints = get(res.inputs, "spec", "template", "spec", "taints")
     if res.type == T.NODE_GROUP:
         taints = res.inputs.get("taints")
-    else:
-        taints = get(res.inputs, "spec", "template", "spec", "taints")
-    if is_unknown(taints):
-        return []
     return [
         {**t, "effect": _EFFECTS.get(str(t.get("effect")), t.get("effect"))}
-        for t in as_list(taints)
+        for t in ([] if is_unknown(taints) else as_list(taints))
         if isinstance(t, dict)
     ]
 
@@ -736,12 +683,14 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
     ]
     if not addons:
         for r in gpu:
-            message = (
-                "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
-                "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
-                "landing on a sick node"
+            yield (
+                r.urn,
+                (
+                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
+                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
+                    "landing on a sick node"
+                ),
             )
-            yield r.urn, message
         return
     raw = addons[0].inputs.get("configurationValues")
     if is_unknown(raw):
@@ -756,16 +705,18 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
             tols = _AGENT_DEFAULT_TOLERATIONS[part] if tols is None else as_list(tols)
             tols = [t for t in tols if isinstance(t, dict)]
             missing = [t for t in capacity_taints(r) if untolerated([t], tols, schedules)]
+            shown = ", ".join(
+                f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
+            )
             if missing:
-                shown = ", ".join(
-                    f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
+                yield (
+                    r.urn,
+                    (
+                        f"the node monitoring agent's {label} does not tolerate this capacity's "
+                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
+                        "not monitored"
+                    ),
                 )
-                message = (
-                    f"the node monitoring agent's {label} does not tolerate this capacity's "
-                    f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
-                    "not monitored"
-                )
-                yield r.urn, message
 
 
 def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
@@ -773,33 +724,34 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     for r in res:
         if not gpu_capacity(r):
             continue
-        if r.type == T.NODE_GROUP:
-            enabled = get(r.inputs, "nodeRepairConfig", "enabled")
-            if enabled is not True and not is_unknown(enabled):
-                message = (
+        enabled = get(r.inputs, "nodeRepairConfig", "enabled")
+        if r.type != T.NODE_GROUP:
+            pools.append(r)
+        elif enabled is not True and not is_unknown(enabled):
+            yield (
+                r.urn,
+                (
                     "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
                     "a node whose GPU or network fails stays in the group until someone replaces "
                     "it by hand"
-                )
-                yield r.urn, message
-        else:
-            pools.append(r)
-    if not pools:
-        return
+                ),
+            )
     gates = [
         get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
         for rel in res
-        if rel.type == T.HELM_RELEASE and chart_name(rel) == "karpenter"
+        if pools and rel.type == T.HELM_RELEASE and chart_name(rel) == "karpenter"
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
     for r in pools:
-        message = (
-            "GPU NodePool while Karpenter's NodeRepair feature gate is off "
-            "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
-            "nodes"
+        yield (
+            r.urn,
+            (
+                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
+                "nodes"
+            ),
         )
-        yield r.urn, message
 
 
 STACK_RULES: tuple[StackRule, ...] = (
@@ -848,40 +800,31 @@ def check_resource(
     type_: str, inputs: dict[str, Any], runtimes: Any = None
 ) -> list[tuple[Rule, str]]:
     """Every (rule, message) the resource violates (`runtimes`: see `pod_specs`)."""
-    out = []
-    for rule in RESOURCE_RULES:
-        if rule.applies(type_):
-            out += [(rule, m) for m in rule.check(type_, inputs, runtimes)]
-    return out
+    return [
+        (rule, m)
+        for rule in RESOURCE_RULES
+        if rule.applies(type_)
+        for m in rule.check(type_, inputs, runtimes)
+    ]
 
 
 def check_stack(resources: list[StackResource]) -> list[tuple[StackRule, str, str]]:
     """Every (rule, urn, message) the set of resources violates."""
-    out = []
-    for rule in STACK_RULES:
-        out += [(rule, urn, msg) for urn, msg in rule.check(resources)]
-    return out
+    return [(rule, urn, msg) for rule in STACK_RULES for urn, msg in rule.check(resources)]
 
 
-# rule id -> fix, for the registry (waivers may name these)
 RULES = {r.id: r.fix for r in (*RESOURCE_RULES, *STACK_RULES)}
 
 
-def shown(type_: str, name: str) -> str:
-    """How a finding names a resource that is no Kubernetes object: `type::name`."""
-    return f"{type_}::{name}"
-
-
 def check(ctx: PlanContext) -> CheckResult:
-    """Every resource rule on every resource (a Kubernetes object judged as its manifest),
-    then every stack rule on the whole stack."""
+    """Every resource rule on every resource (a Kubernetes object judged as its manifest; any
+    other named `type::name`), then every stack rule on the whole stack."""
     objects = {o.urn: o for o in ctx.objects}
     found: list[Finding] = []
     for rec in ctx.inventory.resources:
         obj = objects.get(rec.urn)
-        if obj is None:
-            where, names, inputs = shown(rec.type, rec.name), frozenset({rec.name}), rec.inputs
-        else:
+        where, names, inputs = f"{rec.type}::{rec.name}", frozenset({rec.name}), rec.inputs
+        if obj is not None:
             where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
             inputs = obj.doc
         for rule, msg in check_resource(rec.type, inputs, runtime_docs(ctx)):
@@ -892,7 +835,7 @@ def check(ctx: PlanContext) -> CheckResult:
     }
     for rule, urn, msg in check_stack(list(stack.values())):
         res = stack[urn]
-        where = shown(res.type, res.name)
+        where = f"{res.type}::{res.name}"
         found.append(Finding(where, rule.id, msg, rule.fix, urn=urn, names=frozenset({res.name})))
     if ctx.rejudge and ctx.standin is not None:
         found += _standin_findings(ctx, {(f.urn, f.rule) for f in found})
@@ -905,8 +848,7 @@ REJUDGED = "rules.rejudged"  # PlanContext.memo key: how many resources the stan
 
 def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Finding]:
     """Cloud resources whose preview inputs hold unknowns, judged again in the stand-in run
-    (why: docs/pr-review.md, "Stand-in pass"). Only findings the preview could not make are
-    added; how many resources were judged again is `rejudged(ctx)`."""
+    (docs/pr-review.md, "Stand-in pass"); only findings the preview could not make."""
     preview = {r.urn: r for r in ctx.inventory.resources}
     judged, found = 0, []
     for rec in ctx.standin_inventory().resources:
@@ -914,10 +856,10 @@ def _standin_findings(ctx: PlanContext, seen: set[tuple[str, str]]) -> list[Find
         if before is None or rec.type.startswith("kubernetes:") or not has_unknown(before.inputs):
             continue
         judged += 1
-        where = shown(rec.type, rec.name)
         for rule, msg in check_resource(rec.type, rec.inputs):
             if (rec.urn, rule.id) not in seen:
                 msg += STANDIN_NOTE
+                where = f"{rec.type}::{rec.name}"
                 found.append(Finding(where, rule.id, msg, rule.fix, urn=rec.urn, names=frozenset()))
     ctx.memo[REJUDGED] = judged
     return found

@@ -1,13 +1,8 @@
-"""Validate Kubernetes objects the way the API server and its admission webhooks would, so a
-wrong object fails the plan instead of a 40-minute apply.
-
-Core kinds go through kubernetes-validate's bundled schemas (strict: unknown fields are errors,
-like kubectl); custom resources through their vendored CRD (`trainforge.plan.crds`, docs/rehearsals.md "The
-upstream CRDs"): its schema and its own CEL rules, evaluated by a CEL implementation
-(`trainforge.plan.crd_cel`, messages as the API server prints them). What neither says is
-written out per kind below, each with the upstream it was read from: the operators' webhooks
-(Go), what the API server's Job validation enforces beyond the schema, and this platform's own
-rules.
+"""Validate Kubernetes objects as the API server and its admission webhooks would, so a wrong
+object fails the plan instead of a 40-minute apply. Core kinds: kubernetes-validate's bundled
+strict schemas; custom resources: their vendored CRD's schema and CEL rules (`plan.crds`,
+docs/rehearsals.md "The upstream CRDs"). What neither says is written out per kind below, each
+with its upstream: the operators' webhooks, the API server's Job validation, this platform's own.
 """
 
 from __future__ import annotations
@@ -64,11 +59,8 @@ def _schema_json(path: str) -> Any:
 
 @functools.cache
 def _validator(schema_dir: str, kind: str, api_version: str):
-    """A strict validator per (schema version, kind, apiVersion), built once.
-
-    kubernetes-validate re-reads and re-parses the schema files on every call (about 20 ms per
-    object); the plan validates thousands of objects, so the same schemas are cached here.
-    """
+    """A strict validator per (schema version, kind, apiVersion), built once (kubernetes-validate
+    re-parses its schema files on every call, ~20 ms per object)."""
     import jsonschema
     from referencing import Registry, Resource
 
@@ -97,8 +89,8 @@ def _schema_dir(version: str) -> str:
 
 @functools.cache
 def builtin_groups() -> frozenset[str]:
-    """The API groups the API server serves itself (an object of any other group needs a
-    CRD): every group of the cluster version's bundled schemas."""
+    """The API groups the API server serves itself (any other needs a CRD): every group of the
+    cluster version's bundled schemas."""
     schema_dir = _schema_dir(versions.KUBERNETES_VERSION)
     defs = _schema_json(f"kubernetes-json-schema/{schema_dir}/_definitions.json")
     return frozenset(
@@ -110,7 +102,7 @@ def builtin_groups() -> frozenset[str]:
 
 def core_errors(doc: dict, version: str) -> list[str] | None:
     """Strict schema errors for a core kind (as kubernetes-validate reports them); None when
-    the kind has no bundled schema."""
+    the kind has no bundled schema. Cached: a PyTorchJob's replicas often repeat a template."""
     import jsonschema
 
     if not isinstance(doc.get("apiVersion"), str) or not doc.get("kind"):
@@ -119,7 +111,7 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
     validator = _validator(schema_dir, str(doc["kind"]), doc["apiVersion"])
     if validator is None:
         return None
-    try:  # a PyTorchJob's Master and Worker pod templates are usually one document twice
+    try:
         key = (schema_dir, json.dumps(doc))
     except (TypeError, ValueError):
         key = None
@@ -137,15 +129,14 @@ def core_errors(doc: dict, version: str) -> list[str] | None:
     return list(_CORE_ERRORS[key])
 
 
-# (schema dir, the document as JSON, keys in its order) -> core_errors' answer: the same
-# document validates the same way (~3 ms for a pod template)
+# (schema dir, the document as JSON) -> core_errors' answer (~3 ms for a pod template)
 _CORE_ERRORS: dict[tuple[str, str] | None, list[str]] = {}
 
 
 def _name_errors(doc: dict) -> list[str]:
     """An operator's object name is a DNS-1035 label (its pods and services are named after it)."""
     name = (doc.get("metadata") or {}).get("name") or ""
-    if not DNS1035.match(name) or len(name) > 63:
+    if not names.is_dns1035_label(name):
         return [f"metadata.name {name!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)"]
     return []
 
@@ -161,18 +152,15 @@ def _shadow_pod_errors(template: Any, version: str, where: str) -> list[str]:
     return [f"{where}: {m}" for m in core_errors(shadow, version) or []]
 
 
-# ---------------------------------------------------------------------------------------------
-# PyTorchJob (kubeflow.org/v1): the training operator v1 validating webhook
-
-# The CRD's schema (kubeflow.org_pytorchjobs.yaml, package data) refuses unknown fields and
-# wrong types; its enums are not in the schema (the webhook checks them), so they are here.
+# --- PyTorchJob (kubeflow.org/v1): the training operator v1 validating webhook. Its CRD's
+# schema (kubeflow.org_pytorchjobs.yaml, package data) leaves these enums to the webhook.
 RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
 CLEAN_POD_POLICIES = ("None", "Running", "All")
 
 
 def crd_outline_errors(doc: dict) -> list[str]:
-    """The CRD schema's errors for an object without its pod templates (each is checked
-    as a core PodTemplate, with the cluster version's schema, where this is called)."""
+    """The CRD schema's errors for an object without its pod templates (the caller checks each
+    as a core PodTemplate at the cluster's version)."""
     from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - its kind's shape
 
     outline = copy.deepcopy(doc)
@@ -229,8 +217,7 @@ def pytorchjob_findings(doc: dict, version: str) -> list[str]:
     return errs
 
 
-# ---------------------------------------------------------------------------------------------
-# batch/v1 Job: what the API server validates beyond the OpenAPI schema (pkg/apis/batch/validation)
+# --- batch/v1 Job: what the API server validates beyond the OpenAPI schema (pkg/apis/batch/validation)
 
 
 def job_spec_findings(
@@ -286,21 +273,14 @@ def job_spec_findings(
     return errs
 
 
-# ---------------------------------------------------------------------------------------------
-# Kubeflow Trainer v2.3 (trainer.kubeflow.org/v1alpha1; pkg/webhooks is the same at v2.2.1, the
-# pinned Trainer, and the torch plugin's Validate differs only by 2.3's envInjection, which
-# trainforge does not use; read 2026-11-29): pkg/webhooks and the plugins'
-# Validate (torch: reserved PET_* env; jobset: runtime patches). The CRDs' CEL rules (the
-# TrainJob's name, managedBy; a runtime's one mlPolicy) are `crds.crd_errors`'.
-
-# A TrainJob's fields, types, bounds (activeDeadlineSeconds >= 1, at most 16 runtimePatches) and
-# quantities are checked against its CRD's schema (trainer.kubeflow.org_trainjobs.yaml, package
-# data); what follows is what the schema and its CEL rules leave to the webhook and the plugins.
-# What a runtime patch may set: the Trainer's PodSpecPatch and ContainerPatch (the fields Kueue
-# keeps, `trainjob.KUEUE_*_PATCH_FIELDS`), and v2.3's terminationGracePeriodSeconds.
+# --- Kubeflow Trainer v2.3 (trainer.kubeflow.org/v1alpha1; pkg/webhooks is the same at v2.2.1,
+# the pinned Trainer, and the torch plugin's Validate differs only by 2.3's envInjection, which
+# trainforge does not use; read 2026-11-29): pkg/webhooks and the plugins' Validate (torch:
+# reserved PET_* env; jobset: runtime patches), what the CRDs' schemas and CEL rules
+# (`crds.crd_errors`) leave to them. A runtime patch may set the Trainer's PodSpecPatch and
+# ContainerPatch fields (`trainjob.KUEUE_*_PATCH_FIELDS`) and v2.3's terminationGracePeriodSeconds.
 POD_PATCH_FIELDS = trainjob.KUEUE_POD_PATCH_FIELDS | {"terminationGracePeriodSeconds"}
 CONTAINER_PATCH_FIELDS = trainjob.KUEUE_CONTAINER_PATCH_FIELDS
-# Containers whose env a runtime patch may not set (they get it from the TrainJob).
 NO_PATCHED_ENV = {trainjob.CONTAINER, "dataset-initializer", "model-initializer"}
 ANCESTOR_CONTAINERS = {
     trainjob.ANCESTOR_TRAINER: trainjob.CONTAINER,
@@ -314,28 +294,23 @@ DOMAIN_PREFIXED_PATH = re.compile(
 
 
 def _split(level: Path) -> tuple[Path, Path]:
-    """A level's path (`trainjob.SHAPE`/`RUNTIME_SHAPE.levels`) before and after its EACH."""
+    """A level's path (a `Shape.levels` entry) before and after its EACH."""
     i = level.index(EACH)
     return level[:i], level[i + 1 :]
 
 
 def _rjobs_at() -> Path:
-    """Where a runtime keeps its replicated jobs (`trainjob.RUNTIME_SHAPE.levels`)."""
+    """Where a runtime keeps its replicated jobs (read when called: RUNTIME_SHAPE is the fact)."""
     to_jobset, to_job, _ = trainjob.RUNTIME_SHAPE.levels
     return to_jobset + _split(to_job)[0]
 
 
-def _rjobs(runtime: dict) -> list[dict]:
-    return get(runtime, *_rjobs_at()) or []
-
-
 def _job_of(rjob: Any, shape: pods.Shape) -> Any:
-    """A replicated job's (or its patch's) Job template, at `shape.levels[1]` after EACH."""
+    """A replicated job's (or its patch's) Job template."""
     return get(rjob, *_split(shape.levels[1])[1])
 
 
 def _pod_of(rjob: Any, shape: pods.Shape) -> Any:
-    """A replicated job's (or its patch's) pod template, at `shape.levels`."""
     return get(_job_of(rjob, shape), *shape.levels[2])
 
 
@@ -347,10 +322,8 @@ def _containers_of(rjob: dict) -> set[str]:
 def trainjob_findings(
     doc: dict, version: str, runtimes: Mapping[str, dict] | None = None
 ) -> list[str]:
-    """`runtimes`: the runtimes a TrainJob may name (`trainjob.runtimes_in`; a plan's:
-    `job_backends.runtime_docs`), found as its pod's builder finds them (`trainjob.runtime_of`);
-    by default the platform's own, which every platform with the trainjob backend installs (a
-    jobs-only program, the policy pack)."""
+    """`runtimes`: those a TrainJob may name (`trainjob.runtimes_in`; None: the platform's own,
+    which every platform with the trainjob backend installs), found by `trainjob.runtime_of`."""
     errs = crds.crd_errors(doc) or []  # its CEL rules check the name (RFC 1035, <= 63)
     spec = doc.get("spec") or {}
     ref = spec.get("runtimeRef") or {}
@@ -373,8 +346,7 @@ def trainjob_findings(
     dupes = sorted({n for n in env_names if env_names.count(n) > 1})
     if dupes:
         errs.append(f"spec.trainer.env sets {dupes} more than once")
-    # Where SHAPE.levels put the patches, each one's JobSet and its replicated jobs.
-    shape = trainjob.SHAPE
+    shape = trainjob.SHAPE  # where its levels put the patches, their JobSet, its replicated jobs
     to_patches, to_jobset = _split(shape.levels[0])
     to_rjobs = _split(shape.levels[1])[0]
     patches = get(doc, *to_patches) or []
@@ -382,7 +354,8 @@ def trainjob_findings(
     if len(set(managers)) != len(managers):
         errs.append(f"{'.'.join(to_patches)}: managers must be unique")
     runtime = trainjob.runtime_of(doc, runtimes)
-    known = {r.get("name"): _containers_of(r) for r in _rjobs(runtime)} if runtime else None
+    rjobs = get(runtime, *_rjobs_at()) or []
+    known = {r.get("name"): _containers_of(r) for r in rjobs} if runtime else None
     for i, patch in enumerate(patches):
         at = f"{'.'.join(to_patches)}[{i}]"
         if not DOMAIN_PREFIXED_PATH.match(str(patch.get("manager"))):  # a non-string never matches
@@ -410,7 +383,7 @@ def trainjob_findings(
                     if key == "containers" and c.get("env") and cname in NO_PATCHED_ENV:
                         errs.append(f"{rat}: container {cname!r} takes env from spec.trainer.env")
     if runtime is not None and not errs:
-        try:  # a runtime the pod builder cannot use (trainjob._built_templates leaves it here)
+        try:  # a runtime the pod builder cannot use
             pod = trainjob.effective_pod(doc, dict(runtime))
         except (KeyError, TypeError, AttributeError, StopIteration) as e:
             why = f"{type(e).__name__}: {e}"
@@ -421,16 +394,15 @@ def trainjob_findings(
 
 def runtime_findings(doc: dict, version: str) -> list[str]:
     """A ClusterTrainingRuntime or TrainingRuntime, as the Trainer webhook and CRD check it
-    (its CRD's schema outside the pod templates, which are checked as core PodTemplates)."""
+    (its pod templates as core PodTemplates)."""
     errs = crd_outline_errors(doc)  # its CEL rules: one mlPolicy, ...
     shape = trainjob.RUNTIME_SHAPE
-    rjobs, where = _rjobs(doc), ".".join(_rjobs_at())
+    rjobs, where = get(doc, *_rjobs_at()) or [], ".".join(_rjobs_at())
     if not rjobs:
         errs.append(f"{where} is empty")
     names = [r.get("name") for r in rjobs]
     if len(set(names)) != len(names):
         errs.append(f"{where}: names must be unique")
-    # The Job template's spec and, in it, the pod template (the levels' last).
     to_spec, to_pod = shape.levels[2][:1], shape.levels[2][1:]
     job_at = ".".join(_split(shape.levels[1])[1] + to_spec)
     for i, rjob in enumerate(rjobs):
@@ -458,15 +430,9 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
     return errs
 
 
-# ---------------------------------------------------------------------------------------------
-# Karpenter v1 (karpenter.sh/v1 NodePool, karpenter.k8s.aws/v1 EC2NodeClass)
-
-# Fields, required keys, enums (operators, taint effects, consolidation policies, metadata
-# options), duration, budget and quantity patterns and bounds are the CRDs' schemas, and what
-# their CEL rules add (nodeClassRef, requirements' values, amiSelectorTerms, role or
-# instanceProfile, ...) is evaluated from them (`crds.crd_errors`; package data:
-# karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml at v1.14.1). This
-# platform's own rules are written out below.
+# --- Karpenter v1 NodePool and EC2NodeClass: their CRDs' schemas and CEL rules
+# (`crds.crd_errors`; karpenter.sh_nodepools.yaml, karpenter.k8s.aws_ec2nodeclasses.yaml at
+# v1.14.1), then this platform's own rules.
 
 
 def nodepool_findings(doc: dict) -> list[str]:
@@ -496,17 +462,14 @@ def ec2nodeclass_findings(doc: dict) -> list[str]:
     return errs
 
 
-# ---------------------------------------------------------------------------------------------
-# Prometheus operator (monitoring.coreos.com/v1 PodMonitor, ServiceMonitor, PrometheusRule: their
-# CRDs, package data)
+# --- Prometheus operator (monitoring.coreos.com/v1): its CRDs, package data
 
 
 def prometheus_rule_findings(doc: dict) -> list[str]:
-    """A PrometheusRule against its CRD's schema (prometheus-operator v0.93.0), and what the
-    schema leaves to others: group names unique (the API server's `x-kubernetes-list-type:
-    map` on `name`) and each rule an `alert` or a `record`, not both (the operator's admission
-    webhook; its Go type says `OneOf=Record,Alert`). Whether each `expr` parses is promtool's
-    job (tests/platform/test_alerts*.py run `promtool check rules` on the rendered rules)."""
+    """A PrometheusRule against its CRD's schema (prometheus-operator v0.93.0), group names
+    unique (the API server's `x-kubernetes-list-type: map` on `name`) and each rule an `alert`
+    or a `record`, not both (the operator's webhook: `OneOf=Record,Alert`). Each `expr` is
+    promtool's job (tests/platform/test_alerts*.py)."""
     errs = crds.crd_errors(doc) or []
     names: list[Any] = []
     for g, group in enumerate((doc.get("spec") or {}).get("groups") or []):
@@ -521,9 +484,6 @@ def prometheus_rule_findings(doc: dict) -> list[str]:
                     f"spec.groups[{g}].rules[{r}]: exactly one of alert or record is required"
                 )
     return errs
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 # (apiVersion, kind) -> (rule, judge): a judge takes the document, and the cluster's version
@@ -573,14 +533,14 @@ def validate_object(
 
 
 def _finding(rule: str, message: str) -> Finding:
-    """A finding about an object not yet named (`check` names it after the plan's object)."""
+    """A finding about an object not yet named (`validation` names it)."""
     return Finding("", rule, message, RULES[rule])
 
 
 @dataclass
 class Validation:
-    """Every Kubernetes object of a plan judged once: the count per status (pass, fail,
-    unchecked: no schema), the objects without a schema, and the findings."""
+    """Every Kubernetes object of a plan judged once: the count per status, the objects without
+    a schema, and the findings."""
 
     counts: Counter = field(default_factory=Counter)
     unchecked: list[str] = field(default_factory=list)
@@ -588,8 +548,8 @@ class Validation:
 
 
 def validation(ctx: PlanContext) -> Validation:
-    """The plan's validation, computed once per plan (the check reports its findings, the
-    engine its counts). TrainJobs are judged against the plan's own training runtimes."""
+    """The plan's validation, once per plan (the check reports its findings, the engine its
+    counts); TrainJobs against the plan's own training runtimes."""
     if "validation" in ctx.memo:
         return ctx.memo["validation"]
     out = Validation()
