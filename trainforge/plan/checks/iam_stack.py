@@ -87,11 +87,8 @@ class StackIam:
         return self.roles.get(urn_or_arn or "") or next(by_arn, None)
 
     def associations_for(self, namespace: str, service_account: str) -> list[Association]:
-        return [
-            a
-            for a in self.associations
-            if a.namespace == namespace and a.service_account == service_account
-        ]
+        at = (namespace, service_account)
+        return [a for a in self.associations if (a.namespace, a.service_account) == at]
 
     def role_of(self, a: Association) -> RoleFacts | None:
         """The declared role an association hands out (None: one this stack does not declare)."""
@@ -183,32 +180,18 @@ def read_stack(inv: Inventory) -> StackIam:
             _attach(facts, str(att.inputs.get("policyArn", "")), _dep(att, "policyArn"), by_type)
 
     for a in by_type.get(ASSOCIATION, []):
-        stack.associations.append(
-            Association(
-                name=a.name,
-                urn=a.urn,
-                namespace=str(a.inputs.get("namespace", "")),
-                service_account=str(a.inputs.get("serviceAccount", "")),
-                cluster=str(a.inputs.get("clusterName", "")),
-                role_urn=_dep(a, "roleArn"),
-                role_arn=str(a.inputs.get("roleArn", "")),
-            )
-        )
+        got = [str(a.inputs.get(k, "")) for k in ("namespace", "serviceAccount", "clusterName")]
+        role = (_dep(a, "roleArn"), str(a.inputs.get("roleArn", "")))
+        stack.associations.append(Association(a.name, a.urn, *got, *role))
     for addon in by_type.get(EKS_ADDON, []):
+        cluster = str(addon.inputs.get("clusterName", ""))
+        role_urn = _dep(addon, "podIdentityAssociations")
+        via = f"add-on {addon.inputs.get('addonName')} podIdentityAssociations"
         for i, pia in enumerate(as_list(addon.inputs.get("podIdentityAssociations"))):
             if isinstance(pia, dict):
-                stack.associations.append(
-                    Association(
-                        name=f"{addon.name}#{i}",
-                        urn=addon.urn,
-                        namespace="kube-system",
-                        service_account=str(pia.get("serviceAccount", "")),
-                        cluster=str(addon.inputs.get("clusterName", "")),
-                        role_urn=_dep(addon, "podIdentityAssociations"),
-                        role_arn=str(pia.get("roleArn", "")),
-                        via=f"add-on {addon.inputs.get('addonName')} podIdentityAssociations",
-                    )
-                )
+                sa, arn = str(pia.get("serviceAccount", "")), str(pia.get("roleArn", ""))
+                at = ("kube-system", sa, cluster, role_urn, arn, via)
+                stack.associations.append(Association(f"{addon.name}#{i}", addon.urn, *at))
 
     key_urn_to_arn: dict[str, str] = {}  # the bucket keys' URNs (a key may be from outside)
     for sse in by_type.get(S3_SSE, []):
