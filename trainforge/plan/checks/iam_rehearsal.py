@@ -13,21 +13,26 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from trainforge.core import pods
 from trainforge.core.pods import get
+from trainforge.jobs import backends, fetches
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import aws_calls as aws
 from trainforge.plan.checks import iam_reference as ref
 from trainforge.plan.checks.controller_identity import ADDONS, CHARTS
 from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.resource_types import EKS_ADDON, HELM_RELEASE
+from trainforge.training.s3_mirror import CheckpointError, parse_s3_uri
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
 BEYOND = "TRAINFORGE_IAM_BEYOND_REFERENCE"
 UNREHEARSED = "TRAINFORGE_IAM_UNREHEARSED"
+JOB_PATH = "TRAINFORGE_IAM_JOB_PATH"
 RULES = {
     DENIED: "grant exactly this call in the principal's policy (or stop making it): see the "
     "request context in the message and docs/rehearsals.md#iam-rehearsal",
@@ -37,6 +42,9 @@ RULES = {
     "version (trainforge/plan/checks/iam_reference.py), with the same conditions",
     UNREHEARSED: "make the call or policy readable to the rehearsal (map the S3 operation in "
     "trainforge/plan/checks/aws_calls.py, ship the managed policy in iam_reference.py)",
+    JOB_PATH: "point the job at its team's prefix of the checkpoint bucket (the runtime's "
+    "--checkpoint-s3 is set there for you: docs/jobs.md), or stage the data on the team's FSx "
+    "volume (an S3 data repository appears there: docs/teams.md)",
 }
 
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"
@@ -302,6 +310,67 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
             moved = [_rebind(call, target.name, own, new_prefix) for call in calls]
             why = f"{label} must be out of reach"
             _judge_calls(run, t, role, target, moved, network, why)
+        reach = f"{bucket.name}/{prefix}"
+        _job_paths(run, role, team, reach, network, ctx.objects, runtime_docs(ctx))
+
+
+def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[str, Any],
+               objects: list[Any], runtimes: dict[str, Any]) -> None:  # fmt: skip
+    """The S3 URLs the team's jobs name (jobs/fetches.py `s3_urls`): the runtime's calls for a
+    checkpoint URL, a read (list and get) for any other, each allowed to the team's role, or
+    the job fails there with AccessDenied (docs/rehearsals.md, IAM rehearsal)."""
+    stack, team_sa = run.stack, team.service_account
+    for o in (o for o in objects if o.namespace == team.namespace):
+        try:
+            templates = backends.pod_templates(o.doc, runtimes=runtimes)
+        except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
+            continue  # a malformed object: the schema checks say why
+        # pods of the team's ServiceAccount: the role's (another one has another identity)
+        ours = [t.spec for t in templates if get(t.spec, "serviceAccountName") == team_sa]
+        found = {
+            (url, written): f"{where} of container {c.get('name')}"
+            for c in (c for spec in ours for c in pods.containers(spec))
+            for where, url, written in fetches.s3_urls(pods.argv(c), pods.literal_env(c))
+        }
+        for (url, written), where in found.items():
+            try:
+                name, prefix = parse_s3_uri(url)
+            except CheckpointError:
+                continue  # no bucket: the runtime refuses it before any call
+            calls = _mirror_calls(name, prefix, stack.region) if written else [
+                aws.ApiCall("s3", "ListObjectsV2", {"Bucket": name, "Prefix": prefix}, True),
+                aws.ApiCall("s3", "GetObject", {"Bucket": name, "Key": prefix}, True),
+            ]  # fmt: skip
+            facts = stack.buckets.get(name) or aws.BucketFacts(name)
+            denied = _first_denied(run.stack, role, calls, facts, network)
+            if denied is None:
+                continue
+            does = "writes checkpoints to" if written else "reads"
+            unless = "" if name in stack.buckets else (
+                f" (unless bucket {name}, not in this stack, has a policy that grants it)"
+            )  # fmt: skip
+            msg = (
+                f"job {o.ident} {does} {url} ({where}), but {role.label} ({role.arn}), its "
+                f"pods' identity, is denied {denied.action} on {denied.resource}{unless}: the "
+                f"job fails there with AccessDenied. The role may reach s3://{own}/ (team "
+                f"{team.name}'s prefix of the checkpoint bucket)"
+            )
+            names = frozenset({o.ident, o.name})
+            run.findings.append(Finding(o.ident, JOB_PATH, msg, RULES[JOB_PATH], o.urn, names))
+
+
+def _first_denied(stack: StackIam, role: RoleFacts, calls: list[aws.ApiCall],
+                  bucket: aws.BucketFacts, network: dict[str, Any]) -> Request | None:  # fmt: skip
+    """The first request of `calls` the role is denied (an unmapped call: reported above)."""
+    for call in calls:
+        try:
+            authz = aws.s3_requests(call, _caller(stack, role), bucket, network)
+        except aws.UnmappedCall:
+            continue
+        for a in authz:
+            if not _authorize(stack, role, a).allowed:
+                return a.request
+    return None
 
 
 def _caller(stack: StackIam, role: RoleFacts) -> aws.Caller:
