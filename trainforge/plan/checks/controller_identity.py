@@ -189,8 +189,7 @@ def check(ctx: PlanContext) -> CheckResult:
             values = rec.inputs.get("values") or {}
         else:
             continue
-        table = ADDONS if kind == "add-on" else CHARTS
-        label = f"{kind} {name}"
+        table, label = ADDONS if kind == "add-on" else CHARTS, f"{kind} {name}"
         if name not in table:
             msg = (
                 f"{label} is installed but trainforge does not know whether it calls AWS, "
@@ -198,10 +197,10 @@ def check(ctx: PlanContext) -> CheckResult:
             )
             findings.append(_finding(label, UNKNOWN_CONTROLLER, msg, rec.urn, name))
             continue
-        needs = table[name]
+        needs, row = table[name], {"name": name, "kind": kind, "identity": None}
+        data.append(row)
         if needs is None:
             lines.append(f"{label}: makes no AWS calls")
-            data.append({"name": name, "kind": kind, "identity": None})
             continue
         namespace, sa = needs.where(ns, values)
         ident = find_identity(stack, inv, namespace, sa, name if kind == "add-on" else None, needs)
@@ -212,12 +211,11 @@ def check(ctx: PlanContext) -> CheckResult:
                 f" (needs {', '.join(needs.actions)}; {needs.docs})"
             )
             findings.append(_finding(label, MISSING, msg, rec.urn, name))
-            data.append({"name": name, "kind": kind, "identity": "missing"})
+            row["identity"] = "missing"
             continue
         how, roles = ident
         for role in roles:
-            missing = [a for a in needs.actions if not _grants(role.policies, a)]
-            if missing:
+            if missing := [a for a in needs.actions if not _grants(role.policies, a)]:
                 msg = (
                     f"{label}: its identity ({how}, {role.label}) does not grant "
                     f"{', '.join(missing)} ({needs.docs})"
@@ -225,5 +223,5 @@ def check(ctx: PlanContext) -> CheckResult:
                 findings.append(_finding(label, MISSING, msg, rec.urn, name, role.name))
         labels = ", ".join(r.label for r in roles)
         lines.append(f"{label}: {namespace}/{sa} via {how} ({labels})")
-        data.append({"name": name, "kind": kind, "identity": how, "roles": labels})
+        row.update(identity=how, roles=labels)
     return CheckResult(findings, [Section("Controller identity", lines, {"controllers": data})])
