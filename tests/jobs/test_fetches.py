@@ -193,3 +193,22 @@ def test_a_name_bound_once_to_a_literal_is_read_as_it():
 def test_a_name_bound_twice_or_to_no_literal_is_not_guessed(code: str):
     src = "import os\nfrom transformers import AutoModel\n" + code + "\n"
     assert F.python_fetches(src, "t.py") == []
+
+
+def test_s3_urls_are_read_from_the_command_line_its_scripts_and_the_env():
+    argv = ["python", "train.py", "--data", "s3://datasets/imagenet", "--out=s3://b/out"]
+    argv += ["--checkpoint-s3", "s3://ckpt/vision/checkpoints/a"]
+    env = {"TRAINFORGE_CHECKPOINT_S3": "s3://ckpt/vision/x", "DATA": "s3://d/e", "N": "4"}
+    assert F.s3_urls(argv, env) == [
+        ("command", "s3://datasets/imagenet", False),
+        ("command", "s3://b/out", False),
+        ("command", "s3://ckpt/vision/checkpoints/a", True),
+        ("env TRAINFORGE_CHECKPOINT_S3", "s3://ckpt/vision/x", True),
+        ("env DATA", "s3://d/e", False),
+    ]
+    script = "aws s3 cp s3://x/y /tmp/y && torchrun t.py --checkpoint-s3=s3://c/p\necho 'open"
+    assert F.s3_urls(["bash", "-c", script], {}) == [
+        ("command", "s3://x/y", False),
+        ("command", "s3://c/p", True),
+    ]
+    assert F.s3_urls(["python", "t.py", "--data", "/fsx/s3://x"], {"A": "/fsx"}) == []

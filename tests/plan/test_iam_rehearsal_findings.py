@@ -26,7 +26,7 @@ from trainforge.plan.checks.iam_stack import (
     RoleFacts,
     StackIam,
 )
-from trainforge.plan.manifests import k8s_objects
+from trainforge.plan.manifests import K8sObject, k8s_objects, to_object
 from trainforge.plan.resource_types import IAM_ROLE_POLICY
 from trainforge.plan.runner import UNKNOWN, Inventory, Recorded
 
@@ -65,10 +65,10 @@ def prod(prod_standin) -> Inventory:
     return prod_standin
 
 
-def rehearse(inv: Inventory, standin: Inventory | None = None, declared=None):
+def rehearse(inv: Inventory, standin: Inventory | None = None, declared=None, objects=()):
     ctx = PlanContext(
         inventory=inv,
-        objects=[],
+        objects=list(objects),
         declared=declared or (standin or inv).declared,
         standin=(lambda: standin) if standin is not None else None,
     )
@@ -805,3 +805,64 @@ def test_a_role_named_by_its_arn_alone_is_found(prod):
     # the moved associations' own requests are refused by the roles' trust: reported
     assert [f.rule for f in result.findings] == [R.DENIED] * 4
     assert all(" is denied PodIdentityAssociation " in f.message for f in result.findings)
+
+
+# --- the S3 paths a team's jobs name ------------------------------------------------------
+
+
+def job(args: list[str], env: dict[str, str], sa: str = "training") -> K8sObject:
+    """A Job of team vision (the plan's objects: the stand-in run declares no job) whose
+    container names these arguments and literal env values."""
+    c = {"name": "train", "image": "x", "command": ["python", "train.py", *args]}
+    c["env"] = [{"name": k, "value": v} for k, v in env.items()]
+    meta = {"name": "reader", "namespace": "vision"}
+    pod = {"containers": [c], "restartPolicy": "Never", "serviceAccountName": sa}
+    spec = {"template": {"spec": pod}}
+    inputs = {"metadata": meta, "spec": spec}
+    return to_object(Recorded("urn:job", "kubernetes:batch/v1:Job", "reader", None, True, inputs))
+
+
+JOB = "vision/Job/reader"
+BUCKET = "platform-services-ckpt-id"
+
+
+def test_a_job_path_outside_its_teams_reach_is_a_finding_naming_job_path_and_reach(prod):
+    o = job(
+        ["--data", "s3://someone-elses-datasets/imagenet"],
+        {"TRAINFORGE_CHECKPOINT_S3": f"s3://{BUCKET}/llm/checkpoints/gpt-350m-fsdp"},
+    )
+    result, section = rehearse(prod, objects=[o])
+    assert [f.rule for f in result.findings] == ["TRAINFORGE_IAM_JOB_PATH"] * 2
+    read, write = (f.message for f in result.findings)
+    assert read.startswith(
+        f"job {JOB} reads s3://someone-elses-datasets/imagenet (command of container train), "
+        f"but role platform-services-ckpt-vision ({MOCK}/platform-services-ckpt-vision-mock), its "
+        "pods' identity, is denied s3:ListBucket on arn:aws:s3:::someone-elses-datasets (unless "
+        "bucket someone-elses-datasets, not in this stack, has a policy that grants it): "
+    ), read
+    assert write.startswith(
+        f"job {JOB} writes checkpoints to s3://{BUCKET}/llm/checkpoints/gpt-350m-fsdp (env "
+        "TRAINFORGE_CHECKPOINT_S3 of container train), but role platform-services-ckpt-vision"
+    ), write
+    for message in (read, write):
+        assert message.endswith(
+            f"the job fails there with AccessDenied. The role may reach s3://{BUCKET}/vision/ "
+            "(team vision's prefix of the checkpoint bucket)"
+        ), message
+    assert all(f.resource == JOB for f in result.findings)
+    assert counts(section) == expected()  # the rehearsal's own counts are the shipped stack's
+
+
+def test_a_job_path_in_its_teams_prefix_is_not_a_finding(prod):
+    o = job(
+        ["--data", f"s3://{BUCKET}/vision/datasets/train.bin"],
+        {"TRAINFORGE_CHECKPOINT_S3": f"s3://{BUCKET}/vision/checkpoints/gpt-350m-fsdp"},
+    )
+    result, _ = rehearse(prod, objects=[o])
+    assert result.findings == []
+
+
+def test_a_job_path_of_pods_with_another_service_account_is_not_judged_by_the_teams_role(prod):
+    o = job(["--data", "s3://someone-elses-datasets/imagenet"], {}, sa="default")
+    result, _ = rehearse(prod, objects=[o])
+    assert result.findings == []

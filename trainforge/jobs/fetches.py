@@ -15,6 +15,7 @@ other variable is not guessed at, so a finding is never a guess.
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
 import ipaddress
 import posixpath
@@ -25,6 +26,8 @@ from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
+
+from trainforge.training.contract import CHECKPOINT_S3
 
 # huggingface/datasets src/datasets/packaged_modules/__init__.py `_PACKAGED_DATASETS_MODULES`
 # (main, read 2026-11-30): builders that read the `data_files` they are given, not the Hub.
@@ -474,6 +477,30 @@ def _runtime_texts() -> frozenset[str]:
         return frozenset(t for p, t in codeship.collect().files if p.endswith(".py"))
     except (OSError, ValueError):  # an install without the runtime: read every file
         return frozenset()
+
+
+def s3_urls(argv: list[str], env: Mapping[str, str]) -> list[tuple[str, str, bool]]:
+    """(where, URL, written) for each `s3://` URL a container names literally: a word of its
+    command line or of a script's commands in it (`sh -c`), or an env value. Written: the
+    runtime's `--checkpoint-s3` (training/config.py) and CHECKPOINT_S3 (training/contract.py),
+    where it uploads checkpoints; every other URL is read."""
+    out: list[tuple[str, str, bool]] = []
+
+    def scan(words: list[str]) -> None:
+        for i, w in enumerate(words):
+            flag, _, value = w.partition("=") if w.startswith("--") else ("", "", w)
+            if value.startswith("s3://"):
+                written = "--checkpoint-s3" in (flag, words[i - 1] if i else "")
+                out.append(("command", value, written))
+            elif " " in w or "\n" in w:  # a script: its commands' words
+                for line in w.split("\n"):
+                    with contextlib.suppress(ValueError):  # an open quote: not read
+                        for words_ in list(_commands(line)):
+                            scan(words_)
+
+    scan(argv)
+    out += [(f"env {k}", v, k == CHECKPOINT_S3) for k, v in env.items() if v.startswith("s3://")]
+    return out
 
 
 def outside_aws(found: list[Fetch], region: str) -> list[Fetch]:

@@ -65,21 +65,14 @@ class CallRecorder:
         with self._lock:
             self.calls.append(call)
             inject = self.fail_next == model.name
-            if inject:
-                self.fail_next = None
+            self.fail_next = None if inject else self.fail_next
         if not inject:
             return None
         from botocore.awsrequest import AWSResponse
 
-        body = {
-            "Error": {"Code": "RequestTimeout", "Message": "rehearsal: injected failure"},
-            "ResponseMetadata": {"HTTPStatusCode": 400},
-        }
+        error = {"Code": "RequestTimeout", "Message": "rehearsal: injected failure"}
+        body = {"Error": error, "ResponseMetadata": {"HTTPStatusCode": 400}}
         return AWSResponse(params.get("url", ""), 400, {}, None), body
-
-
-# --------------------------------------------------------------------------------------------
-# S3 operation -> IAM actions
 
 
 @dataclass(frozen=True)
@@ -185,11 +178,8 @@ def s3_requests(
         listing = _LIST_KEYS.items() if op.prefix_keys else ()
         ctx = {**base, **{key: str(call.params[p]) for p, key in listing if p in call.params}}
         return [Authz(caller.request(op.action, barn, **ctx), "bucket")]
-    keys = (
-        [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
-        if op.on == "each-key"
-        else [call.params.get("Key", "")]
-    )
+    deleted = [o["Key"] for o in call.params.get("Delete", {}).get("Objects", [])]
+    keys = deleted if op.on == "each-key" else [call.params.get("Key", "")]
     out: list[Authz] = []
     for key in keys:
         out.append(Authz(caller.request(op.action, f"{barn}/{key}", **base), "bucket"))
@@ -199,9 +189,9 @@ def s3_requests(
             # bucket ARN when S3 Bucket Keys are on (S3 User Guide, "Reducing the cost of
             # SSE-KMS with Amazon S3 Bucket Keys": "S3 Bucket Key objects use the bucket ARN as
             # their encryption context").
-            context_arn = f"arn:{caller.partition}:s3:::{bucket.name}"
-            if not bucket.bucket_key:
-                context_arn = f"{context_arn}/{key}"
+            context_arn = f"arn:{caller.partition}:s3:::{bucket.name}" + (
+                "" if bucket.bucket_key else f"/{key}"
+            )
             kms_context = {
                 **account,
                 "kms:ViaService": f"s3.{caller.region}.amazonaws.com",
@@ -213,9 +203,6 @@ def s3_requests(
             out.append(Authz(kms, "kms-key"))
     return out
 
-
-# --------------------------------------------------------------------------------------------
-# Rehearsing the runtime's S3 mirror against moto
 
 MULTIPART_BYTES = 8 * 1024 * 1024 + 1024  # just over s3transfer's default 8 MiB threshold
 
@@ -230,11 +217,7 @@ def _session(region: str) -> Any:
     MB of JSON, ~0.2 s) for its first client; its later clients reuse it."""
     import boto3
 
-    return boto3.session.Session(
-        aws_access_key_id="rehearsal",
-        aws_secret_access_key="rehearsal",
-        region_name=region,
-    )
+    return boto3.session.Session("rehearsal", "rehearsal", region_name=region)
 
 
 def _write_checkpoint(root: Path, step: int, ranks: int, big: bool) -> Path:
@@ -261,11 +244,8 @@ def rehearse_s3_mirror(bucket: str, prefix: str, region: str) -> list[ApiCall]:
     uri = f"s3://{bucket}/{prefix.strip('/')}"
     with mock_aws(), tempfile.TemporaryDirectory() as tmp:
         client = _session(region).client("s3", endpoint_url=f"https://s3.{region}.amazonaws.com")
-        kwargs = (
-            {}
-            if region == "us-east-1"
-            else {"CreateBucketConfiguration": {"LocationConstraint": region}}
-        )
+        where = {} if region == "us-east-1" else {"LocationConstraint": region}
+        kwargs = {"CreateBucketConfiguration": where} if where else {}
         client.create_bucket(Bucket=bucket, **kwargs)  # before recording: not the runtime's
         rec = CallRecorder(client)
         root = Path(tmp)

@@ -52,18 +52,17 @@ _CNI = Needs(
     "an IRSA/Pod Identity role, or on the node role",
     node_role_ok=True,
 )
-
+_NO_AWS_ADDONS = ("coredns", "kube-proxy", "eks-node-monitoring-agent", "snapshot-controller",
+    "metrics-server")  # fmt: skip
 # EKS add-ons by name; None = makes no AWS calls of its own.
 ADDONS: dict[str, Needs | None] = {
     "vpc-cni": _CNI,
-    "coredns": None,
-    "kube-proxy": None,
-    # No AWS API calls: it reads node logs and IMDS metadata (the instance id, no IAM) and
-    # uploads NodeDiagnostic logs to a presigned URL the requester provides.
-    # source: github.com/aws/eks-node-monitoring-agent v1.7.0 (aws-sdk-go-v2 outside e2e/ only
-    # in pkg/log_collector: feature/ec2/imds; pkg/controllers/nodediagnostic.go: HTTP PUT to
-    # the given URL), checked 2026-11-23
-    "eks-node-monitoring-agent": None,
+    # eks-node-monitoring-agent: no AWS API calls: it reads node logs and IMDS metadata (the
+    # instance id, no IAM) and uploads NodeDiagnostic logs to a presigned URL the requester
+    # provides. source: github.com/aws/eks-node-monitoring-agent v1.7.0 (aws-sdk-go-v2 outside
+    # e2e/ only in pkg/log_collector: feature/ec2/imds; pkg/controllers/nodediagnostic.go: HTTP
+    # PUT to the given URL), checked 2026-11-23
+    **dict.fromkeys(_NO_AWS_ADDONS),
     "eks-pod-identity-agent": Needs(
         "kube-system/eks-pod-identity-agent",
         ("eks-auth:AssumeRoleForPodIdentity",),
@@ -97,46 +96,31 @@ ADDONS: dict[str, Needs | None] = {
         ("logs:PutLogEvents", "cloudwatch:PutMetricData"),
         "EKS User Guide: CloudWatchAgentServerPolicy",
     ),
-    "snapshot-controller": None,
-    "metrics-server": None,
 }
 
-# Helm charts by chart name (the last path element of `chart`); None = no AWS calls.
+_NO_AWS_CHARTS = ("karpenter-crd", "nvidia-device-plugin", "aws-efa-k8s-device-plugin",
+    "kube-prometheus-stack", "dcgm-exporter", "mlflow", "kubeflow-trainer", "jobset", "kueue",
+    "opencost")  # fmt: skip
+_KARPENTER_ACTIONS = ("ec2:CreateFleet", "ec2:RunInstances", "ec2:TerminateInstances",
+    "iam:PassRole", "sqs:ReceiveMessage", "ssm:GetParameter", "pricing:GetProducts",
+    "eks:DescribeCluster")  # fmt: skip
+# Helm charts by chart name (the last path element of `chart`); None = no AWS calls:
+# Kubeflow Trainer v2 and JobSet (backend trainjob) use the Kubernetes API only; so does Kueue
+# (its Helm values create no AWS identity; no cloud provider integration is configured).
+# OpenCost (trainforge.platform.opencost), as configured here: the AWS provider downloads
+# the public Price List over HTTPS (pricing.us-east-1.amazonaws.com, no signature, no
+# identity); its AWS integrations that need one (spot data feed in S3, Athena/CUR cloud
+# costs) are not configured. For a spot node it may also try EC2's spot price history
+# (pkg/cloud/aws/spotpricehistory.go): with no identity (no role, IMDS hop limit 1) that
+# call fails and the node keeps its on-demand price (provider.go createNode). Deliberately
+# granted nothing. source: opencost/opencost pkg/cloud/aws/provider.go, checked 2026-11-27
 CHARTS: dict[str, Needs | None] = {
     "karpenter": Needs(
         "*/karpenter",
-        (
-            "ec2:CreateFleet",
-            "ec2:RunInstances",
-            "ec2:TerminateInstances",
-            "iam:PassRole",
-            "sqs:ReceiveMessage",
-            "ssm:GetParameter",
-            "pricing:GetProducts",
-            "eks:DescribeCluster",
-        ),
+        _KARPENTER_ACTIONS,
         "Karpenter docs, 'Reference: CloudFormation' (KarpenterController*Policy)",
     ),
-    "karpenter-crd": None,
-    "nvidia-device-plugin": None,
-    "aws-efa-k8s-device-plugin": None,
-    "kube-prometheus-stack": None,
-    "dcgm-exporter": None,
-    "mlflow": None,
-    # Kubeflow Trainer v2 and JobSet (backend trainjob): Kubernetes API only.
-    "kubeflow-trainer": None,
-    "jobset": None,
-    # Kueue: queues, quotas and admission through the Kubernetes API only (its Helm values
-    # create no AWS identity; no cloud provider integration is configured).
-    "kueue": None,
-    # OpenCost (trainforge.platform.opencost), as configured here: the AWS provider downloads
-    # the public Price List over HTTPS (pricing.us-east-1.amazonaws.com, no signature, no
-    # identity); its AWS integrations that need one (spot data feed in S3, Athena/CUR cloud
-    # costs) are not configured. For a spot node it may also try EC2's spot price history
-    # (pkg/cloud/aws/spotpricehistory.go): with no identity (no role, IMDS hop limit 1) that
-    # call fails and the node keeps its on-demand price (provider.go createNode). Deliberately
-    # granted nothing. source: opencost/opencost pkg/cloud/aws/provider.go, checked 2026-11-27
-    "opencost": None,
+    **dict.fromkeys(_NO_AWS_CHARTS),
 }
 
 
@@ -195,8 +179,7 @@ def check(ctx: PlanContext) -> CheckResult:
         return CheckResult([], [Section("Controller identity", [note], {"controllers": []})])
     inv, stack = stack_iam(ctx)
     findings: list[Finding] = []
-    lines: list[str] = []
-    data: list[dict] = []
+    lines, data = [], []
     for rec in inv.resources:
         if rec.type == EKS_ADDON:
             kind, name, ns, values = "add-on", str(rec.inputs.get("addonName")), "kube-system", {}
@@ -206,8 +189,7 @@ def check(ctx: PlanContext) -> CheckResult:
             values = rec.inputs.get("values") or {}
         else:
             continue
-        table = ADDONS if kind == "add-on" else CHARTS
-        label = f"{kind} {name}"
+        table, label = ADDONS if kind == "add-on" else CHARTS, f"{kind} {name}"
         if name not in table:
             msg = (
                 f"{label} is installed but trainforge does not know whether it calls AWS, "
@@ -215,10 +197,10 @@ def check(ctx: PlanContext) -> CheckResult:
             )
             findings.append(_finding(label, UNKNOWN_CONTROLLER, msg, rec.urn, name))
             continue
-        needs = table[name]
+        needs, row = table[name], {"name": name, "kind": kind, "identity": None}
+        data.append(row)
         if needs is None:
             lines.append(f"{label}: makes no AWS calls")
-            data.append({"name": name, "kind": kind, "identity": None})
             continue
         namespace, sa = needs.where(ns, values)
         ident = find_identity(stack, inv, namespace, sa, name if kind == "add-on" else None, needs)
@@ -229,12 +211,11 @@ def check(ctx: PlanContext) -> CheckResult:
                 f" (needs {', '.join(needs.actions)}; {needs.docs})"
             )
             findings.append(_finding(label, MISSING, msg, rec.urn, name))
-            data.append({"name": name, "kind": kind, "identity": "missing"})
+            row["identity"] = "missing"
             continue
         how, roles = ident
         for role in roles:
-            missing = [a for a in needs.actions if not _grants(role.policies, a)]
-            if missing:
+            if missing := [a for a in needs.actions if not _grants(role.policies, a)]:
                 msg = (
                     f"{label}: its identity ({how}, {role.label}) does not grant "
                     f"{', '.join(missing)} ({needs.docs})"
@@ -242,5 +223,5 @@ def check(ctx: PlanContext) -> CheckResult:
                 findings.append(_finding(label, MISSING, msg, rec.urn, name, role.name))
         labels = ", ".join(r.label for r in roles)
         lines.append(f"{label}: {namespace}/{sa} via {how} ({labels})")
-        data.append({"name": name, "kind": kind, "identity": how, "roles": labels})
+        row.update(identity=how, roles=labels)
     return CheckResult(findings, [Section("Controller identity", lines, {"controllers": data})])

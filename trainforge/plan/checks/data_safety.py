@@ -36,76 +36,46 @@ class DataKind:
 # What replaces each: the provider schema's ForceNew (terraform-provider-aws internal/service/
 # {fsx,s3,kms}, read 2026-11-25; for Kubernetes the API server's immutable fields). One that
 # became updatable since shows as a false alarm to waive, never as a silent loss.
+# aws_fsx_lustre_file_system (storage_capacity forces new when it shrinks: _changed)
+_FSX_FORCE_NEW = ("subnetIds", "securityGroupIds", "kmsKeyId", "deploymentType", "storageType",
+    "perUnitStorageThroughput", "fileSystemTypeVersion", "driveCacheType", "copyTagsToBackups",
+    "backupId", "importPath", "exportPath", "importedFileChunkSize", "efaEnabled")  # fmt: skip
+# a claim's spec is immutable except resources.requests; a new claim gets a new, empty volume
+_CLAIM_IMMUTABLE = ("metadata.name", "metadata.namespace", "spec.accessModes",
+    "spec.storageClassName", "spec.volumeName", "spec.selector", "spec.dataSource",
+    "spec.dataSourceRef", "spec.volumeMode")  # fmt: skip
 DATA_HOLDING: dict[str, DataKind] = {
-    # aws_fsx_lustre_file_system: ForceNew fields; storage_capacity forces new when it shrinks
-    # (CustomizeDiff), see _changed
-    FSX: DataKind(
-        "FSx for Lustre file system (datasets, checkpoints)",
-        (
-            "subnetIds",
-            "securityGroupIds",
-            "kmsKeyId",
-            "deploymentType",
-            "storageType",
-            "perUnitStorageThroughput",
-            "fileSystemTypeVersion",
-            "driveCacheType",
-            "copyTagsToBackups",
-            "backupId",
-            "importPath",
-            "exportPath",
-            "importedFileChunkSize",
-            "efaEnabled",
-        ),
-    ),
-    # aws_s3_bucket: bucket, bucket_prefix and object_lock_enabled are ForceNew
+    FSX: DataKind("FSx for Lustre file system (datasets, checkpoints)", _FSX_FORCE_NEW),
+    # aws_s3_bucket: bucket, bucket_prefix and object_lock_enabled
     BUCKET: DataKind("S3 bucket (checkpoints)", ("bucket", "bucketPrefix", "objectLockEnabled")),
     # aws_kms_key: a new key cannot decrypt what the old one encrypted
     KMS_KEY: DataKind(
         "KMS key (encrypts stored data)",
         ("customerMasterKeySpec", "keyUsage", "multiRegion", "customKeyStoreId", "xksKeyId"),
     ),
-    # a claim's spec is immutable after creation except resources.requests; a new claim gets
-    # a new, empty volume
     PVC: DataKind(
-        "PersistentVolumeClaim with a provisioned volume (MLflow's history)",
-        (
-            "metadata.name",
-            "metadata.namespace",
-            "spec.accessModes",
-            "spec.storageClassName",
-            "spec.volumeName",
-            "spec.selector",
-            "spec.dataSource",
-            "spec.dataSourceRef",
-            "spec.volumeMode",
-        ),
+        "PersistentVolumeClaim with a provisioned volume (MLflow's history)", _CLAIM_IMMUTABLE
     ),
 }
 
 
 def holds_data(type_: str, inputs: dict[str, Any]) -> bool:
-    """A data-holding resource. Claims: only those whose volume is provisioned for them (a
-    storage class); a claim pre-bound to a static volume (`storageClassName: ""`, the FSx
-    team claims) holds nothing of its own."""
-    if type_ not in DATA_HOLDING:
-        return False
-    if type_ == PVC:
-        return bool(get(inputs, "spec", "storageClassName"))
-    return True
-
-
-def _recorded(r: dict[str, Any]) -> Recorded:
-    """A resource of a base plan's inventory.json, read loosely: the base may be written by an
-    older trainforge, with fewer or other keys than this one's Recorded."""
-    known = {f.name for f in dataclasses.fields(Recorded)} & r.keys()
-    base = {"urn": "", "type": "", "name": "", "parent": None, "custom": True, "inputs": {}}
-    return Recorded(**{**base, **{k: r[k] for k in known if r[k] is not None}})
+    """Claims hold data only when a storage class provisions their volume: one pre-bound to a
+    static volume (`storageClassName: ""`, the FSx team claims) holds nothing of its own."""
+    return type_ in DATA_HOLDING and (type_ != PVC or bool(get(inputs, "spec", "storageClassName")))
 
 
 def _records(resources: list[Any]) -> dict[str, Recorded]:
-    """The data-holding ones of recorded resources (an Inventory's, or inventory.json's)."""
-    recs = [_recorded(r) if isinstance(r, dict) else r for r in resources]
+    """The data-holding ones of recorded resources: an Inventory's, or a base plan's
+    inventory.json read loosely (an older trainforge may have written fewer or other keys)."""
+    known = {f.name for f in dataclasses.fields(Recorded)}
+    base = {"urn": "", "type": "", "name": "", "parent": None, "custom": True, "inputs": {}}
+    recs = [
+        Recorded(**{**base, **{k: v for k, v in r.items() if k in known and v is not None}})
+        if isinstance(r, dict)
+        else r
+        for r in resources
+    ]
     return {r.urn: r for r in recs if holds_data(r.type, r.inputs)}
 
 
@@ -121,9 +91,8 @@ def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
     out = []
     for prop in DATA_HOLDING[base.type].replace_on:
         old, new = get(base.inputs, *prop.split(".")), get(head.inputs, *prop.split("."))
-        top = prop.split(".")[0]
-        old_from = sorted(base.dependencies.get(top, [])) if "." not in prop else []
-        new_from = sorted(head.dependencies.get(top, [])) if "." not in prop else []
+        old_from = sorted(base.dependencies.get(prop, [])) if "." not in prop else []
+        new_from = sorted(head.dependencies.get(prop, [])) if "." not in prop else []
         if old != new:
             out.append((prop, old, new))
         elif old_from != new_from:
@@ -138,31 +107,28 @@ def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
 
 def replacements(base: dict[str, Recorded], head_resources: list[Any]) -> list[Finding]:
     """TF_DATA_REPLACE findings: data-holding resources of `base` that `head` replaces or
-    deletes. A resource retained on delete (`retainOnDelete`) and gone from head is left in
-    the account, so its removal is no loss."""
+    deletes. One retained on delete (`retainOnDelete`) and gone from head stays in the account."""
     head = _records(head_resources)
     findings = []
     for urn, b in base.items():
-        kind = DATA_HOLDING[b.type]
-        h = head.get(urn)
+        what, h = f"{DATA_HOLDING[b.type].what} {b.name}", head.get(urn)
+        if h is None and b.options.get("retainOnDelete"):
+            continue
         if h is None:
-            if b.options.get("retainOnDelete"):
-                continue
             msg = (
-                f"{kind.what} {b.name} is gone from this plan: Pulumi deletes it (a rename "
+                f"{what} is gone from this plan: Pulumi deletes it (a rename "
                 "or a new parent changes its URN, which is a replacement too)"
             )
-        else:
-            changes = _changed(b, h)
-            if not changes:
-                continue
+        elif changes := _changed(b, h):
             shown = "; ".join(f"{p}: {_fmt(o)} -> {_fmt(n)}" for p, o, n in changes)
             msg = (
-                f"{kind.what} {b.name} is REPLACED (a new, empty one; the old one deleted): "
+                f"{what} is REPLACED (a new, empty one; the old one deleted): "
                 f"{shown} (these properties cannot change in place)"
             )
+        else:
+            continue
         findings.append(
-            Finding(b.name, REPLACE, msg, RULES[REPLACE], urn=urn, names=frozenset({b.name, urn}))
+            Finding(b.name, REPLACE, msg, RULES[REPLACE], urn, frozenset({b.name, urn}))
         )
     return findings
 
@@ -173,8 +139,7 @@ def _fmt(value: Any) -> str:
 
 
 def _backups(fsx_inputs: dict[str, Any]) -> str:
-    """What FSx keeps when it is deleted: said in the plan, so scratch data loss is not a
-    surprise."""
+    """What FSx keeps when it is deleted, so scratch data loss is not a surprise."""
     if fsx_inputs.get("skipFinalBackup", True):
         return "; NO backups (a scratch file system: its data goes with it)"
     days = fsx_inputs.get("automaticBackupRetentionDays") or 0
@@ -188,37 +153,24 @@ def check(ctx: PlanContext) -> CheckResult:
     for rec in _records(ctx.inventory.resources).values():
         protected = bool(rec.options.get("protect"))
         retained = bool(rec.options.get("retainOnDelete"))
+        kind = DATA_HOLDING[rec.type]
         rows.append(
-            {
-                "urn": rec.urn,
-                "name": rec.name,
-                "type": rec.type,
-                "protect": protected,
-                "retainOnDelete": retained,
-                "replaceOn": list(DATA_HOLDING[rec.type].replace_on),
-            }
-        )
-        state = "NOT protected"
-        if protected:
-            state = f"protected{', retained on delete' if retained else ''}"
+            {"urn": rec.urn, "name": rec.name, "type": rec.type, "protect": protected,
+             "retainOnDelete": retained, "replaceOn": list(kind.replace_on)}
+        )  # fmt: skip
+        state = "protected" + (", retained on delete" if retained else "")
+        state = state if protected else "NOT protected"
         lines.append(f"{rec.name}: {state}{_backups(rec.inputs) if rec.type == FSX else ''}")
         if not protected:
-            findings.append(
-                Finding(
-                    rec.name,
-                    UNPROTECTED,
-                    f"{DATA_HOLDING[rec.type].what} {rec.name} is not protected: "
-                    "`pulumi destroy` or a replacing update deletes it without a stop",
-                    RULES[UNPROTECTED],
-                    urn=rec.urn,
-                    names=frozenset({rec.name, rec.urn}),
-                )
+            msg = (
+                f"{kind.what} {rec.name} is not protected: "
+                "`pulumi destroy` or a replacing update deletes it without a stop"
             )
+            names = frozenset({rec.name, rec.urn})
+            findings.append(Finding(rec.name, UNPROTECTED, msg, RULES[UNPROTECTED], rec.urn, names))
     if rows:
-        lines.append(
-            "`trainforge plan --diff BASE` flags any change that replaces or deletes one "
-            f"({REPLACE})"
-        )
+        diff = "`trainforge plan --diff BASE` flags any change that replaces or deletes one"
+        lines.append(f"{diff} ({REPLACE})")
     return CheckResult(findings, [Section("Data safety", lines, rows)])
 
 

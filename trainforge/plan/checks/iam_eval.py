@@ -87,14 +87,8 @@ class Decision:
         return f"{self.reason}: {'; '.join(self.near_misses)}" if self.near_misses else self.reason
 
 
-# --------------------------------------------------------------------------------------------
-# Matching helpers
-
-
 def as_list(v: Any) -> list[Any]:
-    if v is None:
-        return []
-    return list(v) if isinstance(v, list | tuple) else [v]
+    return [] if v is None else list(v) if isinstance(v, list | tuple) else [v]
 
 
 @functools.lru_cache(maxsize=4096)
@@ -187,25 +181,11 @@ def principal_match(principal: Any, request: Request) -> str | None:
     return None
 
 
-# --------------------------------------------------------------------------------------------
-# Conditions
-
-
-def _num(x: str) -> float | None:
-    try:
-        return float(x)
-    except ValueError:
-        return None
-
-
-def _date(x: str) -> dt.datetime | None:
-    try:
-        if re.fullmatch(r"-?\d+(\.\d+)?", x):
-            return dt.datetime.fromtimestamp(float(x), tz=dt.UTC)
-        d = dt.datetime.fromisoformat(x.replace("Z", "+00:00"))
-        return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
-    except ValueError:
-        return None
+def _date(x: str) -> dt.datetime:
+    if re.fullmatch(r"-?\d+(\.\d+)?", x):
+        return dt.datetime.fromtimestamp(float(x), tz=dt.UTC)
+    d = dt.datetime.fromisoformat(x.replace("Z", "+00:00"))
+    return d if d.tzinfo else d.replace(tzinfo=dt.UTC)
 
 
 def arn_parts(arn: str) -> list[str] | None:
@@ -223,29 +203,16 @@ def arn_like(pattern: str, value: str) -> bool:
 
 
 def _ip_in(pattern: str, value: str) -> bool:
-    try:
-        return ipaddress.ip_address(value) in ipaddress.ip_network(pattern, strict=False)
-    except ValueError:
-        return False
+    return ipaddress.ip_address(value) in ipaddress.ip_network(pattern, strict=False)
 
 
 def _compare(parse: Callable[[str], Any], op: Callable[[Any, Any], bool]) -> Callable:
     """A Numeric/Date operator: the request's value `op` the policy's, both parsed."""
-
-    def m(p: str, v: str) -> bool:
-        a, b = parse(v), parse(p)
-        return a is not None and b is not None and op(a, b)
-
-    return m
+    return lambda p, v: op(parse(v), parse(p))
 
 
-_COMPARISONS = {
-    "Equals": eq,
-    "LessThan": lt,
-    "LessThanEquals": le,
-    "GreaterThan": gt,
-    "GreaterThanEquals": ge,
-}
+_COMPARISONS = {"Equals": eq, "LessThan": lt, "LessThanEquals": le, "GreaterThan": gt,
+                "GreaterThanEquals": ge}  # fmt: skip
 
 # positive operator -> (single-value matcher(policy_value, request_value), substitutes variables)
 _MATCHERS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
@@ -257,20 +224,12 @@ _MATCHERS: dict[str, tuple[Callable[[str, str], bool], bool]] = {
     "Bool": (lambda p, v: p.lower() == v.lower(), False),
     "BinaryEquals": (lambda p, v: base64.b64decode(p) == base64.b64decode(v), False),
     "IpAddress": (_ip_in, False),
-    **{f"Numeric{name}": (_compare(_num, op), False) for name, op in _COMPARISONS.items()},
+    **{f"Numeric{name}": (_compare(float, op), False) for name, op in _COMPARISONS.items()},
     **{f"Date{name}": (_compare(_date, op), False) for name, op in _COMPARISONS.items()},
 }
 # the negated operators: each the "Not" form of one above
-_NEGATED = {
-    "StringNotEquals",
-    "StringNotEqualsIgnoreCase",
-    "StringNotLike",
-    "ArnNotEquals",
-    "ArnNotLike",
-    "NotIpAddress",
-    "NumericNotEquals",
-    "DateNotEquals",
-}
+_NEGATED = {"StringNotEquals", "StringNotEqualsIgnoreCase", "StringNotLike", "ArnNotEquals",
+            "ArnNotLike", "NotIpAddress", "NumericNotEquals", "DateNotEquals"}  # fmt: skip
 
 
 def _matcher(base: str) -> tuple[bool, Callable[[str, str], bool], bool]:
@@ -280,6 +239,15 @@ def _matcher(base: str) -> tuple[bool, Callable[[str, str], bool], bool]:
     if found is None:
         raise ValueError(f"unknown condition operator {base!r}")
     return negated, *found
+
+
+def _holds(single: Callable[[str, str], bool], p: str, v: str) -> bool:
+    """A single-value match; a value the operator cannot parse (a number, date, address or
+    base64 that is not one) matches nothing."""
+    try:
+        return single(p, v)
+    except ValueError:
+        return False
 
 
 def condition_holds(operator: str, key: str, policy_values: Any, request: Request) -> bool:
@@ -303,7 +271,7 @@ def condition_holds(operator: str, key: str, policy_values: Any, request: Reques
             pvals = [literal(p) for p in pvals]
 
     def matches_any(v: str) -> bool:
-        return any(single(p, v) for p in pvals)
+        return any(_holds(single, p, v) for p in pvals)
 
     # (a negated operator holds for a value that matches none of the policy's values)
     if qualifier == "ForAllValues":
@@ -332,10 +300,6 @@ def condition_failures(conditions: Mapping[str, Any] | None, request: Request) -
                 got = f"request has {actual}" if present else "key absent from the request"
                 out.append(f"{operator} {key} {as_list(values)} ({got})")
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Statements and decisions
 
 
 def _element(st: Mapping[str, Any], name: str, matches: Callable[[Any], bool]) -> bool | None:
@@ -431,10 +395,6 @@ def evaluate(
     else:
         why = f"no statement allows {request.action} on {request.resource}"
     return Decision(False, f"implicit deny: {why}", near_misses=i_miss + r_miss)
-
-
-# --------------------------------------------------------------------------------------------
-# Comparing a policy with a reference policy (controllers: "nothing beyond upstream")
 
 
 def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:

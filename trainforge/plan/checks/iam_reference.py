@@ -24,9 +24,6 @@ def _data(name: str) -> str:
 
 _DOCS: dict[str, dict] = json.loads(_data("iam_reference.json"))
 
-# --------------------------------------------------------------------------------------------
-# AWS managed policies
-
 # aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
 # aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
 # version, checked 2026-11-23). Its docs/install.md: "AWS maintains a
@@ -64,25 +61,11 @@ def managed_policy(arn: str) -> tuple[bool, Policy | None]:
 def default_key_policy(account: str, partition: str = "aws") -> Policy:
     """The key policy KMS gives a key created without one (KMS Developer Guide, "Default key
     policy"): the account may use the key as its IAM policies allow."""
-    return Policy(
-        "default key policy",
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Sid": "Enable IAM User Permissions",
-                    "Effect": "Allow",
-                    "Principal": {"AWS": f"arn:{partition}:iam::{account}:root"},
-                    "Action": "kms:*",
-                    "Resource": "*",
-                }
-            ],
-        },
-    )
+    root = {"AWS": f"arn:{partition}:iam::{account}:root"}
+    st = {"Sid": "Enable IAM User Permissions", "Effect": "Allow", "Principal": root}
+    doc = {"Version": "2012-10-17", "Statement": [{**st, "Action": "kms:*", "Resource": "*"}]}
+    return Policy("default key policy", doc)
 
-
-# --------------------------------------------------------------------------------------------
-# Karpenter's reference controller policy
 
 # github.com/aws/karpenter-provider-aws, tag v1.14.1 (commit bde00654), website/content/en/
 # docs/getting-started/getting-started-with-karpenter/cloudformation.yaml, the five
@@ -106,15 +89,10 @@ class KarpenterFacts:
     partition: str = "aws"
 
     def fill(self, text: str) -> str:
-        for k, v in {
-            "${P}": self.partition,
-            "${R}": self.region,
-            "${A}": self.account,
-            "${C}": self.cluster,
-            "${QUEUE}": self.queue_arn,
-            "${NODE_ROLE}": self.node_role_arn,
-        }.items():
-            text = text.replace(k, v)
+        for k, v in (("P", self.partition), ("R", self.region), ("A", self.account),
+                     ("C", self.cluster), ("QUEUE", self.queue_arn),
+                     ("NODE_ROLE", self.node_role_arn)):  # fmt: skip
+            text = text.replace(f"${{{k}}}", v)
         return text
 
 
@@ -140,11 +118,11 @@ class _Calls(list[ExpectedCall]):
         super().__init__()
         self.caller = caller
 
-    def ok(self, action: str, resource: str, why: str, **context: Any) -> None:
-        self.append(ExpectedCall(self.caller.request(action, resource, **context), True, why))
+    def ok(self, action: str, resource: str, why: str, allowed: bool = True, **ctx: Any) -> None:
+        self.append(ExpectedCall(self.caller.request(action, resource, **ctx), allowed, why))
 
     def never(self, action: str, resource: str, why: str, **context: Any) -> None:
-        self.append(ExpectedCall(self.caller.request(action, resource, **context), False, why))
+        self.ok(action, resource, why, False, **context)
 
 
 def tag_keys(prefix: str, tags: dict[str, str]) -> dict[str, Any]:
@@ -167,23 +145,12 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     ec2 = f"arn:{p}:ec2:{r}:{a}"
     pool, claim = f.node_pool, f"{f.node_pool}-abcde"
     owned_key = cluster_tag(c)
-    launch = request_tags(
-        {
-            owned_key: "owned",
-            "eks:eks-cluster-name": c,
-            KARPENTER_NODEPOOL: pool,
-            "karpenter.sh/nodeclaim": claim,
-            "karpenter.k8s.aws/ec2nodeclass": f.node_class,
-            "Name": claim,
-        }
-    )
+    ours = {owned_key: "owned", "eks:eks-cluster-name": c}
+    node_class = {"karpenter.k8s.aws/ec2nodeclass": f.node_class}
+    claimed = {KARPENTER_NODEPOOL: pool, "karpenter.sh/nodeclaim": claim}
+    launch = request_tags({**ours, **claimed, **node_class, "Name": claim})
     owned = tag_keys("aws:ResourceTag", {owned_key: "owned", KARPENTER_NODEPOOL: pool})
-    profile_tags = {
-        owned_key: "owned",
-        "eks:eks-cluster-name": c,
-        REGION: r,
-        "karpenter.k8s.aws/ec2nodeclass": f.node_class,
-    }
+    profile_tags = {**ours, REGION: r, **node_class}
     own_profile = tag_keys("aws:ResourceTag", profile_tags)
     new_profile = request_tags(profile_tags)
     profile = f"arn:{p}:iam::{a}:instance-profile/{c}_123"
@@ -191,13 +158,9 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     instance, lt = f"{ec2}:instance/i-0123", f"{ec2}:launch-template/lt-0123"
     calls = _Calls(Caller(principal, a, r, p))
     for action in ("ec2:CreateFleet", "ec2:RunInstances"):
-        for res in (
-            f"arn:{p}:ec2:{r}::image/ami-0123",
-            f"{ec2}:subnet/subnet-0123",
-            f"{ec2}:security-group/sg-0123",
-            f"{ec2}:placement-group/{c}-efa",
-            f"{ec2}:capacity-reservation/cr-0123",
-        ):
+        for res in (f"arn:{p}:ec2:{r}::image/ami-0123", f"{ec2}:subnet/subnet-0123",
+                    f"{ec2}:security-group/sg-0123", f"{ec2}:placement-group/{c}-efa",
+                    f"{ec2}:capacity-reservation/cr-0123"):  # fmt: skip
             calls.ok(action, res, "launch into our subnets/SGs/AMI/placement group")
         calls.ok(action, lt, "launch from its own launch template", **owned)
         for kind in ("fleet", "instance", "volume", "network-interface", "spot-instances-request"):
@@ -222,36 +185,22 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
         ("ec2:TerminateInstances", instance, "scale down", owned),
         ("ec2:DeleteLaunchTemplate", lt, "garbage-collect launch templates", owned),
         *((action, "*", "discover capacity in the cluster's region", {}) for action in describe),
-        (
-            "ssm:GetParameter",
-            f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x",
-            "resolve the AMI alias",
-            {},
-        ),
+        ("ssm:GetParameter", f"arn:{p}:ssm:{r}::parameter/aws/service/eks/optimized-ami/x",
+         "resolve the AMI alias", {}),
         ("pricing:GetProducts", "*", "on-demand prices", {}),
         *((action, f.queue_arn, "interruption events", {}) for action in sqs),
         ("iam:PassRole", f.node_role_arn, "launch nodes with the node role", to_ec2),
         ("iam:CreateInstanceProfile", profile, "instance profile per NodeClass", new_profile),
-        (
-            "iam:TagInstanceProfile",
-            profile,
-            "tag its instance profile",
-            {**own_profile, **new_profile},
-        ),
-        *(
-            (action, profile, "manage its instance profile", own_profile)
-            for action in profile_actions
-        ),
+        ("iam:TagInstanceProfile", profile, "tag its instance profile",
+         {**own_profile, **new_profile}),
+        *((action, profile, "manage its instance profile", own_profile)
+          for action in profile_actions),
         ("iam:GetInstanceProfile", profile, "read its instance profile", {}),
         ("iam:ListInstanceProfiles", "*", "garbage-collect instance profiles", {}),
         ("eks:DescribeCluster", cluster, "API endpoint discovery", {}),
-        (
-            "arc-zonal-shift:GetManagedResource",
-            "*",
-            "zonal shift status",
-            {"arc-zonal-shift:ResourceIdentifier": cluster},
-        ),
-    ):
+        ("arc-zonal-shift:GetManagedResource", "*", "zonal shift status",
+         {"arc-zonal-shift:ResourceIdentifier": cluster}),
+    ):  # fmt: skip
         calls.ok(action, resource, why, **ctx)
 
     # guard rails: what the reference policy's conditions exist to refuse
@@ -275,10 +224,6 @@ def karpenter_calls(f: KarpenterFacts, principal: str) -> list[ExpectedCall]:
     ):  # fmt: skip
         calls.never(action, resource, why, **ctx)
     return calls
-
-
-# --------------------------------------------------------------------------------------------
-# CSI drivers and node roles
 
 
 def ebs_csi_calls(caller: Caller, kms_keys: list[str]) -> list[ExpectedCall]:
@@ -328,6 +273,13 @@ def fsx_csi_calls(caller: Caller, file_systems: list[str]) -> list[ExpectedCall]
     return calls
 
 
+_CNI_ACTIONS = ("ec2:AssignPrivateIpAddresses", "ec2:AttachNetworkInterface",
+    "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:DescribeInstances",
+    "ec2:DescribeNetworkInterfaces", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets",
+    "ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
+    "ec2:UnassignPrivateIpAddresses")  # fmt: skip
+
+
 def node_role_calls(
     caller: Caller, *, vpc_cni: bool, pod_identity_agent: bool
 ) -> list[ExpectedCall]:
@@ -339,19 +291,7 @@ def node_role_calls(
         why = "credentials for pods with a Pod Identity association"
         calls.ok("eks-auth:AssumeRoleForPodIdentity", "*", why)
     if vpc_cni:
-        for action in (
-            "ec2:AssignPrivateIpAddresses",
-            "ec2:AttachNetworkInterface",
-            "ec2:CreateNetworkInterface",
-            "ec2:DeleteNetworkInterface",
-            "ec2:DescribeInstances",
-            "ec2:DescribeNetworkInterfaces",
-            "ec2:DescribeInstanceTypes",
-            "ec2:DescribeSubnets",
-            "ec2:DetachNetworkInterface",
-            "ec2:ModifyNetworkInterfaceAttribute",
-            "ec2:UnassignPrivateIpAddresses",
-        ):
+        for action in _CNI_ACTIONS:
             calls.ok(action, "*", "pod IPs")
         calls.ok("ec2:CreateTags", caller.arn("ec2", "network-interface/eni-0123"), "tag ENIs")
     return calls

@@ -9,44 +9,30 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from trainforge.core import pods
+from trainforge.core.pods import get
+from trainforge.jobs import backends, fetches
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
-from trainforge.plan.checks.aws_calls import (
-    ApiCall,
-    Authz,
-    BucketFacts,
-    Caller,
-    UnmappedCall,
-    rehearse_s3_mirror,
-    s3_requests,
-)
+from trainforge.plan.checks import aws_calls as aws
+from trainforge.plan.checks import iam_reference as ref
 from trainforge.plan.checks.controller_identity import ADDONS, CHARTS
 from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
-from trainforge.plan.checks.iam_reference import (
-    AMAZON_EBS_CSI_DRIVER_POLICY,
-    EBS_CSI_KMS_ACTIONS,
-    FSX_CSI_REFERENCE,
-    KARPENTER_REFERENCE_VERSION,
-    ExpectedCall,
-    KarpenterFacts,
-    ebs_csi_calls,
-    fsx_csi_calls,
-    karpenter_calls,
-    karpenter_reference,
-    node_role_calls,
-    request_tags,
-)
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.resource_types import EKS_ADDON, HELM_RELEASE
+from trainforge.training.s3_mirror import CheckpointError, parse_s3_uri
 
 DENIED = "TRAINFORGE_IAM_DENIED"
 TOO_BROAD = "TRAINFORGE_IAM_TOO_BROAD"
 BEYOND = "TRAINFORGE_IAM_BEYOND_REFERENCE"
 UNREHEARSED = "TRAINFORGE_IAM_UNREHEARSED"
+JOB_PATH = "TRAINFORGE_IAM_JOB_PATH"
 RULES = {
     DENIED: "grant exactly this call in the principal's policy (or stop making it): see the "
     "request context in the message and docs/rehearsals.md#iam-rehearsal",
@@ -56,6 +42,9 @@ RULES = {
     "version (trainforge/plan/checks/iam_reference.py), with the same conditions",
     UNREHEARSED: "make the call or policy readable to the rehearsal (map the S3 operation in "
     "trainforge/plan/checks/aws_calls.py, ship the managed policy in iam_reference.py)",
+    JOB_PATH: "point the job at its team's prefix of the checkpoint bucket (the runtime's "
+    "--checkpoint-s3 is set there for you: docs/jobs.md), or stage the data on the team's FSx "
+    "volume (an S3 data repository appears there: docs/teams.md)",
 }
 
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"
@@ -91,21 +80,11 @@ class _Run:
         self.tallies.append(t)
         return t
 
-    def expect(
-        self,
-        t: Tally,
-        role: RoleFacts,
-        request: Request,
-        decision: Decision,
-        allowed: bool,
-        call: str,
-        why: str = "",
-    ) -> None:
+    def expect(self, t: Tally, role: RoleFacts, request: Request, decision: Decision,
+               allowed: bool, call: str, why: str = "") -> None:  # fmt: skip
         if decision.allowed == allowed:
-            if allowed:
-                t.allowed += 1
-            else:
-                t.denied += 1
+            t.allowed += allowed
+            t.denied += not allowed
             return
         t.failed += 1
         ctx = ", ".join(f"{k}={v}" for k, v in sorted(request.context.items()))
@@ -119,12 +98,21 @@ class _Run:
             msg = f"{who} is allowed {what}, which must be denied ({why}); allowed by {by}"
             self.finding(role, TOO_BROAD, msg)
 
-    def judge(self, role: RoleFacts, label: str, who: str, calls: list[ExpectedCall]) -> None:
-        """A controller's (or node's) expected calls, under a tally of their own."""
+    def judge(self, role: RoleFacts, label: str, who: str, calls: list[ref.ExpectedCall],
+              reference: Sequence[Policy] = (), what: str = "") -> None:  # fmt: skip
+        """A controller's (or node's) expected calls under a tally of their own; given its
+        upstream `reference` (`what`), its statements no reference statement covers."""
         t = self.tally(label)
         for c in calls:
             d = evaluate(c.request, role.policies)
             self.expect(t, role, c.request, d, c.allowed, who, c.why)
+        for p in role.policies if reference else []:
+            if extra := beyond_reference(p, reference):
+                msg = (
+                    f"{role.label}: {p.name} statements {', '.join(extra)} grant more than {what} "
+                    "(an action, resource or missing condition no reference statement covers)"
+                )
+                self.finding(role, BEYOND, msg)
 
     def finding(self, role: RoleFacts, rule: str, message: str) -> None:
         names = frozenset({role.name, role.arn})
@@ -148,10 +136,6 @@ def check(ctx: PlanContext) -> CheckResult:
     return CheckResult(findings=run.findings, sections=[Section("IAM rehearsal", lines, data)])
 
 
-# --------------------------------------------------------------------------------------------
-# Trust policies (Pod Identity)
-
-
 def pod_identity_context(stack: StackIam, cluster: str, namespace: str, sa: str) -> dict:
     """What EKS Pod Identity sends STS for a pod (EKS User Guide, "Create IAM role with trust
     policy required by EKS Pod Identity" and "Enable or disable session tags")."""
@@ -164,7 +148,7 @@ def pod_identity_context(stack: StackIam, cluster: str, namespace: str, sa: str)
         "kubernetes-pod-name": f"{sa}-0",
         "kubernetes-pod-uid": "00000000-0000-0000-0000-000000000000",
     }
-    return {**request_tags(tags), "aws:SourceAccount": stack.account}
+    return {**ref.request_tags(tags), "aws:SourceAccount": stack.account}
 
 
 def _rehearse_trust(run: _Run) -> None:
@@ -174,13 +158,12 @@ def _rehearse_trust(run: _Run) -> None:
         if role is None:
             continue  # a role this stack does not declare: nothing of it to read
         if role.trust is None:
-            run.finding(
-                role,
-                UNREHEARSED,
+            msg = (
                 f"{role.label}: cannot read its trust policy, so who may assume it through "
                 f"{assoc.via} {assoc.name} ({assoc.namespace}/{assoc.service_account}) is not "
-                "rehearsed",
+                "rehearsed"
             )
+            run.finding(role, UNREHEARSED, msg)
             continue
         t = run.tally(f"trust of {role.label} ({assoc.namespace}/{assoc.service_account})")
         own = pod_identity_context(stack, assoc.cluster, assoc.namespace, assoc.service_account)
@@ -199,16 +182,12 @@ def _rehearse_trust(run: _Run) -> None:
                 run.expect(t, role, rq, evaluate(rq, resource=[role.trust]), allowed, call, why)
 
 
-# --------------------------------------------------------------------------------------------
-# Team roles: the runtime's S3 calls
-
-
 # The bucket and prefix the runtime's calls are recorded with, then rebound to each team's.
 RECORDED_BUCKET = "trainforge-rehearsal-bucket"
 RECORDED_PREFIX = "trainforge-rehearsal-team/" + REHEARSAL_JOB
 
 
-def _mirror_calls(bucket: str, prefix: str, region: str) -> list[ApiCall]:
+def _mirror_calls(bucket: str, prefix: str, region: str) -> list[aws.ApiCall]:
     """The runtime's calls for `bucket` and `prefix`: recorded once per region and process
     (a recording is ~0.6 CPU s of multipart uploads through moto) and rebound. The mirror
     names its bucket and prefix only in its calls' `Bucket` and in keys that start with the
@@ -218,34 +197,26 @@ def _mirror_calls(bucket: str, prefix: str, region: str) -> list[ApiCall]:
 
 
 @functools.cache
-def _recorded_calls(region: str) -> list[ApiCall]:
-    return distinct_calls(rehearse_s3_mirror(RECORDED_BUCKET, RECORDED_PREFIX, region))
+def _recorded_calls(region: str) -> list[aws.ApiCall]:
+    return distinct_calls(aws.rehearse_s3_mirror(RECORDED_BUCKET, RECORDED_PREFIX, region))
 
 
 # parameters that differ between the parts of one upload and never reach IAM's request
 _PER_PART = frozenset({"PartNumber", "ContentLength", "ContentMD5"})
 
 
-def distinct_calls(calls: list[ApiCall]) -> list[ApiCall]:
-    """One call per distinct request IAM judges (scenario, operation, bucket, key, TLS).
-
-    Why: s3transfer uploads parts from several threads, so how many UploadPart calls are
-    sent before the injected failure stops them varies from run to run; each part is the
-    same request to IAM. Without this the rehearsal's counts (which the tests pin exactly)
-    would depend on thread timing.
-    """
-    seen: set[tuple] = set()
-    out = []
+def distinct_calls(calls: list[aws.ApiCall]) -> list[aws.ApiCall]:
+    """One call per distinct request IAM judges (scenario, operation, bucket, key, TLS): how
+    many UploadPart calls s3transfer's threads send before the injected failure varies from
+    run to run, and the counts the tests pin must not."""
+    out: dict[tuple, aws.ApiCall] = {}
     for c in calls:
         params = sorted((k, v) for k, v in c.params.items() if k not in _PER_PART)
-        k = (c.scenario, c.service, c.operation, c.secure, repr(params))
-        if k not in seen:
-            seen.add(k)
-            out.append(c)
-    return out
+        out.setdefault((c.scenario, c.service, c.operation, c.secure, repr(params)), c)
+    return list(out.values())
 
 
-def _rebind(call: ApiCall, bucket: str, old: str, new: str) -> ApiCall:
+def _rebind(call: aws.ApiCall, bucket: str, old: str, new: str) -> aws.ApiCall:
     """The same call for another bucket / prefix (isolation checks)."""
 
     def swap(v: Any) -> Any:
@@ -262,7 +233,7 @@ def _rebind(call: ApiCall, bucket: str, old: str, new: str) -> ApiCall:
     return replace(call, params=params)
 
 
-def _authorize(stack: StackIam, role: RoleFacts, a: Authz) -> Decision:
+def _authorize(stack: StackIam, role: RoleFacts, a: aws.Authz) -> Decision:
     if a.resource_policy == "kms-key":
         key_policy = stack.key_policy(a.request.resource)
         return evaluate(a.request, role.policies, [key_policy], key_policy=True)
@@ -270,23 +241,16 @@ def _authorize(stack: StackIam, role: RoleFacts, a: Authz) -> Decision:
     return evaluate(a.request, role.policies, [bp] if bp else [])
 
 
-def _judge_calls(
-    run: _Run,
-    t: Tally,
-    role: RoleFacts,
-    bucket: BucketFacts,
-    calls: list[ApiCall],
-    network: dict[str, Any],
-    denied_because: str = "",
-    where: str = "",
-) -> None:
+def _judge_calls(run: _Run, t: Tally, role: RoleFacts, bucket: aws.BucketFacts,
+                 calls: list[aws.ApiCall], network: dict[str, Any], denied_because: str = "",
+                 where: str = "") -> None:  # fmt: skip
     """Every request of the calls allowed; or, given why they must be denied, every request
     the bucket's policy judges denied (isolation)."""
     caller = _caller(run.stack, role)
     for call in calls:
         try:
-            authz = s3_requests(call, caller, bucket, network)
-        except UnmappedCall as e:
+            authz = aws.s3_requests(call, caller, bucket, network)
+        except aws.UnmappedCall as e:
             if not denied_because:
                 run.finding(role, UNREHEARSED, str(e))
             continue
@@ -319,11 +283,8 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         text = json.dumps([p.document for p in role.policies])
         bucket = next((b for name, b in stack.buckets.items() if f":::{name}" in text), None)
         if bucket is None:
-            run.finding(
-                role,
-                UNREHEARSED,
-                f"{role.label}: none of its policies names a bucket this stack declares",
-            )
+            msg = f"{role.label}: none of its policies names a bucket this stack declares"
+            run.finding(role, UNREHEARSED, msg)
             continue
         prefix = (team.checkpoint_prefix or f"{team.name}/").strip("/")
         own = f"{prefix}/{REHEARSAL_JOB}"
@@ -341,7 +302,7 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
                 " from outside the VPC",
             )  # fmt: skip
         # isolation: the same calls on another team's prefix and on another bucket
-        other_bucket = BucketFacts(OTHER_BUCKET, bucket.kms_key_arn, bucket.bucket_key)
+        other_bucket = aws.BucketFacts(OTHER_BUCKET, bucket.kms_key_arn, bucket.bucket_key)
         for label, target, new_prefix in (
             ("another team's prefix", bucket, f"{OTHER_TEAM}/{REHEARSAL_JOB}"),
             ("another bucket", other_bucket, own),
@@ -349,101 +310,129 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
             moved = [_rebind(call, target.name, own, new_prefix) for call in calls]
             why = f"{label} must be out of reach"
             _judge_calls(run, t, role, target, moved, network, why)
+        reach = f"{bucket.name}/{prefix}"
+        _job_paths(run, role, team, reach, network, ctx.objects, runtime_docs(ctx))
 
 
-# --------------------------------------------------------------------------------------------
-# Controllers
-
-
-def _beyond(run: _Run, role: RoleFacts, reference: list[Policy], what: str) -> None:
-    for p in role.policies:
-        extra = beyond_reference(p, reference)
-        if extra:
-            run.finding(
-                role,
-                BEYOND,
-                f"{role.label}: {p.name} statements {', '.join(extra)} grant more than {what} "
-                "(an action, resource or missing condition no reference statement covers)",
+def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[str, Any],
+               objects: list[Any], runtimes: dict[str, Any]) -> None:  # fmt: skip
+    """The S3 URLs the team's jobs name (jobs/fetches.py `s3_urls`): the runtime's calls for a
+    checkpoint URL, a read (list and get) for any other, each allowed to the team's role, or
+    the job fails there with AccessDenied (docs/rehearsals.md, IAM rehearsal)."""
+    stack, team_sa = run.stack, team.service_account
+    for o in (o for o in objects if o.namespace == team.namespace):
+        try:
+            templates = backends.pod_templates(o.doc, runtimes=runtimes)
+        except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
+            continue  # a malformed object: the schema checks say why
+        # pods of the team's ServiceAccount: the role's (another one has another identity)
+        ours = [t.spec for t in templates if get(t.spec, "serviceAccountName") == team_sa]
+        found = {
+            (url, written): f"{where} of container {c.get('name')}"
+            for c in (c for spec in ours for c in pods.containers(spec))
+            for where, url, written in fetches.s3_urls(pods.argv(c), pods.literal_env(c))
+        }
+        for (url, written), where in found.items():
+            try:
+                name, prefix = parse_s3_uri(url)
+            except CheckpointError:
+                continue  # no bucket: the runtime refuses it before any call
+            calls = _mirror_calls(name, prefix, stack.region) if written else [
+                aws.ApiCall("s3", "ListObjectsV2", {"Bucket": name, "Prefix": prefix}, True),
+                aws.ApiCall("s3", "GetObject", {"Bucket": name, "Key": prefix}, True),
+            ]  # fmt: skip
+            facts = stack.buckets.get(name) or aws.BucketFacts(name)
+            denied = _first_denied(run.stack, role, calls, facts, network)
+            if denied is None:
+                continue
+            does = "writes checkpoints to" if written else "reads"
+            unless = "" if name in stack.buckets else (
+                f" (unless bucket {name}, not in this stack, has a policy that grants it)"
+            )  # fmt: skip
+            msg = (
+                f"job {o.ident} {does} {url} ({where}), but {role.label} ({role.arn}), its "
+                f"pods' identity, is denied {denied.action} on {denied.resource}{unless}: the "
+                f"job fails there with AccessDenied. The role may reach s3://{own}/ (team "
+                f"{team.name}'s prefix of the checkpoint bucket)"
             )
+            names = frozenset({o.ident, o.name})
+            run.findings.append(Finding(o.ident, JOB_PATH, msg, RULES[JOB_PATH], o.urn, names))
 
 
-def _caller(stack: StackIam, role: RoleFacts) -> Caller:
-    return Caller(role.arn, stack.account, stack.region, stack.partition)
+def _first_denied(stack: StackIam, role: RoleFacts, calls: list[aws.ApiCall],
+                  bucket: aws.BucketFacts, network: dict[str, Any]) -> Request | None:  # fmt: skip
+    """The first request of `calls` the role is denied (an unmapped call: reported above)."""
+    for call in calls:
+        try:
+            authz = aws.s3_requests(call, _caller(stack, role), bucket, network)
+        except aws.UnmappedCall:
+            continue
+        for a in authz:
+            if not _authorize(stack, role, a).allowed:
+                return a.request
+    return None
+
+
+def _caller(stack: StackIam, role: RoleFacts) -> aws.Caller:
+    return aws.Caller(role.arn, stack.account, stack.region, stack.partition)
 
 
 def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
     stack = run.stack
+    p, r, a = stack.partition, stack.region, stack.account
     for rec in inv.resources:
         if rec.type != HELM_RELEASE or chart_name(rec) != "karpenter":
             continue
         values = rec.inputs.get("values") or {}
-        namespace, sa = CHARTS["karpenter"].where(
-            str(rec.inputs.get("namespace", "default")), values
-        )
+        ns, sa = CHARTS["karpenter"].where(str(rec.inputs.get("namespace", "default")), values)
         settings = values.get("settings") or {}
-        role = next(iter(stack.roles_for(namespace, sa)), None)
+        role = next(iter(stack.roles_for(ns, sa)), None)
         if role is None:
             continue  # reported by the controller-identity check
         classes = [o for o in objects if o.get("kind") == "EC2NodeClass"]
         pools = [o["metadata"]["name"] for o in objects if o.get("kind") == "NodePool"]
-        node_role_name = next((str(o["spec"].get("role")) for o in classes if o.get("spec")), "")
-        node_role = next(
-            (r for r in stack.roles.values() if r.arn.rsplit("/", 1)[-1] == node_role_name), None
-        )
-        arn = f"arn:{stack.partition}:iam::{stack.account}:role/{node_role_name}"
-        facts = KarpenterFacts(
-            cluster=str(settings.get("clusterName", "")),
-            region=stack.region,
-            account=stack.account,
-            queue_arn=f"arn:{stack.partition}:sqs:{stack.region}:{stack.account}:"
-            + str(settings.get("interruptionQueue", "")),
-            node_role_arn=node_role.arn if node_role else arn,
-            node_pool=(pools or ["default"])[0],
-            node_class=classes[0]["metadata"]["name"] if classes else "default",
-            partition=stack.partition,
-        )
-        label = f"{role.label} (Karpenter {rec.inputs.get('version')}, {namespace}/{sa})"
-        run.judge(role, label, "Karpenter", karpenter_calls(facts, role.arn))
-        what = f"Karpenter v{KARPENTER_REFERENCE_VERSION}'s reference controller policy"
-        _beyond(run, role, [karpenter_reference(facts)], what)
+        node_role = next((str(o["spec"].get("role")) for o in classes if o.get("spec")), "")
+        declared = (x.arn for x in stack.roles.values() if x.arn.rsplit("/", 1)[-1] == node_role)
+        facts = ref.KarpenterFacts(
+            str(settings.get("clusterName", "")), r, a,
+            f"arn:{p}:sqs:{r}:{a}:{settings.get('interruptionQueue', '')}",
+            next(declared, f"arn:{p}:iam::{a}:role/{node_role}"),
+            (pools or ["default"])[0],
+            classes[0]["metadata"]["name"] if classes else "default",
+            p,
+        )  # fmt: skip
+        label = f"{role.label} (Karpenter {rec.inputs.get('version')}, {ns}/{sa})"
+        what = f"Karpenter v{ref.KARPENTER_REFERENCE_VERSION}'s reference controller policy"
+        calls = ref.karpenter_calls(facts, role.arn)
+        run.judge(role, label, "Karpenter", calls, [ref.karpenter_reference(facts)], what)
 
 
 def _ebs_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
     its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
-    keys = sorted(
-        {
-            str(o.get("parameters", {}).get("kmsKeyId"))
-            for o in objects
-            if o.get("kind") == "StorageClass"
-            and o.get("provisioner") == "ebs.csi.aws.com"
-            and o.get("parameters", {}).get("kmsKeyId")
-        }
-    )
-    run.judge(role, label, "EBS CSI controller", ebs_csi_calls(_caller(run.stack, role), keys))
-    reference = [Policy("AmazonEBSCSIDriverPolicy", AMAZON_EBS_CSI_DRIVER_POLICY)]
+    sc = [o for o in objects if o.get("kind") == "StorageClass"]
+    ebs = [
+        get(o, "parameters", "kmsKeyId") for o in sc if o.get("provisioner") == "ebs.csi.aws.com"
+    ]
+    keys = sorted({str(k) for k in ebs if k})
+    reference = [Policy("AmazonEBSCSIDriverPolicy", ref.AMAZON_EBS_CSI_DRIVER_POLICY)]
     if keys:
-        kms = {"Effect": "Allow", "Action": list(EBS_CSI_KMS_ACTIONS), "Resource": keys}
+        kms = {"Effect": "Allow", "Action": list(ref.EBS_CSI_KMS_ACTIONS), "Resource": keys}
         reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
     what = "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
-    _beyond(run, role, reference, what)
+    calls = ref.ebs_csi_calls(_caller(run.stack, role), keys)
+    run.judge(role, label, "EBS CSI controller", calls, reference, what)
 
 
 def _fsx_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The FSx CSI controller's calls on the file systems its PersistentVolumes name."""
-    handles = sorted(
-        {
-            str(((o.get("spec") or {}).get("csi") or {}).get("volumeHandle"))
-            for o in objects
-            if o.get("kind") == "PersistentVolume"
-            and ((o.get("spec") or {}).get("csi") or {}).get("driver") == "fsx.csi.aws.com"
-        }
-    )
+    pvs = [get(o, "spec", "csi") or {} for o in objects if o.get("kind") == "PersistentVolume"]
+    fsx = {str(v.get("volumeHandle")) for v in pvs if v.get("driver") == "fsx.csi.aws.com"}
     caller = _caller(run.stack, role)
-    fs = [caller.arn("fsx", f"file-system/{h}") for h in handles]
-    run.judge(role, label, "FSx CSI controller", fsx_csi_calls(caller, fs))
-    reference = [Policy("FSx CSI reference", FSX_CSI_REFERENCE)]
-    _beyond(run, role, reference, "aws-fsx-csi-driver's reference policy")
+    fs = [caller.arn("fsx", f"file-system/{h}") for h in sorted(fsx)]
+    reference = [Policy("FSx CSI reference", ref.FSX_CSI_REFERENCE)]
+    what = "aws-fsx-csi-driver's reference policy"
+    run.judge(role, label, "FSx CSI controller", ref.fsx_csi_calls(caller, fs), reference, what)
 
 
 def _rehearse_csi(run: _Run, addons: set[str], objects: list[dict]) -> None:
@@ -463,5 +452,5 @@ def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
     cni = "vpc-cni" in addons and not stack.associations_for(*cni_sa)
     for role in stack.node_roles():
         agent = "eks-pod-identity-agent" in addons
-        calls = node_role_calls(_caller(stack, role), vpc_cni=cni, pod_identity_agent=agent)
+        calls = ref.node_role_calls(_caller(stack, role), vpc_cni=cni, pod_identity_agent=agent)
         run.judge(role, f"{role.label} (node role)", "node", calls)

@@ -8,20 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
 from trainforge.plan.cost import plan_region
-from trainforge.plan.resource_types import (
-    EKS_ADDON,
-    IAM_POLICY,
-    IAM_ROLE,
-    IAM_ROLE_POLICY,
-    KMS_KEY,
-    S3_POLICY,
-    S3_SSE,
-)
 from trainforge.plan.runner import UNKNOWN, Inventory
 
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
@@ -87,11 +79,8 @@ class StackIam:
         return self.roles.get(urn_or_arn or "") or next(by_arn, None)
 
     def associations_for(self, namespace: str, service_account: str) -> list[Association]:
-        return [
-            a
-            for a in self.associations
-            if a.namespace == namespace and a.service_account == service_account
-        ]
+        at = (namespace, service_account)
+        return [a for a in self.associations if (a.namespace, a.service_account) == at]
 
     def role_of(self, a: Association) -> RoleFacts | None:
         """The declared role an association hands out (None: one this stack does not declare)."""
@@ -150,7 +139,7 @@ def read_stack(inv: Inventory) -> StackIam:
     region = plan_region(inv)  # the one reader of the stack's region (the cost's too)
     stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, [], {}, {}, {})
     role_arns = {urn: arn for urn, arn in arns if urn and arn.startswith("arn:")}
-    for r in by_type.get(IAM_ROLE, []):
+    for r in by_type.get(T.IAM_ROLE, []):
         name = r.inputs.get("name")
         # a role's ARN carries its path (IAM: arn:aws:iam::<account>:role/<path><name>)
         path = r.inputs.get("path")
@@ -172,7 +161,7 @@ def read_stack(inv: Inventory) -> StackIam:
         named = (x for x in stack.roles.values() if ref in (x.name, x.arn, x.arn.rsplit("/")[-1]))
         return stack.role(_dep(rec, "role")) or next(named, None)
 
-    for rp in by_type.get(IAM_ROLE_POLICY, []):
+    for rp in by_type.get(T.IAM_ROLE_POLICY, []):
         facts = role_of(rp)
         if facts is not None:
             name = f"role {facts.name} inline policy {rp.name}"
@@ -183,35 +172,21 @@ def read_stack(inv: Inventory) -> StackIam:
             _attach(facts, str(att.inputs.get("policyArn", "")), _dep(att, "policyArn"), by_type)
 
     for a in by_type.get(ASSOCIATION, []):
-        stack.associations.append(
-            Association(
-                name=a.name,
-                urn=a.urn,
-                namespace=str(a.inputs.get("namespace", "")),
-                service_account=str(a.inputs.get("serviceAccount", "")),
-                cluster=str(a.inputs.get("clusterName", "")),
-                role_urn=_dep(a, "roleArn"),
-                role_arn=str(a.inputs.get("roleArn", "")),
-            )
-        )
-    for addon in by_type.get(EKS_ADDON, []):
+        got = [str(a.inputs.get(k, "")) for k in ("namespace", "serviceAccount", "clusterName")]
+        role = (_dep(a, "roleArn"), str(a.inputs.get("roleArn", "")))
+        stack.associations.append(Association(a.name, a.urn, *got, *role))
+    for addon in by_type.get(T.EKS_ADDON, []):
+        cluster = str(addon.inputs.get("clusterName", ""))
+        role_urn = _dep(addon, "podIdentityAssociations")
+        via = f"add-on {addon.inputs.get('addonName')} podIdentityAssociations"
         for i, pia in enumerate(as_list(addon.inputs.get("podIdentityAssociations"))):
             if isinstance(pia, dict):
-                stack.associations.append(
-                    Association(
-                        name=f"{addon.name}#{i}",
-                        urn=addon.urn,
-                        namespace="kube-system",
-                        service_account=str(pia.get("serviceAccount", "")),
-                        cluster=str(addon.inputs.get("clusterName", "")),
-                        role_urn=_dep(addon, "podIdentityAssociations"),
-                        role_arn=str(pia.get("roleArn", "")),
-                        via=f"add-on {addon.inputs.get('addonName')} podIdentityAssociations",
-                    )
-                )
+                sa, arn = str(pia.get("serviceAccount", "")), str(pia.get("roleArn", ""))
+                at = ("kube-system", sa, cluster, role_urn, arn, via)
+                stack.associations.append(Association(f"{addon.name}#{i}", addon.urn, *at))
 
     key_urn_to_arn: dict[str, str] = {}  # the bucket keys' URNs (a key may be from outside)
-    for sse in by_type.get(S3_SSE, []):
+    for sse in by_type.get(T.S3_SSE, []):
         name = sse.inputs.get("bucket")
         if not isinstance(name, str) or name == UNKNOWN:
             continue
@@ -236,7 +211,7 @@ def read_stack(inv: Inventory) -> StackIam:
         and str(e.inputs.get("serviceName", "")).endswith(".s3")
     }
     linked: dict[str, str] = {}  # bucket -> the gateway its policy is built from
-    for bp in by_type.get(S3_POLICY, []):
+    for bp in by_type.get(T.S3_POLICY, []):
         name = bp.inputs.get("bucket")
         doc = policy_doc(bp.inputs.get("policy"))
         if isinstance(name, str) and doc:
@@ -251,14 +226,14 @@ def read_stack(inv: Inventory) -> StackIam:
         first = next(iter(s3_gateways.values()))
         stack.bucket_endpoints = {name: linked.get(name, first) for name in stack.buckets}
 
-    for k in by_type.get(KMS_KEY, []) + by_type.get(KMS_KEY_POLICY, []):
+    for k in by_type.get(T.KMS_KEY, []) + by_type.get(KMS_KEY_POLICY, []):
         doc = policy_doc(k.inputs.get("policy"))
-        own = k.type == KMS_KEY
+        own = k.type == T.KMS_KEY
         urn = k.urn if own else _dep(k, "keyId")
         if doc and urn in key_urn_to_arn:
             name = f"key policy of {k.name}" if own else f"key policy {k.name}"
             stack.key_policies[key_urn_to_arn[urn]] = Policy(name, doc)
-    declared_keys = {key_urn_to_arn.get(k.urn) for k in by_type.get(KMS_KEY, [])}
+    declared_keys = {key_urn_to_arn.get(k.urn) for k in by_type.get(T.KMS_KEY, [])}
     default = "KMS's default key policy (delegates to IAM)"
     outside = "a key policy outside this stack; assumed to delegate to IAM"
     for b in stack.buckets.values():
@@ -269,7 +244,7 @@ def read_stack(inv: Inventory) -> StackIam:
 
 
 def _attach(facts: RoleFacts, arn: str, policy_urn: str | None, by_type: dict) -> None:
-    p = next((p for p in by_type.get(IAM_POLICY, []) if policy_urn and p.urn == policy_urn), None)
+    p = next((p for p in by_type.get(T.IAM_POLICY, []) if policy_urn and p.urn == policy_urn), None)
     if p is not None:
         facts.add(p.inputs.get("policy"), f"policy {p.name}", f"managed policy {p.name}")
         return
