@@ -149,6 +149,11 @@ def test_env_is_sorted_and_reserved_names_are_refused():
         ({"memory": "-1Gi"}, "trainforge:jobs[0].memory", "Kubernetes quantity"),
         ({"model": "resnet"}, "trainforge:jobs[0].model", "expected one of 'mlp', 'gpt'"),
         ({"dataset": "tokens"}, "trainforge:jobs[0].dataPath", "needs dataPath"),
+        (
+            {"dataset": "tokens", "dataPath": "s3://corpus/owt-train.bin"},
+            "trainforge:jobs[0].dataPath",
+            "got 's3://corpus/owt-train.bin'; expected a file the pods read (relative: on the team",
+        ),
         ({"vocabSize": 70000, "model": "gpt"}, "trainforge:jobs[0].vocabSize", "exceeds 65536"),
         ({"preset": "fsdp", "elastic": {"maxWorkers": 4}}, "trainforge:jobs[0].elastic", "preset"),
         (

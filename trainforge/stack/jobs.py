@@ -262,7 +262,14 @@ class _Flags(Section):
         out = ProblemList()
         if self.dataset == "tokens" and not self.data_path:
             out.add(("dataPath",), None, "a uint16 token file: dataset 'tokens' needs dataPath")
-        if self.data_path and self.dataset != "tokens":
+        if self.data_path and "://" in self.data_path:  # else `/fsx/<team>/s3://...`: no file
+            out.add(
+                ("dataPath",),
+                self.data_path,
+                "a file the pods read (relative: on the team's FSx volume), not a URL: the "
+                "runtime opens a local file; S3 data reaches FSx through fsx.dataRepository",
+            )
+        elif self.data_path and self.dataset != "tokens":
             out.add(
                 ("dataPath",),
                 self.data_path,
