@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core.contract import NodeType, PoolFacts, TeamFacts
+from trainforge.core.labels import POOL_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, packing
 from trainforge.jobs.duration import Duration, duration_text, expected_duration
@@ -696,6 +697,10 @@ class FixedItem:
     source: str | None = None
     note: str = ""
     missing: str = ""  # the price the table lacks ("ebs.gp3 in us-west-2"), when unknown
+    # a node group's: its pool (the POOL_LABEL of its nodes), instance type and desiredSize
+    pool: str = ""
+    instance_type: str = ""
+    nodes: float = 0.0
 
     @property
     def monthly(self) -> float | None:
@@ -819,7 +824,9 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
                     ebs_what.append(f"{size:g} x {gb:g} GB ({name})")
         what = f"node group {name} ({itype}, {capacity})"
         missing = f"{capacity} {itype} in {region}"
-        items.append(_item(what, f"{size:g} nodes (desiredSize)", price, size, note, missing))
+        item = _item(what, f"{size:g} nodes (desiredSize)", price, size, note, missing)
+        pool = (inp.get("labels") or {}).get(POOL_LABEL) or ""
+        items.append(replace(item, pool=pool, instance_type=itype, nodes=size))
 
     gp3_classes = {
         (_inputs(sc).get("metadata") or {}).get("name")
@@ -919,6 +926,24 @@ class CostReport:
         on its own cheapest nodes: no packing of several jobs' pods onto shared nodes."""
         return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
 
+    @property
+    def running_in_fixed(self) -> float:
+        """The part of `running_hourly` on nodes a node group keeps up anyway (its desiredSize,
+        already in the fixed cost, paid whether a job runs or not): the running jobs on its
+        pool and type use at most that many of them; only nodes beyond add to the bill."""
+        out = 0.0
+        for i in self.fixed:
+            if not i.pool or not i.nodes or i.hourly is None:
+                continue
+            used = sum(
+                j.choice.nodes
+                for j in self.jobs
+                if j.runs_at_once and j.runs is None and j.pool == i.pool and j.choice
+                and j.choice.instance_type == i.instance_type and j.hourly is not None
+            )  # fmt: skip
+            out += min(used, i.nodes) * i.hourly / i.nodes
+        return out
+
     def fixed_missing(self) -> list[str]:
         """The prices the platform's total lacks, in words ("ebs.gp3 in us-west-2")."""
         return [i.missing for i in self.fixed if i.hourly is None and i.missing]
@@ -944,6 +969,7 @@ class CostReport:
             "fixedTotal": self.fixed_total(),
             "fixedMissingPrices": self.fixed_missing(),
             "runningPerHour": self.running_hourly,
+            "runningInFixedPerHour": self.running_in_fixed,
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

@@ -30,9 +30,10 @@ def section_data(result: Any, title: str) -> Any:
 
 
 def cost_totals(cost: Any) -> dict[str, Any] | None:
-    """The cost section's data with the verdict's sums: what the jobs that run at once cost per
-    hour (waiting jobs are listed, not counted as running) and what the runs of the jobs that
-    are admitted at all cost."""
+    """The cost section's data with the verdict's sums: what the jobs that run at once add per
+    hour (waiting jobs are listed, not counted as running; nodes a node group keeps up anyway
+    are in the platform's figure, not again here) and what the runs of the jobs that are
+    admitted at all cost."""
     if not isinstance(cost, dict):
         return None
     jobs = cost.get("jobs", [])
@@ -43,7 +44,8 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
         "running": running,
         "counted": counted,
         "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
-        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour")),
+        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour"))
+        - (cost.get("runningInFixedPerHour") or 0.0),
         "runCosts": sum(j["runCost"] for j in counted if _priced(j, "runCost")),
         "unpricedRates": [j for j in running if not _priced(j, "onDemandPerHour")],
         "unpricedRuns": [j for j in counted if not _priced(j, "runCost")],
@@ -91,6 +93,8 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         if priced or not running
         else "cost per hour unknown"
     )
+    if in_fixed := new.get("runningInFixedPerHour"):
+        rate += f" (their {_usd(in_fixed)}/h on node groups' always-on nodes is in the platform's)"
     if new["unpricedRates"]:
         rate += (
             f" ({_unpriced(new['unpricedRates'])})"
