@@ -159,10 +159,12 @@ def choose_nodes(job: JobSpec, pool: PoolFacts, region: str, gang: capacity.Gang
 def _choose(
     job: JobSpec, pool: PoolFacts, region: str, gang: capacity.Gang | None = None
 ) -> tuple[NodeChoice | None, NodeChoice | None]:
-    """(the likely nodes, the dearest run a Karpenter pool may launch instead): each NodeClaim's
-    types all go to EC2 Fleet, a spot launch is EC2's price-capacity-optimized pick, an
-    on-demand one the lowest price, and a type without capacity is skipped next try
-    (karpenter-provider-aws v1.14.1 pkg/providers/instance/types.go, instance.go)."""
+    """(the likely nodes, the dearest run a Karpenter pool may launch instead, each type at its
+    on-demand price, the ceiling of its spot price): each NodeClaim's types all go to EC2 Fleet,
+    a spot launch is EC2's price-capacity-optimized pick among them (any type whose spot price
+    is not above the cheapest on-demand one), an on-demand one the lowest price, and a type
+    without capacity is skipped on the next try (karpenter-provider-aws v1.14.1
+    pkg/providers/instance/types.go, instance.go)."""
     options = node_options(job, pool, region)
     if not options:
         return None, None
