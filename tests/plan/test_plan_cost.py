@@ -776,3 +776,50 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
     assert big.no_node == "" and "none fits" in cost_check._row(big, big, [])
     assert big.to_json()["nodeChoice"] == "no instance type of gpu fits a pod"
     assert capacity.launch_stopped(G5, capacity.job_gang(_job(), G5)) is None
+
+
+# --- a node group's always-on nodes are paid once ---------------------------------------------
+
+
+def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourly_figure():
+    """prod's p4d-reserved group keeps 2 nodes (desiredSize) up, in the platform's fixed cost;
+    the job moved onto it runs on those 2 nodes, so its $/h is not summed a second time."""
+    import json
+
+    from trainforge.plan import verdict
+    from trainforge.stack.file import read_stack_file
+
+    overrides = prod_own_values()
+    jobs = json.loads(read_stack_file(ROOT / "Pulumi.prod.yaml").engine()["trainforge:jobs"])
+    jobs[0]["pool"] = "p4d-reserved"
+    overrides["trainforge:jobs"] = json.dumps(jobs)
+    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+    (job,) = verdict.section_data(result, verdict.COST_TITLE)["jobs"]
+    assert (job["pool"], job["nodes"], job["instanceType"]) == ("p4d-reserved", 2, "p4d.24xlarge")
+    two_nodes = f"${job['onDemandPerHour']:,.2f}"
+    platform, jobs_line = verdict.cost_lines(result, None)[:2]
+    assert platform.startswith("Cost: platform $44.88/h")  # the 2 p4d nodes are in it
+    assert jobs_line.startswith(
+        f"      + jobs: 1 of 1 run at once, $0.00/h while running (their {two_nodes}/h on node "
+        "groups' always-on nodes is in the platform's), each job on its own nodes; run costs $"
+    )
+
+
+def test_only_the_nodes_beyond_a_node_groups_desired_size_add_to_the_running_figure():
+    group = cost.FixedItem("node group g", "2 nodes", 2 * 10.0, pool="g", instance_type="t",
+                           nodes=2)  # fmt: skip
+    choice = cost.NodeChoice("t", 2, 1, price_facts.Price(10.0, "hour", "x"), None, "")
+    unknown = duration.Duration(None, "unknown", "")
+
+    def job(name, nodes, pool="g", admission="runs"):
+        return cost.JobCost(name, "a", pool, name, replace(choice, nodes=nodes), False, unknown,
+                            admission=admission)  # fmt: skip
+
+    report = cost.CostReport("r", dt.date(2026, 11, 30), fixed=[group])
+    report.jobs = [job("a", 1), job("b", 2), job("c", 4, admission="waits"), job("d", 1, "k")]
+    assert report.running_hourly == 40.0  # a, b, d: 4 nodes
+    assert report.running_in_fixed == 20.0  # a and b share the group's 2 desired nodes
+    report.jobs = [job("a", 1)]
+    assert report.running_in_fixed == 10.0  # one of the two: the other runs idle anyway
+    report.fixed = [replace(group, hourly=None)]
+    assert report.running_in_fixed == 0.0  # an unpriced group is counted nowhere

@@ -1,7 +1,5 @@
-"""What a job costs, what a team's quota allows, and what the platform costs while it exists
-(docs/cost.md), from the dated price facts: a price the table lacks stays `None` ("unknown")
-to the output, and so does any total that needs it. `cost_check` turns the report into the
-plan's section and findings.
+"""What a job, a team's quota and the always-on platform cost (docs/cost.md), from the dated
+price facts: a price the table lacks stays None ("unknown"), and so does any total needing it.
 """
 
 from __future__ import annotations
@@ -13,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainforge.core.contract import NodeType, PoolFacts, TeamFacts
+from trainforge.core.labels import POOL_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, packing
 from trainforge.jobs.duration import Duration, duration_text, expected_duration
@@ -25,26 +24,26 @@ from trainforge.plan.price_facts import HOURS_PER_MONTH, usd
 
 
 def pod_size(req: capacity.PodRequest) -> str:
-    """The requests of one pod, in words ("1 GPU, 4 CPU, 16Gi")."""
+    """ "1 GPU, 4 CPU, 16Gi"."""
     gib = req.memory_mib / 1024
     mem = f"{int(gib)}Gi" if gib.denominator == 1 else f"{float(gib):.1f}Gi"
     gpus = [f"{req.gpus} GPU"] if req.gpus else []
     return ", ".join([*gpus, f"{req.cpu_m / 1000:g} CPU", mem])
 
 
-def gang_words(g: capacity.Gang) -> str:
-    """A gang's pods in words, each size once in the order they come: "4 pod(s) of 1 GPU, 4
-    CPU, 16Gi"; a Master unlike its Workers: "1 pod(s) of ... + 3 pod(s) of ..."."""
-    sizes = [pod_size(p) for p in g.pods]
-    counts = {s: sizes.count(s) for s in sizes}
-    return " + ".join(f"{n} pod(s) of {s}" for s, n in counts.items()) or "0 pod(s)"
+def _sum(values: list[float | None]) -> float | None:
+    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
+
+
+def _unknown_first(value: float | None) -> tuple[bool, float]:
+    """A sort key where an unknown figure is the highest (it could be)."""
+    return (value is None, value or 0.0)
 
 
 @dataclass(frozen=True)
 class NodeChoice:
-    """The nodes the estimate uses for a job, and why: `nodes` of `instance_type`, and in
-    `more` the nodes of other types the same launch makes (Karpenter: a last, part-full
-    NodeClaim may launch a smaller type; trainforge.jobs.packing)."""
+    """`nodes` of `instance_type` for a job and why; `more`: other types the same launch makes
+    (a last, part-full NodeClaim may launch a smaller type; trainforge.jobs.packing)."""
 
     instance_type: str
     nodes: int
@@ -52,9 +51,7 @@ class NodeChoice:
     on_demand: P.Price | None  # per node
     spot: P.Price | None  # per node
     reason: str
-    # the job's expected run on nodes of this type (jobs.duration, `PoolFacts.only`): the
-    # step-time estimate of this type's GPU, not the pool's slowest; with `more`, the slowest
-    # of the types (every rank waits for the slowest)
+    # the run on this type (jobs.duration, `PoolFacts.only`); with `more`, the slowest's
     duration: Duration | None = None
     more: tuple[NodeChoice, ...] = ()
 
@@ -64,45 +61,40 @@ class NodeChoice:
 
     @property
     def hourly_on_demand(self) -> float | None:
-        return _sum(
-            [None if p.on_demand is None else p.nodes * p.on_demand.usd for p in self.parts]
-        )
+        return _sum([p.on_demand and p.nodes * p.on_demand.usd for p in self.parts])
+
+    @property
+    def hourly_spot(self) -> float | None:
+        return _sum([p.spot and p.nodes * p.spot.usd for p in self.parts])
 
     @property
     def run_cost(self) -> float | None:
-        """$/hour on-demand x the expected run on this type (None: either is unknown)."""
         hourly, d = self.hourly_on_demand, self.duration
         if hourly is None or d is None or d.seconds is None:
             return None
         return hourly * d.seconds / 3600
 
     def nodes_words(self) -> str:
-        """ "g5.48xlarge x1", "g5.48xlarge x1 + g5.12xlarge x1": the nodes of every type."""
+        """ "g5.48xlarge x1 + g5.12xlarge x1"."""
         return " + ".join(f"{p.instance_type} x{p.nodes}" for p in self.parts)
 
     @property
     def types(self) -> str:
-        """The node type column: "g5.48xlarge", "g5.48xlarge + g5.12xlarge"."""
         return " + ".join(p.instance_type for p in self.parts)
 
     @property
     def timed_on(self) -> str:
-        """The type the run is timed on: with nodes of several types, the slowest's (every
-        rank waits for it); an unknown run counts as the slowest."""
-
-        def key(p: NodeChoice) -> tuple[bool, float]:
-            d = p.duration
-            return (d is None or d.seconds is None, (d.seconds or 0.0) if d else 0.0)
-
-        return max(self.parts, key=key).instance_type
+        """The slowest type's (every rank waits for it; an unknown run counts as slowest)."""
+        return max(
+            self.parts, key=lambda p: _unknown_first(p.duration and p.duration.seconds)
+        ).instance_type
 
     @property
     def node_count(self) -> int:
         return sum(p.nodes for p in self.parts)
 
     def run_words(self) -> str:
-        """ "g5.xlarge x2: 46 min on 2 x A10G, $1.55 ($2.01/h)": this type's run, for the
-        line that compares it with another."""
+        """ "g5.xlarge x2: 46 min on 2 x A10G, $1.55 ($2.01/h)"."""
         d = self.duration
         run = "unknown run" if d is None or d.seconds is None else duration_text(d.seconds)
         on = f" on {d.hardware}" if d is not None and d.hardware else ""
@@ -110,50 +102,33 @@ class NodeChoice:
         return f"{self.nodes_words()}: {run}{on}, {usd(self.run_cost)} ({hourly}/h)"
 
     def price_words(self) -> str:
-        """ "2 x g5.12xlarge at $5.67/h": each type's nodes and its on-demand price per node."""
+        """ "2 x g5.12xlarge at $5.67/h" per type."""
         return " + ".join(
             f"{p.nodes} x {p.instance_type} at {usd(p.on_demand.usd if p.on_demand else None)}/h"
             for p in self.parts
         )
 
     def describe(self) -> str:
-        """ "g5.xlarge x2 $2.01/h": the nodes and their on-demand price (a priced choice)."""
+        """ "g5.xlarge x2 $2.01/h"."""
         return f"{self.nodes_words()} {usd(self.hourly_on_demand)}/h"
-
-    @property
-    def hourly_spot(self) -> float | None:
-        return _sum([None if p.spot is None else p.nodes * p.spot.usd for p in self.parts])
-
-
-def _sum(values: list[float | None]) -> float | None:
-    return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
 def node_options(job: JobSpec, pool: PoolFacts, region: str) -> list[NodeChoice]:
     """Every type of the pool that holds a pod of the job, in the pool's order, as if the job
-    ran on that type alone: its nodes, prices and the job's expected run on it (computed once
-    per type, read by every figure)."""
-    workers = job.workers
+    ran on it alone (its nodes, prices and run, computed once per type)."""
     fitting = [
         (t, n) for t in capacity.pool_types(pool) if (n := capacity.pods_per_node(job, pool, t)) > 0
     ]
     return [
-        NodeChoice(
-            t.name,
-            math.ceil(workers / n),
-            n,
-            P.ec2_on_demand(region, t.name),
-            P.ec2_spot(region, t.name),
-            "",
-            expected_duration(job, pool, t.name),
-        )
+        NodeChoice(t.name, math.ceil(job.workers / n), n, P.ec2_on_demand(region, t.name),
+                   P.ec2_spot(region, t.name), "", expected_duration(job, pool, t.name))
         for t, n in fitting
-    ]
+    ]  # fmt: skip
 
 
 def _launch(options: list[NodeChoice], pk: packing.Packing, picks: list[str]) -> NodeChoice | None:
-    """The nodes of a packing when each NodeClaim launches its type of `picks`: grouped by
-    type, in the order they first launch; the run is the slowest type's."""
+    """A packing's nodes when each NodeClaim launches its type of `picks`, grouped by type in
+    launch order, timed on the slowest."""
     by_type = {o.instance_type: o for o in options}
     groups: dict[str, tuple[int, int]] = {}  # type -> (nodes, pods on its first node)
     for claim, t in zip(pk.claims, picks, strict=True):
@@ -170,66 +145,32 @@ def _launch(options: list[NodeChoice], pk: packing.Packing, picks: list[str]) ->
 
 
 def launch_prices(region: str) -> Callable[[str], float | None]:
-    """What a NodeClaim's launch is ranked by (`packing.launch`) in every reader of the plan
-    (the cost table, the queue simulation): the price table's on-demand $/hour of a type in
-    the region, None where it has none."""
-
-    def price(instance_type: str) -> float | None:
-        p = P.ec2_on_demand(region, instance_type)
-        return None if p is None else p.usd
-
-    return price
-
-
-def _dearest_types(options: list[NodeChoice], pk: packing.Packing) -> list[str]:
-    """Per NodeClaim, the candidate whose run would cost most (unknown counts as dearest: it
-    could be)."""
-    by_type = {o.instance_type: o for o in options}
-
-    def key(t: str) -> tuple[bool, float]:
-        run = replace(by_type[t], nodes=1).run_cost
-        return (run is None, run or 0.0)
-
-    return [max((t for t in c.candidates if t in by_type), key=key, default="") for c in pk.claims]
+    """What every reader ranks a NodeClaim's launch by (`packing.launch`): on-demand $/h."""
+    return lambda t: (p := P.ec2_on_demand(region, t)) and p.usd
 
 
 def choose_nodes(job: JobSpec, pool: PoolFacts, region: str, gang: capacity.Gang | None = None):
-    """Where the job's pods land. A Karpenter pool: the NodeClaims its provisioning scheduler
-    makes for them (trainforge.jobs.packing: each pod joins an in-flight NodeClaim while one
-    of its types still holds all its pods), each launching its cheapest remaining type
-    (`packing.launch`); a managed node group launches its types in the order listed. `gang`:
-    its pods as its object has them (`capacity.gang`; None: `capacity.job_gang`)."""
-    return _choose(job, pool, region, node_options(job, pool, region), gang)[0]
-
-
-def worst_case(pool: PoolFacts, choice: NodeChoice | None, worst: NodeChoice | None):
-    """The dearest run the Karpenter pool may launch for the job instead of the likely one
-    (None: none dearer, or not a Karpenter pool): each NodeClaim's types all go to EC2 Fleet:
-    a spot launch is EC2's price-capacity-optimized pick among them (any type whose spot price
-    is not above the cheapest on-demand one), an on-demand one the lowest price, and a type
-    found without capacity is skipped on the next try (karpenter-provider-aws v1.14.1
-    pkg/providers/instance/types.go, instance.go). Each at its on-demand price, the ceiling
-    of its spot price."""
-    if pool.kind != "karpenter" or choice is None or choice.run_cost is None or worst is None:
-        return None
-    if worst.run_cost is None:
-        return worst
-    return worst if worst.run_cost > choice.run_cost else None
+    """Where the job's pods land: a Karpenter pool's NodeClaims (trainforge.jobs.packing), each
+    launching its cheapest type; a managed node group's types in the order listed. `gang`: its
+    object's pods (`capacity.gang`; None: `capacity.job_gang`)."""
+    return _choose(job, pool, region, gang)[0]
 
 
 def _choose(
-    job: JobSpec,
-    pool: PoolFacts,
-    region: str,
-    options: list[NodeChoice],
-    gang: capacity.Gang | None = None,
+    job: JobSpec, pool: PoolFacts, region: str, gang: capacity.Gang | None = None
 ) -> tuple[NodeChoice | None, NodeChoice | None]:
-    """(the likely nodes, the dearest a Karpenter pool may launch instead)."""
+    """(the likely nodes, the dearest run a Karpenter pool may launch instead, each type at its
+    on-demand price, the ceiling of its spot price): each NodeClaim's types all go to EC2 Fleet,
+    a spot launch is EC2's price-capacity-optimized pick among them (any type whose spot price
+    is not above the cheapest on-demand one), an on-demand one the lowest price, and a type
+    without capacity is skipped on the next try (karpenter-provider-aws v1.14.1
+    pkg/providers/instance/types.go, instance.go)."""
+    options = node_options(job, pool, region)
     if not options:
         return None, None
     g = gang or capacity.job_gang(job, pool)
-    most = g.most
-    what = gang_words(g)
+    sizes = [pod_size(p) for p in g.pods]
+    what = " + ".join(f"{sizes.count(s)} pod(s) of {s}" for s in dict.fromkeys(sizes)) or "0 pod(s)"
     if pool.kind == "node-group":
         reason = (
             f"managed node group: launches its types in the order listed; {what} (its "
@@ -241,7 +182,7 @@ def _choose(
     likely = _launch(options, pk, [x.instance_type for x in launches])
     if likely is None:
         return None, None
-    spread = "" if most is None else f", at most {most} per node (its pod template)"
+    spread = "" if g.most is None else f", at most {g.most} per node (its pod template)"
     reason = (
         f"Karpenter packs {what}{spread} into {pk.words()} (the types that hold all of its "
         "pods) and launches the cheapest of each: "
@@ -250,8 +191,7 @@ def _choose(
         {t for c in pk.claims for t in c.candidates if P.ec2_on_demand(region, t) is None}
     )
     if likely.hourly_on_demand is None:
-        # a launched type has no price: which one launches is unknown only where its
-        # NodeClaim had other candidates to rank it against
+        # which type launches is unknown only where its NodeClaim had others to rank it against
         reason += (
             f"no price for {', '.join(unpriced)} in {region}, so which one is unknown "
             f"(first listed shown: {likely.nodes_words()})"
@@ -268,22 +208,27 @@ def _choose(
     if pk.unplaced:
         why = capacity.launch_stopped(pool, g) or pk.why
         reason += f"; {len(pk.unplaced)} pod(s) get no node: {why}"
-    return replace(likely, reason=reason), _launch(options, pk, _dearest_types(options, pk))
+    # per NodeClaim, the candidate whose run would cost most, each at its on-demand price
+    by_type = {o.instance_type: o for o in options}
+    dear = [
+        max((t for t in c.candidates if t in by_type), default="",
+            key=lambda t: _unknown_first(replace(by_type[t], nodes=1).run_cost))
+        for c in pk.claims
+    ]  # fmt: skip
+    worst = _launch(options, pk, dear)
+    if likely.run_cost is None or worst is None or pool.kind != "karpenter":
+        worst = None
+    if worst and worst.run_cost is not None and worst.run_cost <= (likely.run_cost or 0.0):
+        worst = None
+    return replace(likely, reason=reason), worst
 
 
 def plan_region(inventory: Any) -> str:
-    """The region a plan's program ran in (runner.Inventory): the stack's `aws:region` (read
-    as the fleet reads a worker's), else the mocks' default."""
+    """The stack's `aws:region` (as the fleet reads a worker's), else the mocks' default."""
     from trainforge.plan.fleet import region  # noqa: PLC0415 - pulls in the runner
     from trainforge.plan.mocks import DEFAULT_REGION  # noqa: PLC0415 - what the plan used
 
     return region(inventory.config) or DEFAULT_REGION
-
-
-def _run_on(choice: NodeChoice | None, job: JobSpec, pool: PoolFacts) -> Duration:
-    if choice is not None and choice.duration is not None:
-        return choice.duration
-    return expected_duration(job, pool)
 
 
 # --- per job, per team ----------------------------------------------------------------------
@@ -291,9 +236,8 @@ def _run_on(choice: NodeChoice | None, job: JobSpec, pool: PoolFacts) -> Duratio
 
 @dataclass(frozen=True)
 class WorkerRun:
-    """A fleet manager's job as one worker would run it (MultiKueue dispatches the job; the
-    manager's own pools start no node): the flavor's pool there, the worker's region, the job's
-    cost on them (None: not priced, `why` says why) and the fleet section's words."""
+    """A fleet manager's job as one worker runs it (MultiKueue dispatches it; the manager's
+    pools start no node): the flavor's pool there, its region, the cost (None: `why`)."""
 
     worker: str
     pool: str
@@ -303,11 +247,11 @@ class WorkerRun:
 
     @property
     def hourly(self) -> float | None:
-        return None if self.cost is None else self.cost.hourly
+        return self.cost and self.cost.hourly
 
     @property
     def run_cost(self) -> float | None:
-        return None if self.cost is None else self.cost.run_cost
+        return self.cost and self.cost.run_cost
 
     def to_json(self) -> dict[str, Any]:
         base = self.cost.to_json() if self.cost is not None else {}
@@ -317,7 +261,7 @@ class WorkerRun:
 
 def _dearest(values: list[float | None]) -> float | None:
     """The highest figure, None when any is unknown (it could be the highest)."""
-    if not values or any(v is None for v in values):
+    if not values or None in values:
         return None
     return max(v for v in values if v is not None)
 
@@ -331,25 +275,17 @@ class JobCost:
     choice: NodeChoice | None
     spot_possible: bool
     duration: Duration
-    # What the plan's queue simulation says of the job (plan/checks/queues.py): "runs" (admitted
-    # when every declared job is submitted at once, or no Kueue queue holds it back), "waits"
-    # (admitted later, when quota frees up) or "never".
+    # the queue simulation's (plan/checks/queues.py): "runs" (at once), "waits" or "never"
     admission: str = "runs"
     admission_reason: str = ""
-    # the dearest run the pool may launch instead of `choice` (cost.worst_case), or None
-    worst: NodeChoice | None = None
-    # A fleet manager's job (None: any other stack's): where MultiKueue may run it, one run per
-    # worker that admits it (empty: none does). Its figures are then the dearest worker's: a
-    # cap or budget must hold wherever it runs. `choice` and `duration` are the dearest run's.
+    worst: NodeChoice | None = None  # a dearer run the pool may launch instead (`_choose`)
+    # A fleet manager's job: one run per worker that admits it (None: any other stack's). Its
+    # figures, `choice` and `duration` are the dearest worker's: a cap must hold wherever it runs.
     runs: tuple[WorkerRun, ...] | None = None
-    # why no node runs the job when the pool's limits stop every NodeClaim
-    # (`capacity.launch_stopped`, the scheduling rehearsal's words; "": not the limits)
-    no_node: str = ""
+    no_node: str = ""  # why the pool's limits stop every NodeClaim (`capacity.launch_stopped`)
 
     @property
     def why_no_node(self) -> str:
-        """Why no node runs the job (no `choice`): the pool's limits stop every NodeClaim (the
-        scheduling rehearsal's words), else no instance type of the pool holds a pod."""
         if self.no_node:
             return f"no pod gets a node: {self.no_node}"
         return f"no instance type of {self.pool} fits a pod"
@@ -359,16 +295,12 @@ class JobCost:
         return self.runs is not None
 
     def dearest_run(self) -> WorkerRun | None:
-        """The worker where the job's run (else its $/hour) costs most; an unknown figure
-        counts as the dearest, since it could be."""
+        """The worker where the run (else the $/hour) costs most; unknown counts as dearest."""
         if not self.runs:
             return None
-
-        def key(r: WorkerRun) -> tuple[int, float, int, float]:
-            run, hourly = r.run_cost, r.hourly
-            return (run is None, run or 0.0, hourly is None, hourly or 0.0)
-
-        return max(self.runs, key=key)
+        return max(
+            self.runs, key=lambda r: (*_unknown_first(r.run_cost), *_unknown_first(r.hourly))
+        )
 
     @property
     def runs_at_once(self) -> bool:
@@ -376,16 +308,15 @@ class JobCost:
 
     @property
     def hourly(self) -> float | None:
-        """On-demand $/hour with every pod running: the ceiling the caps are checked on
-        (a spot instance never costs more than on-demand); a fleet's job: its dearest worker's."""
+        """On-demand $/hour with every pod running: the ceiling the caps judge (spot is never
+        dearer)."""
         if self.runs is not None:
             return _dearest([r.hourly for r in self.runs])
         return None if self.choice is None else self.choice.hourly_on_demand
 
     @property
     def run_cost(self) -> float | None:
-        """The job's main figure: its $/hour x its expected duration (`duration.source` says
-        where the duration came from; a deadline makes it a ceiling)."""
+        """$/hour x expected run (`duration.source`: from where; a deadline's is a ceiling)."""
         if self.runs is not None:
             return _dearest([r.run_cost for r in self.runs])
         if self.hourly is None or self.duration.seconds is None:
@@ -394,8 +325,7 @@ class JobCost:
 
     @property
     def month_cost(self) -> float | None:
-        """What one run adds to a calendar month: the run cost, at most a month of $/hour (a
-        run longer than a month spreads over several). A job that is never admitted costs 0."""
+        """One run's share of a month: at most a month of $/hour; 0 if never admitted."""
         if self.admission == "never":
             return 0.0
         if self.runs is not None:
@@ -405,8 +335,7 @@ class JobCost:
         return self.hourly * min(self.duration.seconds / 3600, HOURS_PER_MONTH)
 
     def missing_price(self, region: str) -> str | None:
-        """Which price the job's cost lacks ("g5.12xlarge in us-west-2"), or None; a fleet's
-        job: the first its workers lack, each in the worker's region."""
+        """The price the cost lacks ("g5.12xlarge in us-west-2"); a fleet's: its workers' first."""
         if self.runs is not None:
             lacks = [r.cost.missing_price(r.region) for r in self.runs if r.cost and r.region]
             return next((m for m in lacks if m), None)
@@ -415,8 +344,7 @@ class JobCost:
         return f"on-demand {self.choice.instance_type} in {region}"
 
     def fleet_line(self) -> str | None:
-        """A fleet manager's job in one line: where it may run, the range of its figures and
-        which worker's figure the caps, budgets and totals count (None: not a fleet's job)."""
+        """A fleet manager's job: where it may run, its figures' range, which one counts."""
         if self.runs is None:
             return None
         if not self.runs:
@@ -430,11 +358,10 @@ class JobCost:
             return f"{head}: its figures are {self.runs[0].worker}'s"
 
         def dearest(figure: Callable[[WorkerRun], float | None]) -> str:
-            values = [figure(r) for r in self.runs or ()]
-            if any(v is None for v in values):
-                lack = [r.worker for r, v in zip(self.runs or (), values, strict=True) if v is None]
+            values = [(r, figure(r)) for r in self.runs or ()]
+            if lack := [r.worker for r, v in values if v is None]:
                 return f"unknown (unknown on {', '.join(lack)})"
-            worker, value = max(zip(self.runs or (), values, strict=True), key=lambda x: x[1] or 0)
+            worker, value = max(values, key=lambda x: x[1] or 0)
             return f"{worker.worker}'s {usd(value)}"
 
         return (
@@ -445,7 +372,7 @@ class JobCost:
         )
 
     def to_json(self) -> dict[str, Any]:
-        c = self.choice
+        c, w = self.choice, self.worst
         return {
             "name": self.name,
             "team": self.team,
@@ -453,7 +380,6 @@ class JobCost:
             "resource": self.resource,
             "instanceType": c.types if c else None,
             "nodes": c.node_count if c else None,
-            # each type's nodes ("2 x g5.12xlarge"): a launch may mix types (cost.NodeChoice)
             "launch": " + ".join(f"{p.nodes} x {p.instance_type}" for p in c.parts) if c else None,
             "nodeChoice": c.reason if c else self.why_no_node,
             "onDemandPerNodeHour": c.on_demand.usd if c and c.on_demand else None,
@@ -468,27 +394,21 @@ class JobCost:
             "monthCost": self.month_cost,
             "admission": self.admission,
             "admissionReason": self.admission_reason,
-            "worstCase": None if self.worst is None else self.worst_json(),
+            "worstCase": w
+            and {
+                "instanceType": w.instance_type,
+                "nodes": w.nodes,
+                "onDemandPerHour": w.hourly_on_demand,
+                "durationSeconds": w.duration and w.duration.seconds,
+                "durationDetail": w.duration and w.duration.detail,
+                "runCost": w.run_cost,
+            },
             "workers": None if self.runs is None else [r.to_json() for r in self.runs],
             "dearestWorker": (d.worker if (d := self.dearest_run()) else None),
         }
 
-    def worst_json(self) -> dict[str, Any]:
-        w = self.worst
-        assert w is not None
-        d = w.duration
-        return {
-            "instanceType": w.instance_type,
-            "nodes": w.nodes,
-            "onDemandPerHour": w.hourly_on_demand,
-            "durationSeconds": d.seconds if d else None,
-            "durationDetail": d.detail if d else None,
-            "runCost": w.run_cost,
-        }
-
     def launch_line(self) -> str | None:
-        """The likely type and the worst case in one line, when the pool may launch a type
-        whose run costs more than the likely one's (None: it may not)."""
+        """The likely type and the dearer worst case (None: the pool launches none dearer)."""
         if self.worst is None or self.choice is None:
             return None
         return (
@@ -502,26 +422,18 @@ def _range(values: list[float | None]) -> str:
     """ "$1.61 to $2.01", "$0.38 to unknown", "$1.61" (all alike)."""
     known = [v for v in values if v is not None]
     low = usd(min(known)) if known else "unknown"
-    high = "unknown" if any(v is None for v in values) else usd(max(known))
+    high = "unknown" if None in values else usd(max(known))
     return low if low == high else f"{low} to {high}"
 
 
 def fleet_job_cost(job: JobCost, runs: tuple[WorkerRun, ...]) -> JobCost:
-    """A fleet manager's job, priced on the workers MultiKueue may run it on instead of the
-    manager's pools (which start no node): `job` (its manager's row: name, team, resource,
-    the manager queue's admission) with the dearest run's node choice and duration."""
+    """A fleet manager's row `job`, priced on the workers MultiKueue may run it on: the
+    dearest run's nodes and duration."""
     dear = replace(job, runs=runs).dearest_run()
     cost = dear.cost if dear is not None else None
-    return replace(
-        job,
-        choice=cost.choice if cost else None,
-        duration=cost.duration
-        if cost
-        else Duration(None, "unknown", "unknown: no worker of the fleet prices it"),
-        spot_possible=bool(cost and cost.spot_possible),
-        worst=None,
-        runs=runs,
-    )
+    unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
+    return replace(job, choice=cost and cost.choice, duration=cost.duration if cost else unknown,
+                   spot_possible=bool(cost and cost.spot_possible), worst=None, runs=runs)  # fmt: skip
 
 
 def job_cost(
@@ -532,32 +444,20 @@ def job_cost(
     admission: tuple[str, str] = ("runs", ""),
     gang: capacity.Gang | None = None,
 ) -> JobCost:
-    """The job on `pool` in `region`: the nodes Karpenter would launch for its gang (`gang`:
-    its pods and their cap per node as its object has them, `capacity.gang`; None: as its
-    spec says, `capacity.job_gang`), its expected run on them (the per-type estimate
-    `node_options` computed), and the worst case."""
+    """The job on `pool` in `region`: the nodes for its gang (`gang`: as its object has it,
+    `capacity.gang`; None: `capacity.job_gang`), its run on them, and the worst case."""
     g = gang or capacity.job_gang(job, pool)
-    choice, dearest = _choose(job, pool, region, node_options(job, pool, region), g)
-    return JobCost(
-        name=job.name,
-        team=job.team,
-        pool=pool.name,
-        resource=resource,
-        choice=choice,
-        spot_possible="spot" in (pool.capacity_types or (pool.capacity_type,)),
-        duration=_run_on(choice, job, pool),
-        admission=admission[0],
-        admission_reason=admission[1],
-        worst=worst_case(pool, choice, dearest),
-        no_node="" if choice else capacity.launch_stopped(pool, g) or "",
-    )
+    choice, worst = _choose(job, pool, region, g)
+    duration = choice.duration if choice and choice.duration else expected_duration(job, pool)
+    return JobCost(job.name, job.team, pool.name, resource, choice,
+                   "spot" in (pool.capacity_types or (pool.capacity_type,)), duration,
+                   *admission, worst, no_node="" if choice else capacity.launch_stopped(pool, g) or "")  # fmt: skip
 
 
 @dataclass(frozen=True)
 class QuotaCeiling:
-    """The most a team's quota lets it spend per hour: every GPU it may hold on the priciest
-    GPU type per GPU, plus every CPU on the priciest CPU-only type per vCPU (an upper bound:
-    it assumes nodes packed with the team's pods)."""
+    """The most a team's quota lets it spend per hour: every GPU at the priciest $/GPU of the
+    GPU types, every CPU at the priciest $/vCPU of the CPU-only types (an upper bound)."""
 
     hourly: float | None
     detail: str
@@ -571,9 +471,8 @@ class QuotaCeiling:
 def _worst_rate(
     pools: Iterable[tuple[PoolFacts, str]], per_unit: Callable[[NodeType], int]
 ) -> tuple[float | None, str, list[str]]:
-    """(the highest $/unit-hour of the pools' types, each in its pool's region, that type,
-    the types without a price); a type is named with its region when the pools span several
-    (a fleet's workers)."""
+    """(the highest $/unit-hour of the pools' types, each in its pool's region, that type, the
+    unpriced types), a type named with its region when the pools span several."""
     pools = list(pools)
     several = len({r for _, r in pools}) > 1
     rates: list[tuple[float | None, str]] = []
@@ -581,8 +480,7 @@ def _worst_rate(
     for pool, region in pools:
         for t in (t for t in capacity.pool_types(pool) if per_unit(t)):
             name = f"{t.name} in {region}" if several else t.name
-            price = P.ec2_on_demand(region, t.name)
-            if price is None:
+            if (price := P.ec2_on_demand(region, t.name)) is None:
                 unknown.append(name)
             else:
                 rates.append((price.usd / per_unit(t), name))
@@ -590,33 +488,29 @@ def _worst_rate(
     return rate, worst, unknown
 
 
-def _cpu_per_gpu(pools: list[PoolFacts]) -> float:
-    """The most CPU a GPU brings in these pools (what a node leaves to pods, per GPU)."""
-    rates = [r.cpu_m / 1000 / r.node.gpus for p in pools for r in capacity.rooms(p) if r.node.gpus]
-    return max(rates, default=0.0)
-
-
 def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> QuotaCeiling:
     """`placed`: the pools the team's pods may run on, each with its region (a fleet
-    manager's: its workers' pools, where MultiKueue runs its jobs)."""
-    gpu_at = [(p, r) for p, r in placed if p.gpus_per_node]
-    cpu_at = [(p, r) for p, r in placed if not p.gpus_per_node]
-    gpu_pools = [p for p, _ in gpu_at]
+    manager's: its workers' pools)."""
+    gpu_pools = [p for p, _ in placed if p.gpus_per_node]
     parts: list[str] = []
     total = 0.0
-    for pools_, limit, unit, per_unit in (
-        (gpu_at, team.quota.gpus, "GPU", lambda t: t.gpus),
-        (cpu_at, team.quota.cpu, "vCPU", lambda t: t.vcpus),
+    for gpu, limit, unit, per_unit in (
+        (True, team.quota.gpus, "GPU", lambda t: t.gpus),
+        (False, team.quota.cpu, "vCPU", lambda t: t.vcpus),
     ):
+        pools_ = [(p, r) for p, r in placed if bool(p.gpus_per_node) == gpu]
         if not pools_:
             continue
         if limit is None:
             return QuotaCeiling(None, f"no {unit} quota: unlimited", unlimited=True)
         amount = float(parse_quantity(limit))
-        if unit == "vCPU" and gpu_pools and team.quota.gpus is not None:
-            # the CPU that comes with the GPUs is paid for in the GPU nodes' price
+        if not gpu and gpu_pools and team.quota.gpus is not None:
+            # the CPU that comes with the GPUs (what a node leaves to pods, per GPU) is paid
+            # in the GPU nodes' price
+            per_gpu = [r.cpu_m / 1000 / r.node.gpus for p in gpu_pools for r in capacity.rooms(p)
+                       if r.node.gpus]  # fmt: skip
             amount = max(
-                0.0, amount - float(parse_quantity(team.quota.gpus)) * _cpu_per_gpu(gpu_pools)
+                0.0, amount - float(parse_quantity(team.quota.gpus)) * max(per_gpu, default=0.0)
             )
         rate, worst, unknown = _worst_rate(pools_, per_unit)
         if unknown:
@@ -656,9 +550,8 @@ class TeamCost:
 def team_costs(
     teams: dict[str, TeamFacts], placed: list[tuple[PoolFacts, str]], jobs: list[JobCost]
 ) -> list[TeamCost]:
-    """Per team: what runs at once (the jobs the queue admits together, not every declared
-    job) and what a month of its declared jobs costs (each run once, waiting ones included:
-    they run when admitted). `placed`: the pools its pods may run on, each with its region."""
+    """Per team: what the queue admits at once, and a month of its declared jobs, each run
+    once (waiting ones too: they run when admitted)."""
     out = []
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
@@ -669,17 +562,10 @@ def team_costs(
         unknown = tuple(j.name for j in mine if j.month_cost is None)
         month = None if unknown else sum(j.month_cost or 0.0 for j in mine)
         out.append(
-            TeamCost(
-                name,
-                teams[name].namespace,
-                tuple(j.name for j in running),
-                hourly,
-                quota_ceiling(teams[name], placed),
-                waiting=tuple(j.name for j in mine if not j.runs_at_once),
-                month=month,
-                month_unknown=unknown,
-            )
-        )
+            TeamCost(name, teams[name].namespace, tuple(j.name for j in running), hourly,
+                     quota_ceiling(teams[name], placed),
+                     tuple(j.name for j in mine if not j.runs_at_once), month, unknown)
+        )  # fmt: skip
     return out
 
 
@@ -688,7 +574,7 @@ def team_costs(
 
 @dataclass(frozen=True)
 class FixedItem:
-    """One always-on part of the stack: `hourly` None = price unknown."""
+    """One always-on part of the stack (`hourly` None: price unknown)."""
 
     what: str
     quantity: str
@@ -696,20 +582,18 @@ class FixedItem:
     source: str | None = None
     note: str = ""
     missing: str = ""  # the price the table lacks ("ebs.gp3 in us-west-2"), when unknown
+    # a node group's: its pool (the POOL_LABEL of its nodes), instance type and desiredSize
+    pool: str = ""
+    instance_type: str = ""
+    nodes: float = 0.0
 
     @property
     def monthly(self) -> float | None:
         return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "what": self.what,
-            "quantity": self.quantity,
-            "perHour": self.hourly,
-            "perMonth": self.monthly,
-            "source": self.source,
-            "note": self.note,
-        }
+        return {"what": self.what, "quantity": self.quantity, "perHour": self.hourly,
+                "perMonth": self.monthly, "source": self.source, "note": self.note}  # fmt: skip
 
 
 # Paid by use, not by existence: listed so that nobody mistakes the total for the whole bill.
@@ -720,8 +604,7 @@ USAGE_BASED = (
 
 
 def _inputs(rec: Any) -> dict[str, Any]:
-    """A resource's inputs with masked secrets revealed: a Helm release's values with one
-    secret inside (prod's alert receivers) are masked whole, volumes and all."""
+    """Inputs with masked secrets revealed (a Helm release with one secret is masked whole)."""
     return {**(rec.inputs or {}), **(getattr(rec, "revealed", None) or {})}
 
 
@@ -735,7 +618,6 @@ def _num(value: Any) -> float | None:
 def _item(
     what: str, qty: str, price: P.Price | None, quantity: float, note: str, missing: str
 ) -> FixedItem:
-    """`quantity` units of an always-on item at `price` (`missing`: the price it lacks)."""
     if price is None:
         return FixedItem(what, qty, None, None, note, missing)
     return FixedItem(what, qty, price.hourly(quantity), price.source, note)
@@ -749,7 +631,7 @@ def _priced(region: str, key: str, quantity: float, what: str, qty: str, note: s
 
 def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[FixedItem]:
     """Always-on costs of what the program declares (Karpenter pools scale to zero: a job's
-    nodes are in its own cost, not here)."""
+    nodes are in its own cost)."""
     by_urn = {r.urn: r for r in resources}
     items: list[FixedItem] = []
 
@@ -784,8 +666,7 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         if count := len(of(type_)):
             items.append(_priced(region, key, count, what, f"{count}"))
 
-    ebs_gb = 0.0
-    ebs_what: list[str] = []
+    ebs: list[tuple[float, str]] = []  # (GB, whose)
     for ng in of(T.NODE_GROUP):
         inp = _inputs(ng)
         size = _num((inp.get("scalingConfig") or {}).get("desiredSize")) or 0
@@ -812,14 +693,15 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
                     "reserved instance whether running or not (reservation size not declared)"
                 )
             for bdm in lt.get("blockDeviceMappings") or []:
-                ebs = bdm.get("ebs") or {}
-                gb = _num(ebs.get("volumeSize"))
-                if gb and ebs.get("volumeType", "gp3") == "gp3":
-                    ebs_gb += gb * size
-                    ebs_what.append(f"{size:g} x {gb:g} GB ({name})")
+                vol = bdm.get("ebs") or {}
+                gb = _num(vol.get("volumeSize"))
+                if gb and vol.get("volumeType", "gp3") == "gp3":
+                    ebs.append((gb * size, f"{size:g} x {gb:g} GB ({name})"))
         what = f"node group {name} ({itype}, {capacity})"
-        missing = f"{capacity} {itype} in {region}"
-        items.append(_item(what, f"{size:g} nodes (desiredSize)", price, size, note, missing))
+        item = _item(what, f"{size:g} nodes (desiredSize)", price, size, note,
+                     f"{capacity} {itype} in {region}")  # fmt: skip
+        pool = (inp.get("labels") or {}).get(POOL_LABEL) or ""
+        items.append(replace(item, pool=pool, instance_type=itype, nodes=size))
 
     gp3_classes = {
         (_inputs(sc).get("metadata") or {}).get("name")
@@ -830,22 +712,20 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
     claims: list[tuple[dict[str, Any], str]] = []  # (a claim's spec, whose): PVCs, Helm values
     for pvc in of(T.PVC):
         meta = _inputs(pvc).get("metadata") or {}
-        whose = f"pvc {meta.get('namespace')}/{meta.get('name')}"
-        claims.append((_inputs(pvc).get("spec") or {}, whose))
+        claims.append(
+            (_inputs(pvc).get("spec") or {}, f"pvc {meta.get('namespace')}/{meta.get('name')}")
+        )
     for rel in of(T.HELM_RELEASE):
         whose = _inputs(rel).get("name") or rel.name
         claims += [(t, whose) for t in _claim_templates(_inputs(rel).get("values"))]
     for spec, whose in claims:
         gb = _gib(((spec.get("resources") or {}).get("requests") or {}).get("storage"))
         if spec.get("storageClassName") in gp3_classes and gb:
-            ebs_gb += gb
-            ebs_what.append(f"{gb:g} GB ({whose})")
-    if ebs_gb:
-        items.append(
-            _priced(
-                region, "ebs.gp3", ebs_gb, "EBS gp3 volumes", f"{ebs_gb:g} GB", "; ".join(ebs_what)
-            )
-        )
+            ebs.append((gb, f"{gb:g} GB ({whose})"))
+    if ebs:
+        total = sum(gb for gb, _ in ebs)
+        note = "; ".join(w for _, w in ebs)
+        items.append(_priced(region, "ebs.gp3", total, "EBS gp3 volumes", f"{total:g} GB", note))
 
     for fs in of(T.FSX_LUSTRE):
         inp = _inputs(fs)
@@ -871,17 +751,13 @@ def _gib(quantity: Any) -> float | None:
 
 def _claim_templates(values: Any) -> list[dict[str, Any]]:
     """Every `volumeClaimTemplate.spec` in a Helm release's values (e.g. Prometheus)."""
-    found: list[dict[str, Any]] = []
-    if isinstance(values, dict):
-        tmpl = values.get("volumeClaimTemplate")
-        if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict):
-            found.append(tmpl["spec"])
-        for v in values.values():
-            found += _claim_templates(v)
-    elif isinstance(values, list):
-        for v in values:
-            found += _claim_templates(v)
-    return found
+    if isinstance(values, list):
+        return [t for v in values for t in _claim_templates(v)]
+    if not isinstance(values, dict):
+        return []
+    tmpl = values.get("volumeClaimTemplate")
+    found = [tmpl["spec"]] if isinstance(tmpl, dict) and isinstance(tmpl.get("spec"), dict) else []
+    return found + [t for v in values.values() for t in _claim_templates(v)]
 
 
 # --- the whole report ---------------------------------------------------------------------------
@@ -904,8 +780,7 @@ class CostReport:
         return [i.what for i in self.fixed if i.hourly is None]
 
     def fixed_total(self) -> str:
-        """The platform's fixed cost in words: dollars when every item is priced, else "at
-        least $X/h ..., N items unknown (...)" -- never a bare $0.00 that hides the gaps."""
+        """Dollars, or "at least $X/h ..., N items unknown (...)": never a bare $0.00."""
         known = self.fixed_hourly_known
         unknown = self.fixed_unknown
         money = f"{usd(known)}/h = {usd(known * HOURS_PER_MONTH)}/month"
@@ -915,19 +790,35 @@ class CostReport:
 
     @property
     def running_hourly(self) -> float:
-        """$/hour of the priced jobs that run at once (waiting jobs are not running), each job
-        on its own cheapest nodes: no packing of several jobs' pods onto shared nodes."""
+        """$/hour of the priced jobs that run at once, each on its own nodes (no packing of
+        several jobs' pods onto shared nodes)."""
         return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
 
+    @property
+    def running_in_fixed(self) -> float:
+        """The part of `running_hourly` on nodes a node group keeps up anyway (its desiredSize,
+        already in the fixed cost, paid whether a job runs or not): the running jobs on its
+        pool and type use at most that many of them; only nodes beyond add to the bill."""
+        out = 0.0
+        for i in self.fixed:
+            if not i.pool or not i.nodes or i.hourly is None:
+                continue
+            used = sum(
+                j.choice.nodes
+                for j in self.jobs
+                if j.runs_at_once and j.runs is None and j.pool == i.pool and j.choice
+                and j.choice.instance_type == i.instance_type and j.hourly is not None
+            )  # fmt: skip
+            out += min(used, i.nodes) * i.hourly / i.nodes
+        return out
+
     def fixed_missing(self) -> list[str]:
-        """The prices the platform's total lacks, in words ("ebs.gp3 in us-west-2")."""
+        """The prices the platform's total lacks ("ebs.gp3 in us-west-2")."""
         return [i.missing for i in self.fixed if i.hourly is None and i.missing]
 
     def sources(self) -> list[str]:
         used = {i.source for i in self.fixed if i.source}
-        for j in self.jobs:
-            if j.choice and j.choice.on_demand:
-                used.add(j.choice.on_demand.source)
+        used |= {j.choice.on_demand.source for j in self.jobs if j.choice and j.choice.on_demand}
         return sorted(used)
 
     def to_json(self) -> dict[str, Any]:
@@ -944,6 +835,7 @@ class CostReport:
             "fixedTotal": self.fixed_total(),
             "fixedMissingPrices": self.fixed_missing(),
             "runningPerHour": self.running_hourly,
+            "runningInFixedPerHour": self.running_in_fixed,
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

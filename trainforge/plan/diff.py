@@ -1,6 +1,5 @@
-"""Compare two sides of a plan (sides.py): Kubernetes objects by namespace/Kind/name and cloud
-resources by URN, added, changed and removed with field-level differences, as markdown short
-enough for a pull-request comment (long lists are cut with a count); and the PR's cost table.
+"""Two sides of a plan (sides.py) compared: Kubernetes objects by namespace/Kind/name, cloud
+resources by URN, field by field, as markdown short enough for a PR comment; the PR's cost table.
 """
 
 from __future__ import annotations
@@ -8,6 +7,7 @@ from __future__ import annotations
 import json
 import pathlib
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any
 
 import yaml
@@ -52,12 +52,8 @@ def field_diff(old: Any, new: Any, path: str = "") -> list[tuple[str, Any, Any]]
             return argv_diff(old, new, path)
         if _named(old) and _named(new):
             return field_diff({i["name"]: i for i in old}, {i["name"]: i for i in new}, path)
-        out = []
-        for i in range(max(len(old), len(new))):
-            o = old[i] if i < len(old) else _MISSING
-            n = new[i] if i < len(new) else _MISSING
-            out += field_diff(o, n, f"{path}[{i}]")
-        return out
+        pairs = enumerate(zip_longest(old, new, fillvalue=_MISSING))
+        return [d for i, (o, n) in pairs for d in field_diff(o, n, f"{path}[{i}]")]
     if old == new:
         return []
     return [(path, None if old is _MISSING else old, None if new is _MISSING else new)]
@@ -67,8 +63,7 @@ ARGV_KEYS = ("command", "args")  # a container's argv: diffed by flag name, not 
 
 
 def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any, Any]]:
-    """(`path --flag`, old value, new value) per flag that differs; a switch's value is
-    "(set)", an absent flag's None."""
+    """(`path --flag`, old, new) per flag that differs: a switch is "(set)", an absent flag None."""
     a, b = argv_fields(old), argv_fields(new)
     out = []
     for k in [*a, *[k for k in b if k not in a]]:
@@ -80,20 +75,14 @@ def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any,
 
 
 def _named(items: list) -> bool:
-    names = [i.get("name") for i in items if isinstance(i, dict)]
-    return (
-        len(names) == len(items)
-        and all(isinstance(n, str) for n in names)
-        and len(set(names)) == len(names)
-    )
+    names = [i.get("name") if isinstance(i, dict) else None for i in items]
+    return all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
 
 
 def ident(doc: Any) -> str | None:
     """namespace/Kind/name (as manifests.K8sObject.ident) of a Kubernetes object, else None."""
-    if not isinstance(doc, dict):
-        return None
-    meta = doc.get("metadata") or {}
-    if not doc.get("kind") or not meta.get("name"):
+    meta = (doc.get("metadata") or {}) if isinstance(doc, dict) else {}
+    if not meta.get("name") or not doc.get("kind"):
         return None
     return f"{meta.get('namespace') or CLUSTER_DIR}/{doc['kind']}/{meta['name']}"
 
@@ -114,18 +103,16 @@ def load_objects(folder: pathlib.Path) -> dict[str, dict]:
 def diff_maps(old: dict[str, Any], new: dict[str, Any]) -> PlanDiff:
     added = sorted(k for k in new if k not in old)
     removed = sorted(k for k in old if k not in new)
-    changed = []
-    for k in sorted(k for k in new if k in old):
-        fields = field_diff(old[k], new[k])
-        if fields:
-            changed.append(Change(k, fields))
+    changed = [
+        Change(k, f)
+        for k in sorted(k for k in new if k in old)
+        if (f := field_diff(old[k], new[k]))
+    ]
     return PlanDiff(added, removed, changed)
 
 
 def _fmt(v: Any) -> str:
-    if v is None:
-        return "∅"
-    s = json.dumps(v, sort_keys=True, default=str)
+    s = "∅" if v is None else json.dumps(v, sort_keys=True, default=str)
     return s if len(s) <= MAX_VALUE else s[: MAX_VALUE - 1] + "…"
 
 
@@ -172,8 +159,7 @@ def render_markdown(
 
 
 def delta(old: Any, new: Any) -> str:
-    """A change in money as the diff and the verdict print it: `+$1.50`, `-$0.20`, `no change`,
-    or `unknown` where a side has no figure."""
+    """`+$1.50`, `-$0.20`, `no change`, or `unknown` where a side has no figure."""
     if not isinstance(old, int | float) or not isinstance(new, int | float):
         return "unknown"
     d = new - old
@@ -186,8 +172,7 @@ def _money(row: dict[str, Any], key: str) -> str:
 
 
 def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
-    """What the PR changes in money: per job ($/hour with all pods running, cost of the
-    expected run), per team (declared jobs, quota ceiling) and the platform's fixed cost."""
+    """What the PR changes in money: per job, per team and the platform's fixed cost."""
     lines = ["### Cost (USD, on-demand list prices)", ""]
     if new is None:
         return [*lines, "This plan has no cost report.", ""]

@@ -1,10 +1,6 @@
-"""A training job as a reviewer thinks of it, read back from its rendered Kubernetes object.
-
-The diff of two plans (or of a plan against the deployed stack) compares jobs through this
-view rather than through raw object fields: flags by name instead of `command[22]`, pods and
-resources per pod, the world size, the checkpoint directory and resume mode. It reads only the
-rendered object, so it works the same for a plan folder of another branch and for a resource
-in a `pulumi stack export`.
+"""A training job as a reviewer thinks of it (flags by name, not `command[22]`; pods, world
+size, checkpoint directory, resume), read from its rendered object only: the same for another
+branch's plan folder and a `pulumi stack export`.
 """
 
 from __future__ import annotations
@@ -57,11 +53,9 @@ class JobView:
 
     @property
     def world_size(self) -> int | None:
-        """Nodes (a range's largest) x processes per node, as torchrun reads its command line
-        (jobs/torchrun_args: both spellings, `=` or not, the last one wins): the option, else
-        PET_NNODES / PET_NPROC_PER_NODE in the container's env, else what the operator sets
-        (the pods; the processes per pod), else torchrun's default 1. None when torchrun would
-        refuse the command line or a count is not a number ("auto", "gpu")."""
+        """Nodes (a range's largest) x processes per node as torchrun reads them (the option,
+        else PET_* env, else what the operator sets, else 1; jobs/torchrun_args). None when
+        torchrun would refuse the command line or a count is no number ("auto", "gpu")."""
         args = torchrun_args.read(self.command) or TorchrunArgs()
         if args.refused:
             return None
@@ -72,24 +66,24 @@ class JobView:
         except ValueError:
             return None
 
+    def _setting(self, flag: str, env: str, default: Any) -> Any:
+        """The runtime's flag, else its env variable (as contract.job_env reads it)."""
+        if (args := self.runtime_args) is not None:
+            return last_value(argv_fields(args), flag, default)
+        return self.env.get(env) or default
+
     @property
     def checkpoint_dir(self) -> str | None:
-        args = self.runtime_args
-        if args is not None:
-            return last_value(argv_fields(args), "--checkpoint-dir")
-        return self.env.get(contract.CHECKPOINT_DIR) or None  # as contract.job_env reads it
+        return self._setting("--checkpoint-dir", contract.CHECKPOINT_DIR, None)
 
     @property
     def resume(self) -> str:
-        args = self.runtime_args
-        if args is not None:
-            return last_value(argv_fields(args), "--resume", RESUME_DEFAULT)
-        return self.env.get(contract.RESUME) or RESUME_DEFAULT  # as contract.job_env reads it
+        return self._setting("--resume", contract.RESUME, RESUME_DEFAULT)
 
 
 def job_view(doc: dict[str, Any]) -> JobView | None:
-    """The view of a trainforge training workload (a job kind of `backends.SHAPES`, read by
-    its shape: pods, container, processes per pod, queue); None for any other object."""
+    """The view of a trainforge workload (a kind of `backends.SHAPES`, read by its shape);
+    None for any other object."""
     shape = job_shape(doc)
     meta = doc.get("metadata") or {}
     labels = meta.get("labels") or {}

@@ -1,9 +1,6 @@
-"""Dated price facts for the plan's cost report: one data file, every figure with its source
-(docs/cost.md, "Where prices come from").
-
-Why a data file in the package instead of the AWS Price List API: `trainforge plan` runs with
-no credentials and no network, and a reviewer must be able to see which price a figure came
-from and how old it is. A price that is not there is "unknown", never guessed.
+"""Dated price facts for the cost report: one data file, every figure with its source, since
+`trainforge plan` has no credentials or network and a reviewer must see where and how old a
+price is (docs/cost.md, "Where prices come from"). A missing price is "unknown", never guessed.
 """
 
 from __future__ import annotations
@@ -17,15 +14,13 @@ from trainforge.core import versions
 
 
 def usd(value: float | None) -> str:
-    """Dollars as every cost line prints them ("$1,234.50"), "unknown" for no price: here,
-    beside the prices, so `trainforge status` formats spend without importing the cost model."""
+    """ "$1,234.50" or "unknown" (here so `trainforge status` needs no cost model)."""
     return "unknown" if value is None else f"${value:,.2f}"
 
 
 @dataclass(frozen=True)
 class Source:
-    """Where figures come from: `dated` is the date of the figures themselves (when the
-    source states one), `checked` the day we read them."""
+    """`dated`: the figures' own date (when the source states one); `checked`: when we read them."""
 
     title: str
     url: str
@@ -37,8 +32,7 @@ _DATA = json.loads(resources.files("trainforge.plan").joinpath("data/price_facts
 
 SOURCES: dict[str, Source] = {k: Source(**v) for k, v in _DATA["sources"].items()}
 
-# The date of this table: the day every row was last checked.
-FACTS_DATE: str = _DATA["factsDate"]
+FACTS_DATE: str = _DATA["factsDate"]  # the day every row was last checked
 HOURS_PER_MONTH = 730  # AWS's convention for monthly figures (24 x 365 / 12)
 
 
@@ -58,22 +52,20 @@ def _price(d: dict) -> Price:
     return Price(float(d["usd"]), d["unit"], d["source"])
 
 
-# Per region: its table's "source", on-demand $/hour per instance type ("prices"), the source
-# of each figure its own table lacks ("otherSources"), the catalog types EC2 offers there that
-# no source prices ("missing", tools/regen_price_facts.py lists them) and the types its source
-# lists no offering of ("notListed").
+# Per region: "source", on-demand $/h per type ("prices"), the source of a figure from elsewhere
+# ("otherSources"), types EC2 offers there that no source prices ("missing",
+# tools/regen_price_facts.py) and types its source lists no offering of ("notListed").
 _EC2: dict[str, dict] = _DATA["ec2OnDemand"]
 
-# Keys: "eks.standard" / "eks.extended" (per cluster-hour), "ipv4" (per public IPv4
-# address-hour): the same everywhere. Per region: "nat" (per NAT gateway-hour), "ebs.gp3"
-# (per GB-month), "fsx.<DEPLOYMENT_TYPE>[.<MB/s/TiB>]" (per GB-month of capacity).
+# The same everywhere: "eks.standard" / "eks.extended" (cluster-hour), "ipv4" (address-hour).
+# Per region: "nat" (gateway-hour), "ebs.gp3", "fsx.<DEPLOYMENT_TYPE>[.<MB/s/TiB>]" (GB-month).
 _GLOBAL: dict[str, Price] = {k: _price(v) for k, v in _DATA["global"].items()}
 _SERVICES: dict[str, dict[str, Price]] = {
     region: {k: _price(v) for k, v in d.items()} for region, d in _DATA["services"].items()
 }
 
-# End of EKS standard support per Kubernetes minor version (extended support costs more
-# after it): the project's one calendar, trainforge.core.versions (source "eks-calendar").
+# End of EKS standard support per minor version (extended costs more after it): the project's
+# one calendar, trainforge.core.versions (source "eks-calendar").
 EKS_STANDARD_SUPPORT_END: dict[str, dt.date] = {
     v: dt.date.fromisoformat(d) for v, d in versions.EKS_STANDARD_SUPPORT_ENDS.items()
 }
@@ -84,8 +76,7 @@ MISSING: dict[str, tuple[str, ...]] = {r: tuple(t.get("missing", ())) for r, t i
 def ec2_on_demand(region: str, instance_type: str) -> Price | None:
     """On-demand $/hour of one instance, or None when the table has no figure."""
     table = _EC2.get(region, {})
-    usd = table.get("prices", {}).get(instance_type)
-    if usd is None:
+    if (usd := table.get("prices", {}).get(instance_type)) is None:
         return None
     return Price(
         float(usd), "hour", table.get("otherSources", {}).get(instance_type, table["source"])
@@ -93,13 +84,13 @@ def ec2_on_demand(region: str, instance_type: str) -> Price | None:
 
 
 def ec2_not_listed(region: str, instance_type: str) -> bool:
-    """True when the region's source was read for this type and lists no offering of it there
-    (it is most likely not sold in that region), rather than merely not added yet."""
+    """The region's source lists no offering of the type (likely not sold there), not merely
+    not added yet."""
     return instance_type in _EC2.get(region, {}).get("notListed", ())
 
 
 def why_unpriced(region: str, instance_type: str) -> str:
-    """Why an instance type has no price in a region, in a few words for the cost report."""
+    """Why a type has no price in a region, in a few words."""
     if instance_type in MISSING.get(region, ()):
         return (
             f"{instance_type}: EC2 offers it in {region} but no source of the price facts "
@@ -120,9 +111,8 @@ def ec2_spot(region: str, instance_type: str) -> Price | None:
 
 
 def why_service_unpriced(region: str, key: str) -> str:
-    """Why a service has no price in a region, in a few words for the cost report."""
-    # the service prices the platform can need there that no source we read prices
-    # (tools/regen_price_facts.py --services lists them)
+    """Why a service has no price in a region ("servicesMissing": tools/regen_price_facts.py
+    --services)."""
     if key in _DATA["servicesMissing"].get(region, ()):
         return (
             f"no {key} price for {region}: no source of the price facts prices it yet "
@@ -132,14 +122,11 @@ def why_service_unpriced(region: str, key: str) -> str:
 
 
 def service(region: str, key: str) -> Price | None:
-    """A service price: the same in every region (`_GLOBAL`), or the region's own."""
+    """The same in every region (`_GLOBAL`), or the region's own."""
     return _GLOBAL.get(key) or _SERVICES.get(region, {}).get(key)
 
 
 def eks_support(version: str | None, on: dt.date) -> str | None:
-    """ "standard" or "extended" for an EKS version on a date; None when the calendar has no
-    row for the version."""
+    """ "standard" or "extended" on a date; None when the calendar has no row for the version."""
     end = EKS_STANDARD_SUPPORT_END.get(version or "")
-    if end is None:
-        return None
-    return "standard" if on <= end else "extended"
+    return None if end is None else "standard" if on <= end else "extended"

@@ -1,9 +1,6 @@
-"""The pull-request review of a plan against a base (`trainforge plan --diff BASE`,
-docs/pr-review.md): the field diff (diff.py) of two sides (sides.py), what Pulumi replaces
-(the preview's own op when given, else the resource's `replaceOnChanges`), each job's change
-in its own terms (job_diff.py), and the findings of the *diff checks*
-(`registry.DIFF_CHECKS`: a check module's `diff_check(DiffContext) -> CheckResult`, its rule
-ids in the module's `RULES`, so they are waivable like any rule).
+"""A plan reviewed against a base (`trainforge plan --diff BASE`, docs/pr-review.md): the field
+diff (diff.py) of two sides (sides.py), what Pulumi replaces, each job's change (job_diff.py),
+and the findings of the diff checks (`registry.DIFF_CHECKS`, waivable like any rule).
 """
 
 from __future__ import annotations
@@ -21,6 +18,10 @@ from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
 
 REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
+JOB_CHANGE = {
+    "replaced": "replaced: deleted, then created again (running pods stop)",
+    "updated": "updated in place",
+}
 
 
 @dataclass
@@ -35,8 +36,7 @@ class DiffContext:
 
 
 def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
-    """Changed objects Pulumi replaces: the preview's op when the base is a preview, else any
-    changed field under the resource's replaceOnChanges paths."""
+    """Changed objects Pulumi replaces: the preview's op, else a change under replaceOnChanges."""
     if base.ops:
         urns = {o.ident: o.urn for o in result.objects}
         return {c.key for c in objects.changed if base.ops.get(urns.get(c.key, "")) in REPLACE_OPS}
@@ -54,7 +54,7 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
 
 
 def review(base: Side, head: Side, result: Any) -> DiffContext:
-    """Diff, job changes, diff checks (findings added to `result.violations`, with waivers)."""
+    """Diff, job changes, diff checks (their findings join `result.violations`, with waivers)."""
     objects = D.diff_maps(base.objects, head.objects)
     resources = D.diff_maps(base.resources, head.resources)
     ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))
@@ -82,37 +82,29 @@ def review(base: Side, head: Side, result: Any) -> DiffContext:
     return ctx
 
 
-# ------------------------------------------------------------------------------ markdown
-
-
 def _jobs_md(ctx: DiffContext) -> list[str]:
     if not ctx.jobs:
         return []
     lines = ["### Jobs", ""]
     for ident, ch in ctx.jobs.items():
-        what = {
-            "replaced": "replaced: deleted, then created again (running pods stop)",
-            "updated": "updated in place",
-        }.get(ch.what, ch.what)
-        lines.append(f"- `{ident}`: **{what}**")
+        lines.append(f"- `{ident}`: **{JOB_CHANGE.get(ch.what, ch.what)}**")
         if ch.compat is not None:
             lines.append(f"  - checkpoint: **{ch.compat.line()}**")
         lines += [f"  - {line}" for line in ch.lines]
     return [*lines, ""]
 
 
+OBJECT_LINES = {"NodePool": JD.pool_lines, "ResourceQuota": JD.quota_lines,
+                "ClusterQueue": JD.quota_lines}  # fmt: skip
+
+
 def _pools_teams_md(ctx: DiffContext) -> list[str]:
     out = []
     for c in ctx.objects.changed:
         kind = c.key.split("/")[1]
-        old, new = ctx.base.objects[c.key], ctx.head.objects[c.key]
-        if kind == "NodePool":
-            lines = JD.pool_lines(old, new)
-        elif kind in ("ResourceQuota", "ClusterQueue"):
-            lines = JD.quota_lines(old, new)
-        else:
+        if (said := OBJECT_LINES.get(kind)) is None:
             continue
-        if lines:
+        if lines := said(ctx.base.objects[c.key], ctx.head.objects[c.key]):
             out.append(f"- `{c.key}`")
             out += [f"  - {line}" for line in lines]
     return ["### Pools and teams", "", *out, ""] if out else []

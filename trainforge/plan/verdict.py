@@ -1,5 +1,4 @@
 """The plan's first screen: the verdict, in at most 40 lines; everything else is in the report.
-
 What it holds and why, and its markdown twin at the head of the PR comment: docs/pr-review.md
 ("Verdict first").
 """
@@ -29,10 +28,14 @@ def section_data(result: Any, title: str) -> Any:
     return next((s.data for s in result.sections if s.title == title), None)
 
 
+def _priced(job: dict[str, Any], key: str) -> bool:
+    return isinstance(job.get(key), int | float)
+
+
 def cost_totals(cost: Any) -> dict[str, Any] | None:
-    """The cost section's data with the verdict's sums: what the jobs that run at once cost per
-    hour (waiting jobs are listed, not counted as running) and what the runs of the jobs that
-    are admitted at all cost."""
+    """The cost section's data with the verdict's sums: what the jobs that run at once add per
+    hour (waiting ones are listed, not counted; nodes a node group keeps up anyway are in the
+    platform's figure, not again here) and what the runs of the jobs admitted at all cost."""
     if not isinstance(cost, dict):
         return None
     jobs = cost.get("jobs", [])
@@ -43,21 +46,17 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
         "running": running,
         "counted": counted,
         "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
-        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour")),
+        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour"))
+        - (cost.get("runningInFixedPerHour") or 0.0),
         "runCosts": sum(j["runCost"] for j in counted if _priced(j, "runCost")),
         "unpricedRates": [j for j in running if not _priced(j, "onDemandPerHour")],
         "unpricedRuns": [j for j in counted if not _priced(j, "runCost")],
     }
 
 
-def _priced(job: dict[str, Any], key: str) -> bool:
-    return isinstance(job.get(key), int | float)
-
-
 def _unpriced(jobs: list[dict[str, Any]]) -> str:
-    """Which jobs have no figure and why, in words: `1 job without a price: team/a` (the
-    report's warnings say which price the table lacks), `1 job without a run length: team/b`
-    (no steps x step time, estimate or deadline to multiply the hourly cost by)."""
+    """`1 job without a price: team/a and 1 job without a run length: team/b` (the report's
+    warnings say which price the table lacks)."""
     groups: dict[str, list[str]] = {}
     for j in jobs:
         why = "without a run length" if _priced(j, "onDemandPerHour") else "without a price"
@@ -73,8 +72,7 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if new is None:
         return ["Cost: no cost report for this stack"]
     old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
-    fixed_unknown = new.get("fixedUnknown")
-    unknown = f" + unknown ({', '.join(fixed_unknown)})" if fixed_unknown else ""
+    unknown = f" + unknown ({', '.join(u)})" if (u := new.get("fixedUnknown")) else ""
 
     def change(key: str) -> str:  # against the base, in the diff's words (diff.delta)
         return f" ({delta(old.get(key), new.get(key))})" if old else ""
@@ -85,44 +83,40 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     )
     if not new["jobs"]:
         return [fixed]
-    running, priced = len(new["running"]), len(new["running"]) - len(new["unpricedRates"])
-    rate = (
-        f"{_usd(new['jobsPerHour'])}/h while running{change('jobsPerHour')}"
-        if priced or not running
-        else "cost per hour unknown"
-    )
-    if new["unpricedRates"]:
-        rate += (
-            f" ({_unpriced(new['unpricedRates'])})"
-            if not priced
-            else (f" + unknown for {_unpriced(new['unpricedRates'])}")
-        )
+    unpriced = new["unpricedRates"]
+    running, priced = len(new["running"]), len(new["running"]) - len(unpriced)
+    if priced or not running:
+        rate = f"{_usd(new['jobsPerHour'])}/h while running{change('jobsPerHour')}"
+    else:
+        rate = "cost per hour unknown"
+    if in_fixed := new.get("runningInFixedPerHour"):
+        rate += f" (their {_usd(in_fixed)}/h on node groups' always-on nodes is in the platform's)"
+    if unpriced:
+        rate += f" + unknown for {_unpriced(unpriced)}" if priced else f" ({_unpriced(unpriced)})"
     if priced:
-        rate += f", {OWN_NODES}"
-        if any(j.get("workers") is not None for j in new["jobs"]):
-            rate += DEAREST
-    if not new["unpricedRuns"]:
+        rate += f", {OWN_NODES}" + (
+            DEAREST if any(j.get("workers") is not None for j in new["jobs"]) else ""
+        )
+    lacking = new["unpricedRuns"]
+    if not lacking:
         runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
-    elif len(new["unpricedRuns"]) < len(new["counted"]):
+    elif len(lacking) < len(new["counted"]):
         runs = (
             f"run costs {_usd(new['runCosts'])} for the priced jobs + unknown for "
-            f"{_unpriced(new['unpricedRuns'])}"
+            f"{_unpriced(lacking)}"
         )
     else:
-        runs = f"run cost unknown ({_unpriced(new['unpricedRuns'])})"
-    jobs = f"      + jobs: {running} of {len(new['jobs'])} run at once, {rate}; {runs}"
-    out = [fixed, jobs]
+        runs = f"run cost unknown ({_unpriced(lacking)})"
+    out = [fixed, f"      + jobs: {running} of {len(new['jobs'])} run at once, {rate}; {runs}"]
     if len(new["waiting"]) > 3:
-        out.append(f"      {len(new['waiting'])} jobs wait or are never admitted (full report)")
-        return out
+        return [*out, f"      {len(new['waiting'])} jobs wait or are never admitted (full report)"]
     return out + [f"      {waiting_line(j)}" for j in new["waiting"]]
 
 
 def admission(row: dict[str, Any]) -> str:
-    """A job's queue admission from its row in the queue section (trainforge.plan.checks.queues),
-    as the verdict and the PR's job lines say it: never admitted or waits (why, and a waiting
-    job's expected start, the report's figure), admitted within its nominal quota, or what it
-    borrows from its cohort and who may reclaim it."""
+    """A job's admission from its queue-section row (trainforge.plan.checks.queues), as the
+    verdict and the PR's job lines say it: never admitted or waits (why, and the expected
+    start), admitted within its nominal quota, or what it borrows and who may reclaim it."""
     reason = row.get("reason") or ""
     if row.get("state") == "never":
         return f"never admitted ({reason})"
@@ -171,19 +165,16 @@ def breaking(review: Any) -> list[str]:
             out.append(f"{ident}: replaced (running pods stop); {verdict}")
         elif ch.what == "removed":
             out.append(f"{ident}: removed (running pods stop)")
-    others = [k for k in review.replaced if k not in review.jobs]
-    if others:
+    if others := [k for k in review.replaced if k not in review.jobs]:
         out.append(f"{len(others)} other objects replaced: {', '.join(sorted(others)[:3])}")
-    n_removed = len(review.objects.removed) + len(review.resources.removed)
-    if n_removed:
+    if n_removed := len(review.objects.removed) + len(review.resources.removed):
         out.append(f"{n_removed} objects/resources removed (see the report)")
     return out
 
 
 def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
-    """`text` after `first` as whole lines of at most WIDTH characters, continued under
-    `rest` (default: spaces as wide as `first`). Words are never split (a fix cut mid-word
-    lost the part to act on): a path or URL longer than a line stays whole on its own line."""
+    """`text` after `first` in lines of at most WIDTH, continued under `rest` (default: spaces
+    as wide as `first`); a word (a path, a URL) is never split."""
     return textwrap.wrap(
         " ".join(text.split()),
         width=WIDTH,
@@ -195,9 +186,8 @@ def _wrap(text: str, first: str, rest: str | None = None) -> list[str]:
 
 
 def warnings(result: Any) -> list[tuple[str, str]]:
-    """(section title, text) of every warning the verdict counts: a section's `warning:`
-    lines, and a team quota the pools cannot hold (the queue section's own `quota:` line, said
-    once there, not again among the program's warnings)."""
+    """(section title, text) of each warning the verdict counts: a section's `warning:` lines,
+    and the queue section's `quota:` line (a quota the pools cannot hold)."""
     return [
         (s.title, line.strip().removeprefix("warning: "))
         for s in result.sections
@@ -207,43 +197,38 @@ def warnings(result: Any) -> list[tuple[str, str]]:
     ]
 
 
+def _wrapped(items: list[str], most: int) -> list[str]:
+    return [line for b in items[:most] for line in _wrap(b, "  ", "    ")]
+
+
 def verdict_lines(
     result: Any, review: Any = None, report: str | None = None, stack: str = ""
 ) -> list[str]:
     """The first screen. Long items wrap (whole words); the report holds every detail."""
     failing, waived = result.failing, result.waived
-    admit = not_admitted(result)
-    brk = breaking(review)
+    admit, brk, lent = not_admitted(result), breaking(review), borrowing(result)
     status = "CLEAN" if not failing else f"{len(failing)} finding(s) need a fix or a decision"
     base = f" vs {review.base.label}" if review is not None else ""
     lines = [f"trainforge plan --stack {stack}{base}: {status}"]
     if failing:
         lines.append(f"Violations ({len(failing)}):")
         for f in failing[:MAX_FINDINGS]:
-            lines += [
-                f"  [{f.rule}] {f.resource}",
-                *_wrap(f.message, "      why: "),
-                *_wrap(f.fix, "      fix: "),
-            ]
+            lines += [f"  [{f.rule}] {f.resource}", *_wrap(f.message, "      why: "),
+                      *_wrap(f.fix, "      fix: ")]  # fmt: skip
         if len(failing) > MAX_FINDINGS:
             lines.append(f"  … and {len(failing) - MAX_FINDINGS} more (full report)")
     if brk:
-        lines.append("Breaking changes:")
-        lines += [line for b in brk[:6] for line in _wrap(b, "  ", "    ")]
-    warns = [f"{title.split(' (')[0]}: {text}" for title, text in warnings(result)]
-    if warns:
-        lines.append(f"Warnings ({len(warns)}):")
-        lines += [line for w in warns[:3] for line in _wrap(w, "  ", "    ")]
+        lines += ["Breaking changes:", *_wrapped(brk, 6)]
+    if warns := [f"{title.split(' (')[0]}: {text}" for title, text in warnings(result)]:
+        lines += [f"Warnings ({len(warns)}):", *_wrapped(warns, 3)]
     lines += cost_lines(result, review.base.sections if review is not None else None)
     lines.append(
         "Jobs not admitted (all declared jobs submitted at once): "
         + ("none" if not admit else f"{len(admit)}")
     )
     lines += [f"  {a}" for a in admit[:4]]
-    lent = borrowing(result)
     if lent:
-        lines.append(f"Jobs that run only by borrowing ({len(lent)}):")
-        lines += [line for b in lent[:3] for line in _wrap(b, "  ", "    ")]
+        lines += [f"Jobs that run only by borrowing ({len(lent)}):", *_wrapped(lent, 3)]
         if len(lent) > 3:
             lines.append(f"  … and {len(lent) - 3} more (full report)")
     if waived:
@@ -251,8 +236,7 @@ def verdict_lines(
             f"[{w.rule}] {w.resource}{f' ({w.image})' if w.image else ''}: {w.waived}"
             for w in waived[:3]
         ))  # fmt: skip
-    for w in result.unused_waivers[:2]:
-        lines.append(f"Note: {stale_note(w)}")
+    lines += [f"Note: {stale_note(w)}" for w in result.unused_waivers[:2]]
     v = result.validation
     lines.append(
         f"{result.inventory.to_create} resources to create, {len(result.objects)} "
@@ -274,28 +258,16 @@ def verdict_markdown(result: Any, review: Any = None, stack: str = "") -> list[s
     status = "✅ clean" if not failing else f"❌ {len(failing)} finding(s) need a fix or a decision"
     lines = [f"## trainforge plan --stack {stack}: {status}", ""]
     for f in failing[:MAX_FINDINGS]:
-        lines += [
-            f"- **[{f.rule}]** `{f.resource}`: {f.message}",
-            f"  - fix: {f.fix}",
-        ]
+        lines += [f"- **[{f.rule}]** `{f.resource}`: {f.message}", f"  - fix: {f.fix}"]
     if len(failing) > MAX_FINDINGS:
         lines.append(f"- … and {len(failing) - MAX_FINDINGS} more")
-    brk = breaking(review)
-    if brk:
+    if brk := breaking(review):
         lines += ["", "**Breaking changes**", ""] + [f"- {b}" for b in brk]
-    lines += [
-        "",
-        *[f"{c.strip()}  " for c in cost_lines(result, review.base.sections if review else None)],
-    ]
+    cost = cost_lines(result, review.base.sections if review else None)
     admit = not_admitted(result)
-    lines += [
-        "",
-        "**Jobs not admitted** (all declared jobs submitted at once): "
-        + ("none" if not admit else str(len(admit))),
-    ]
-    lines += [f"- {a}" for a in admit]
-    lent = borrowing(result)
-    if lent:
-        lines.append(f"**Jobs that run only by borrowing**: {len(lent)}")
-        lines += [f"- {b}" for b in lent]
+    lines += ["", *[f"{c.strip()}  " for c in cost], "",
+              "**Jobs not admitted** (all declared jobs submitted at once): "
+              + ("none" if not admit else str(len(admit))), *[f"- {a}" for a in admit]]  # fmt: skip
+    if lent := borrowing(result):
+        lines += [f"**Jobs that run only by borrowing**: {len(lent)}", *[f"- {b}" for b in lent]]
     return [*lines, ""]

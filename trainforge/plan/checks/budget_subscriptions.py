@@ -1,9 +1,7 @@
-"""Plan check: every SNS subscription `pulumi up` would create is one SNS accepts and can
-confirm (TRAINFORGE_SNS_SUBSCRIPTION), and every webhook receiver SNS cannot subscribe still
-gets the stack's monthly budgets through Alertmanager (TRAINFORGE_BUDGET_UNROUTED, naming
-`trainforge:monitoring.receivers[<i>].url`). Why (prod's cluster-local receiver, subscribed
-over https, failed `pulumi up` while the plan said CLEAN) and the SNS rules: docs/cost.md,
-"Budgets (AWS Budgets)".
+"""Plan check: each SNS subscription `pulumi up` would create is one SNS accepts and can
+confirm (TRAINFORGE_SNS_SUBSCRIPTION), and a webhook receiver SNS cannot subscribe still gets
+the monthly budgets through Alertmanager (TRAINFORGE_BUDGET_UNROUTED). Why, and SNS's rules:
+docs/cost.md, "Budgets (AWS Budgets)".
 """
 
 from __future__ import annotations
@@ -36,8 +34,8 @@ EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
 
 
 def endpoint_problem(protocol: str, endpoint: Any) -> str | None:
-    """Why SNS cannot make this (protocol, endpoint) subscription, or None (also when the
-    endpoint is unknown at plan, or a protocol this check does not judge)."""
+    """Why SNS cannot make this subscription, or None (also: endpoint unknown at plan, or a
+    protocol not judged here)."""
     if not isinstance(endpoint, str) or endpoint in ("", "[secret]"):
         return None
     if protocol in ("http", "https"):
@@ -52,8 +50,8 @@ def endpoint_problem(protocol: str, endpoint: Any) -> str | None:
 
 
 def _spend_routes(resources: list[Any]) -> set[str] | None:
-    """The teams whose budget the in-cluster spend alert carries (their budget series in a
-    rule of the plan), or None when the plan has no such alert (OpenCost off)."""
+    """The teams whose budget series a rule records, or None without the spend alert (OpenCost
+    off)."""
     teams: set[str] = set()
     alert = False
     for res in resources:
@@ -72,8 +70,7 @@ def _spend_routes(resources: list[Any]) -> set[str] | None:
 
 
 def _receivers(config: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
-    """(index, name, receiver) of `trainforge:monitoring.receivers`, named as the stack's
-    model names them (`services.receiver_name`)."""
+    """(index, `services.receiver_name`, receiver) of `trainforge:monitoring.receivers`."""
     raw = decode_value(config.get(MONITORING_KEY))
     found = raw.get("receivers") if isinstance(raw, dict) else None
     if not isinstance(found, list):
@@ -135,14 +132,11 @@ def check(ctx: PlanContext) -> CheckResult:
             severities = rec.get("severities") or ["critical", "warning"]
             only = rec.get("teams") or []
             unrouted = ["the cluster's"] if cluster_budget else []
-            for team in team_budgets:
-                if (
-                    routed is None
-                    or team not in routed
-                    or "warning" not in severities
-                    or (only and team not in only)
-                ):
-                    unrouted.append(f"team {team}'s")
+            carried = routed is not None and "warning" in severities
+            unrouted += [
+                f"team {t}'s" for t in team_budgets
+                if not carried or t not in (routed or ()) or (only and t not in only)
+            ]  # fmt: skip
             entry["unrouted"] = unrouted
             if not unrouted:
                 lines.append(

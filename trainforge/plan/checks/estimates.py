@@ -1,9 +1,7 @@
-"""Plan check (two reports): memory per GPU, throughput and expected duration of every declared
-job, as `trainforge.jobs.estimate` computes them, with the warnings the TrainingJob component
-also logs (jobs that cannot fit never get here: `wiring.resolve_job` refuses them at preview);
-and every job's restart budget (`trainforge.jobs.restarts`), which depends on the backend, the
-restartPolicy and elasticity: a user should read it before a failure, not after. The same
-budget is what `trainforge run-local --stack STACK JOB` applies on a laptop.
+"""Plan reports: each declared job's memory per GPU, throughput and expected duration
+(`trainforge.jobs.estimate`, with the component's warnings; a job that cannot fit is refused
+at preview by `wiring.resolve_job`), and its restart budget (`trainforge.jobs.restarts`, also
+what `trainforge run-local` applies), to read before a failure, not after.
 """
 
 from __future__ import annotations
@@ -40,18 +38,18 @@ def lines_for(
     launched: str = "",
     duration: Duration | None = None,
 ) -> list[str]:
-    """The estimate's lines. `run`: the step time on the type the job's run is timed on
-    (`queues.job_run`); `launched`: that type, named when the pool has several; `duration`:
-    that run's (what the Cost and the queue use). The memory stays `e`'s, judged on every
-    type of the pool."""
+    """The estimate's lines; `run`, `launched`, `duration`: the step, type (named when the pool
+    has several) and run the job is timed on (`queues.job_run`). Memory stays `e`'s, judged
+    on every type of the pool."""
     cap = e.memory_capacity
     frac = f" ({e.memory_fraction:.0%})" if e.memory_fraction is not None else ""
     per = memory_unit(e.gpu)
-    head = f"{ident} on {e.pool}: {e.world_size} x {e.gpu or 'CPU process'}"
-    out = [head]
     of = f" of {gib(cap)}{frac}" if cap else ""
-    out.append(f"  memory per {per}: est. {gib(e.memory_total)}{of} at the {e.memory_phase}")
-    out.append(f"    {e.memory_line()}")
+    out = [
+        f"{ident} on {e.pool}: {e.world_size} x {e.gpu or 'CPU process'}",
+        f"  memory per {per}: est. {gib(e.memory_total)}{of} at the {e.memory_phase}",
+        f"    {e.memory_line()}",
+    ]
     notes = e.notes
     if run is not None and launched:
         out.append(
@@ -77,17 +75,12 @@ def lines_for(
                 f"  duration: {e.steps:,} steps in {duration_text(d.seconds)} "
                 f"({duration_text(d.low)}-{duration_text(d.high)}, incl. start-up and checkpoints)"
             )
-    if e.method:
-        out.append(f"  basis: {e.method}; MFU {e.basis}")
-    else:
-        out.append(f"  basis: {e.basis}")
-    out += [f"  note: {n}" for n in notes]
-    return out
+    out.append(f"  basis: {e.method}; MFU {e.basis}" if e.method else f"  basis: {e.basis}")
+    return out + [f"  note: {n}" for n in notes]
 
 
 def _other_duration(e: JobEstimate, d: Duration) -> str:
-    """The run's duration when it is not the model's (a measured step time): what the Cost
-    and the queue use, with the model's figure beside it."""
+    """A run's duration that is not the model's (what the Cost and queue use), with the model's."""
     text = (
         "unknown" if d.seconds is None else ("<= " if d.ceiling else "") + duration_text(d.seconds)
     )
@@ -100,7 +93,7 @@ _NOT_DATA = ("host_memory_limit", "detail", "timing")
 
 
 def _data(e: JobEstimate) -> dict[str, Any]:
-    """The estimate's fields (byte counts named `*_bytes`), less the worked detail."""
+    """The estimate's fields (byte counts as `*_bytes`), less the worked detail."""
     out = {
         f.name + ("_bytes" if f.name in _BYTES else ""): getattr(e, f.name)
         for f in fields(e)
@@ -124,7 +117,7 @@ def _restart_data(job: JobSpec) -> dict[str, Any]:
 
 
 def _on(job: JobSpec, pool: Any, instance_type: str) -> JobEstimate | None:
-    """The estimate on the nodes of `instance_type` (None: no type, or no facts for it)."""
+    """The estimate on `instance_type`'s nodes (None: no type, or no facts for it)."""
     try:
         return estimate(job, pool.only(instance_type)) if instance_type else None
     except NoEstimate:
@@ -132,8 +125,7 @@ def _on(job: JobSpec, pool: Any, instance_type: str) -> JobEstimate | None:
 
 
 def _run_on(timed_on: str, run: JobEstimate | None, cost: Any) -> dict[str, Any] | None:
-    """The step figures on the type the run is timed on, and the run's duration (the Cost's
-    and the queue's, `queues.job_run`)."""
+    """The step figures on the type the run is timed on, and its duration (`queues.job_run`)."""
     if run is None:
         return None
     d = cost.duration
@@ -158,9 +150,7 @@ def check(ctx: PlanContext) -> CheckResult:
             data.append({"job": job.name, "pool": job.pool, "no_estimate": str(err)})
             continue
         fleet = bool(getattr(ctx, "fleet_workers", None))
-        # the job's one priced run (the Cost's row, the queue's duration); a fleet manager's
-        # job runs on a worker, where the Cost prices it
-        cost = None if fleet else queues.job_run(ctx, dj)
+        cost = None if fleet else queues.job_run(ctx, dj)  # a fleet's runs on a worker
         timed_on = cost.choice.timed_on if cost and cost.choice and e.gpu else ""
         run = _on(job, dj.target.pool, timed_on)
         mixed = len(dj.target.pool.node_types) > 1
