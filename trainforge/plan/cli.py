@@ -167,9 +167,16 @@ def write_report(
 
 
 def _root(args: argparse.Namespace) -> pathlib.Path:
-    from trainforge.plan.runner import find_project  # noqa: PLC0415
+    """--project-dir, else the nearest directory at or above the cwd with a Pulumi.yaml."""
+    from trainforge.plan.runner import ProjectError  # noqa: PLC0415
 
-    return args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+    if args.project_dir:
+        return args.project_dir.resolve()
+    start = pathlib.Path.cwd().resolve()
+    for d in [start, *start.parents]:
+        if (d / "Pulumi.yaml").is_file():
+            return d
+    raise ProjectError(f"no Pulumi.yaml in {start} or any parent directory")
 
 
 def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:

@@ -254,15 +254,6 @@ def standin_mocks() -> Any:
     return TrainforgeMocks(preview=False)
 
 
-def find_project(start: pathlib.Path) -> pathlib.Path:
-    """The nearest directory at or above `start` that holds Pulumi.yaml."""
-    start = start.resolve()
-    for d in [start, *start.parents]:
-        if (d / "Pulumi.yaml").is_file():
-            return d
-    raise ProjectError(f"no Pulumi.yaml in {start} or any parent directory")
-
-
 def project_name(root: pathlib.Path) -> str:
     try:
         return stack_file.project_name(root, default=None)
