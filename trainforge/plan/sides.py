@@ -21,7 +21,8 @@ from trainforge.plan.runner import SECRET
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's special-value signature key
 SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"  # ... whose value marks a secret
 EXPORT_VERSIONS = (3,)
-NO_BASE = pathlib.Path(os.devnull)  # `--diff /dev/null`: no base, everything is new (as git's)
+# `--diff /dev/null`: no base (a first deploy, a base branch with no plan): everything is new
+NO_BASE = pathlib.Path(os.devnull)
 VALID_BASES = (
     "a plan folder written by `trainforge plan --out` (it holds inventory.json), "
     "`pulumi stack export` (version 3) or `pulumi preview --json` output, or /dev/null for "
@@ -79,11 +80,6 @@ def _from_states(states: list[dict[str, Any]], label: str) -> Side:
     return Side(label, objects, resources)
 
 
-def is_no_base(path: pathlib.Path) -> bool:
-    """`--diff /dev/null`: the base is nothing (a first deploy, a base branch with no plan)."""
-    return path.exists() and path.resolve() == NO_BASE.resolve()
-
-
 def _read_json(path: pathlib.Path) -> Any:
     try:
         raw = path.read_bytes()
@@ -115,7 +111,7 @@ def load_side(path: pathlib.Path) -> Side:
 
 
 def _load_side(path: pathlib.Path) -> Side:
-    if is_no_base(path):
+    if path.exists() and path.resolve() == NO_BASE.resolve():
         return Side(f"{path} (no base: everything is new)", {}, {}, no_base=True)
     if path.is_dir():
         if not (path / INVENTORY_FILE).is_file():
