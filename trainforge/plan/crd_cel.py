@@ -132,9 +132,6 @@ def default(value: Any, node: Node | None) -> Any:
     return value
 
 
-# --- the CEL environment: CEL's standard library, cel-go's strings extension, Kubernetes' find
-
-
 def _find(text: str, pattern: str) -> Any:
     """k8s.io/apiserver pkg/cel/library/regex.go (v0.35.7) `<string>.find(<string>)`: Go's
     regexp.Compile(pattern).FindString(text): the leftmost first match, "" when none; an
@@ -149,6 +146,7 @@ def _find(text: str, pattern: str) -> Any:
 
 @functools.cache
 def _env(with_old_self: bool) -> Any:
+    """CEL's standard library, cel-go's strings extension and Kubernetes' `find`."""
     try:
         from cel_expr_python import cel  # noqa: PLC0415 - only when a rule is compiled
         from cel_expr_python.ext import ext_strings  # noqa: PLC0415
@@ -214,9 +212,6 @@ def rules(node: Node | None) -> list[Rule]:
     for sub in [*node.properties.values(), node.items, node.additional, *node.all_of]:
         out += rules(sub)
     return out
-
-
-# --- evaluation
 
 
 def _cel_value(value: Any, node: Node | None) -> Any:

@@ -181,10 +181,6 @@ def helm_like(inv: Inventory) -> list[dict[str, Any]]:
     return out
 
 
-# ---------------------------------------------------------------------------------------------
-# Writing
-
-
 def prepare_dir(out: pathlib.Path) -> None:
     """Empty DIR for a new plan; refuse to wipe a folder a plan did not write."""
     if out.exists():
