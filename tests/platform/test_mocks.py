@@ -54,3 +54,21 @@ def test_stack_config_namespaces_and_json():
         "trainforge:nodePools": '[{"name": "a"}]',
         "trainforge:x": "true",
     }
+
+
+@pytest.mark.parametrize(
+    ("typ", "name", "inputs", "rid", "key", "arn"),
+    [
+        ("aws:ec2/placementGroup:PlacementGroup", "pg", {}, "pg-mock", "name",
+         "arn:aws:ec2:us-west-2:123456789012:placement-group/pg-mock"),
+        ("aws:cloudwatch/eventRule:EventRule", "r", {}, "r-id", "name",
+         "arn:aws:events:us-west-2:123456789012:rule/r-mock"),
+        ("aws:eks/nodeGroup:NodeGroup", "ng", {"nodeGroupName": "gpu"}, "ng-id", "nodeGroupName",
+         "arn:aws:eks:us-west-2:123456789012:nodegroup/gpu"),
+    ],
+)  # fmt: skip
+def test_named_resources_get_the_clouds_name_arn_and_id(typ, name, inputs, rid, key, arn):
+    """A placement group's id is its name; an event rule's and a node group's are not."""
+    got_id, out = TrainforgeMocks(region="us-west-2")._outputs(typ, name, inputs)
+    assert (got_id, out["id"], out["arn"]) == (rid, rid, arn)
+    assert out[key] == (inputs.get(key) or f"{name}-mock")

@@ -94,13 +94,8 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
-# ---------------------------------------------------------------------------------------------
-# Printing
-
-
 def _tree(inventory: Any) -> list[str]:
-    """The resources indented under their parents: the inventory is in tree order already
-    (runner.tree_order), each resource after its parent."""
+    """The resources indented under their parents (the inventory is in runner.tree_order)."""
     depth: dict[str, int] = {}
     lines = []
     for r in inventory.resources:
@@ -115,8 +110,7 @@ def _tree(inventory: Any) -> list[str]:
 def write_report(
     result: Any, args: argparse.Namespace, root: pathlib.Path, md: str | None
 ) -> pathlib.Path:
-    """The full report into its file (returned): the resource tree (unless --summary), counts,
-    every check's section, validation, waivers, findings, and the diff markdown if any."""
+    """The full report into its file (returned)."""
     from trainforge.plan.waivers import stale_note  # noqa: PLC0415 - light, plan-only
 
     inv, checked = result.inventory, result.validation
@@ -172,19 +166,22 @@ def write_report(
     return path
 
 
-# ---------------------------------------------------------------------------------------------
-
-
 def _root(args: argparse.Namespace) -> pathlib.Path:
-    from trainforge.plan.runner import find_project  # noqa: PLC0415
+    """--project-dir, else the nearest directory at or above the cwd with a Pulumi.yaml."""
+    from trainforge.plan.runner import ProjectError  # noqa: PLC0415
 
-    return args.project_dir.resolve() if args.project_dir else find_project(pathlib.Path.cwd())
+    if args.project_dir:
+        return args.project_dir.resolve()
+    start = pathlib.Path.cwd().resolve()
+    for d in [start, *start.parents]:
+        if (d / "Pulumi.yaml").is_file():
+            return d
+    raise ProjectError(f"no Pulumi.yaml in {start} or any parent directory")
 
 
 def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
-    """The plan's hook for --sdk: run the program against the planned objects, add what it
-    sends (trainforge.plan.sdk). The program and the SDK's venv are checked first, before a
-    plan's seconds."""
+    """--sdk's hook (plan/sdk.py): run the program against the planned objects, add what it
+    sends. The program and the SDK's venv are checked first, before a plan's seconds."""
     program = args.sdk.resolve()
     if not program.is_file() or program.suffix != ".py":
         raise sdk.SdkError(f"--sdk {args.sdk}: no such Python file; expected PROGRAM.py")
@@ -209,8 +206,8 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
 def _diff_markdown(
     args: argparse.Namespace, result: Any, base: Any, new: pathlib.Path
 ) -> tuple[Any, str]:
-    """--diff: (the review against the base, read before the plan ran; the PR comment
-    markdown). The review's findings (data safety's among them) join the plan's."""
+    """--diff: (the review against the base; the PR comment markdown). The review's findings
+    join the plan's."""
     from trainforge.plan import review, sides, verdict  # noqa: PLC0415
 
     rev = review.review(base, sides.load_side(new), result)
@@ -218,16 +215,14 @@ def _diff_markdown(
 
 
 def _output_error(args: argparse.Namespace) -> str | None:
-    """Why an output flag cannot be written (a file where a folder goes, a folder where a file
-    goes, a file in the way of its parent), or --diff-md without --diff; None when all can.
-    Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
+    """Why an output flag cannot be written, or a flag lacks the one it needs; None when all
+    can. Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
     if args.diff_md is not None and args.diff is None:
         return f"--diff-md {args.diff_md}: only with --diff BASE (the markdown is the diff's)"
-    if args.no_checkov_wrappers and args.out is None:  # nothing is written that it could change
+    if args.no_checkov_wrappers and args.out is None:
         return "--no-checkov-wrappers: only with --out DIR (the wrappers are written there)"
-    wanted = [("--out", args.out, True)]
-    wanted += [(f, v, False) for f, v in (("--json", args.json), ("--report", args.report))]
-    wanted.append(("--diff-md", args.diff_md, False))
+    wanted = [("--out", args.out, True), ("--json", args.json, False)]
+    wanted += [("--report", args.report, False), ("--diff-md", args.diff_md, False)]
     for flag, path, folder in wanted:
         if path is None:
             continue
@@ -287,8 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         return _refuse(f"configuration error: {err}")
 
-    out_dir = args.out
-    tmp = None
+    out_dir, tmp = args.out, None
     if out_dir is None and args.diff is not None:
         tmp = tempfile.TemporaryDirectory(prefix="trainforge-plan-")
         out_dir = pathlib.Path(tmp.name) / "plan"
@@ -302,8 +296,8 @@ def main(argv: list[str] | None = None) -> int:
                 )
             except ProjectError as e:
                 return _refuse(f"configuration error: {e}")
-            plan = {"plan": result.to_json()}
-            manifests.write_inventory(result.inventory, out_dir / diff.INVENTORY_FILE, plan)
+            inventory = out_dir / diff.INVENTORY_FILE
+            manifests.write_inventory(result.inventory, inventory, {"plan": result.to_json()})
             if args.out is not None:
                 notes.append(
                     f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
@@ -315,8 +309,7 @@ def main(argv: list[str] | None = None) -> int:
                 args.diff_md.write_text(md + "\n")
                 notes.append(f"Wrote the PR comment markdown to {args.diff_md}")
         if args.json is not None:  # with the --diff checks' findings (review.review adds them)
-            plan = {"plan": result.to_json()}
-            manifests.write_inventory(result.inventory, args.json, plan)
+            manifests.write_inventory(result.inventory, args.json, {"plan": result.to_json()})
             notes.append(f"Wrote the inventory to {args.json}")
     finally:
         if tmp is not None:

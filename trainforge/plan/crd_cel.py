@@ -1,20 +1,16 @@
-"""The vendored CRDs' own CEL rules (`x-kubernetes-validations`), evaluated as the API server
-evaluates them on create by a real CEL implementation: the one model of a CRD's CEL rules, read
-through `crds.crd_errors` (docs/rehearsals.md, "The upstream CRDs"); `crds.cel_tree` builds
-each kind's tree once, and each rule compiles once per process.
+"""The vendored CRDs' CEL rules (`x-kubernetes-validations`), evaluated on create as the API
+server does, by a real CEL implementation: the one model of them, read through
+`crds.crd_errors` (docs/rehearsals.md, "The upstream CRDs").
 
-Why cel-expr-python 0.1.3 (the CEL project's binding of cel-cpp; pinned in pyproject.toml,
-requirements.lock and policy/requirements.txt) rather than cel-python 0.5 (`celpy`): it ships
-the strings extension Kubernetes enables (cel-go's `ext.Strings`), so only Kubernetes' `find`
-is written here, and its parser, checker and runtime are the CEL project's own code. A rule
-needing another Kubernetes library (quantity, url, ip, ...) does not compile here and fails
+cel-expr-python 0.1.3 (the CEL project's cel-cpp; pinned in pyproject.toml, requirements.lock,
+policy/requirements.txt), not cel-python 0.5: it ships cel-go's `ext.Strings`, which
+Kubernetes enables, so only Kubernetes' `find` is written here. A rule needing another
+Kubernetes library (quantity, url, ...) does not compile and fails
 `test_every_rule_of_every_vendored_crd_compiles`; it never passes.
 
-Kubernetes' semantics: k8s.io/apiextensions-apiserver v0.35.7 (the cluster's 1.35,
-`versions.KUBERNETES_VERSION`), read 2026-11-30, each cited at the function that follows it.
-Not modelled: the cost budget (no vendored rule comes near it), `date-time`/`duration` strings
-as CEL timestamps and durations and `x-kubernetes-list-type: map` correlation (no vendored
-rule reads one on create).
+Semantics: k8s.io/apiextensions-apiserver v0.35.7 (`versions.KUBERNETES_VERSION` 1.35), read
+2026-11-30, cited at each function. Not modelled (no vendored rule needs them on create): the
+cost budget, `date-time`/`duration` as CEL types, `x-kubernetes-list-type: map` correlation.
 """
 
 from __future__ import annotations
@@ -62,7 +58,7 @@ class Rule:
 
 @dataclass
 class Node:
-    """A schema node that has CEL rules or defaults in it or under it."""
+    """A schema node with CEL rules or defaults in it or under it."""
 
     type: str = ""
     rules: tuple[Rule, ...] = ()
@@ -75,14 +71,14 @@ class Node:
     number: bool = False  # type: number (an integer is a double in CEL)
 
 
+_RULE_KEYS = {"rule": "rule", "message": "message", "messageExpression": "message_expression",
+              "reason": "reason", "fieldPath": "field_path"}  # fmt: skip
+
+
 def _rules(schema: dict) -> tuple[Rule, ...]:
     return tuple(
         Rule(
-            rule=str(v.get("rule") or ""),
-            message=str(v.get("message") or ""),
-            message_expression=str(v.get("messageExpression") or ""),
-            reason=str(v.get("reason") or ""),
-            field_path=str(v.get("fieldPath") or ""),
+            **{attr: str(v.get(key) or "") for key, attr in _RULE_KEYS.items()},
             optional_old_self=bool(v.get("optionalOldSelf")),
         )
         for v in schema.get("x-kubernetes-validations") or []
@@ -136,9 +132,6 @@ def default(value: Any, node: Node | None) -> Any:
     return value
 
 
-# --- the CEL environment: CEL's standard library, cel-go's strings extension, Kubernetes' find
-
-
 def _find(text: str, pattern: str) -> Any:
     """k8s.io/apiserver pkg/cel/library/regex.go (v0.35.7) `<string>.find(<string>)`: Go's
     regexp.Compile(pattern).FindString(text): the leftmost first match, "" when none; an
@@ -153,6 +146,7 @@ def _find(text: str, pattern: str) -> Any:
 
 @functools.cache
 def _env(with_old_self: bool) -> Any:
+    """CEL's standard library, cel-go's strings extension and Kubernetes' `find`."""
     try:
         from cel_expr_python import cel  # noqa: PLC0415 - only when a rule is compiled
         from cel_expr_python.ext import ext_strings  # noqa: PLC0415
@@ -186,33 +180,28 @@ class Compiled:
     uses_old_self: bool
 
 
+def _compile(text: str, with_old_self: bool, what: str = "rule") -> Any:
+    env = _env(with_old_self)  # RuleError when cel-expr-python is not installed
+    try:
+        return env.compile(text)
+    except Exception as e:  # noqa: BLE001 - cel-cpp raises a bare error with the reason
+        raise RuleError(f"{what} compile error: {e}") from e
+
+
 @functools.cache
 def compile_rule(rule: Rule) -> Compiled:
-    """The rule compiled once per process (RuleError when it does not compile). A rule that
-    compiles only with `oldSelf` declared refers to it: a transition rule (validation.go's
-    UsesOldSelf)."""
+    """The rule compiled once per process (RuleError when it does not). One that compiles only
+    with `oldSelf` declared is a transition rule (validation.go's UsesOldSelf)."""
     if rule.optional_old_self:
         raise RuleError(f"optionalOldSelf is not supported by the plan's evaluator: {rule.rule}")
-    uses_old_self = False
-    env = _env(False)  # RuleError when cel-expr-python is not installed
     try:
-        program = env.compile(rule.rule)
-    except Exception as first:  # noqa: BLE001 - cel-cpp raises a bare error with the reason
-        # the checker names an undeclared `oldSelf` (or `oldSelf.x`): a transition rule
+        program, old = _compile(rule.rule, False), False
+    except RuleError as first:  # the checker names an undeclared `oldSelf` (or `oldSelf.x`)
         if not re.search(r"undeclared reference to 'oldSelf['.]", str(first)):
-            raise RuleError(f"rule compile error: {first}") from first
-        uses_old_self = True
-        try:
-            program = _env(True).compile(rule.rule)
-        except Exception as e:  # noqa: BLE001
-            raise RuleError(f"rule compile error: {e}") from e
-    message_program = None
-    if rule.message_expression:
-        try:
-            message_program = _env(uses_old_self).compile(rule.message_expression)
-        except Exception as e:  # noqa: BLE001
-            raise RuleError(f"messageExpression compile error: {e}") from e
-    return Compiled(program, message_program, uses_old_self)
+            raise
+        program, old = _compile(rule.rule, True), True
+    expr = rule.message_expression
+    return Compiled(program, _compile(expr, old, "messageExpression") if expr else None, old)
 
 
 def rules(node: Node | None) -> list[Rule]:
@@ -223,9 +212,6 @@ def rules(node: Node | None) -> list[Rule]:
     for sub in [*node.properties.values(), node.items, node.additional, *node.all_of]:
         out += rules(sub)
     return out
-
-
-# --- evaluation
 
 
 def _cel_value(value: Any, node: Node | None) -> Any:
@@ -264,9 +250,7 @@ def _bad_value(value: Any) -> str:
     """field.Error's value: %v for numbers and booleans, %q for a string."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value) if isinstance(value, float) else str(value)
-    return go_quote(str(value))
+    return str(value) if isinstance(value, int | float) else go_quote(str(value))
 
 
 def _error_text(value: Any) -> str:

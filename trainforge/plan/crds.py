@@ -1,8 +1,7 @@
-"""The upstream CRDs the plan and the tests validate custom resources against, strictly as
-`kubectl apply --validate=strict` (kubernetes-validate bundles built-in kinds only): package data
-`trainforge/plan/data/crds/<group>_<plural>.yaml`, and the PyTorchJob's from the training
-operator the platform vendors (docs/rehearsals.md, "The upstream CRDs"). A file is read the
-first time an object of its kind is validated, never at import.
+"""The upstream CRDs custom resources are validated against, strictly as `kubectl apply
+--validate=strict` (kubernetes-validate bundles built-in kinds only): data/crds/<group>_<plural>
+.yaml and the vendored training operator's PyTorchJob (docs/rehearsals.md, "The upstream
+CRDs"). Read on first use, never at import.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from trainforge.core import versions
 from trainforge.plan import crd_cel
 
 CRD_DIR = "data/crds"
-# trainforge.platform's package data: the training operator's own CRD (one copy, not two)
+# trainforge.platform's package data: the training operator's own CRD (one copy)
 PYTORCHJOB_CRD = (
     f"data/training-operator-{versions.TRAINING_OPERATOR_VERSION}/manifests/base/crds/"
     "kubeflow.org_pytorchjobs.yaml"
@@ -25,8 +24,8 @@ PYTORCHJOB_CRD = (
 
 
 def strict(node: Any) -> Any:
-    """An openAPIV3Schema as a strict JSON schema: unknown fields are errors (the API server
-    prunes them; `kubectl apply --validate=strict` refuses them), int-or-string is either."""
+    """An openAPIV3Schema as a strict JSON schema: unknown fields are errors (as `kubectl apply
+    --validate=strict`), int-or-string is either."""
     if isinstance(node, list):
         return [strict(n) for n in node]
     if not isinstance(node, dict):
@@ -34,8 +33,8 @@ def strict(node: Any) -> Any:
     node = {k: strict(v) for k, v in node.items()}
     pattern = node.get("pattern")
     if isinstance(pattern, str) and "(?i)" in pattern[1:]:
-        # Go's RE2 takes a flag group anywhere (AdmissionCheck's parameters.kind is
-        # `^(?i)[a-z]...`); Python's re only at the start, where it means the same here
+        # RE2 takes a flag group anywhere (AdmissionCheck's parameters.kind `^(?i)[a-z]...`);
+        # Python's re only at the start, where it means the same here
         node["pattern"] = "(?i)" + pattern.replace("(?i)", "")
     if node.pop("x-kubernetes-int-or-string", False):
         node.pop("type", None)
@@ -119,26 +118,22 @@ BLOCKING = frozenset(
 
 @functools.cache
 def cel_tree(api_version: str, kind: str) -> crd_cel.Node | None:
-    """The CEL rules (and defaults) of `kind`'s served version, built once (None: no vendored
-    CRD serves it, or it has neither)."""
+    """The CEL rules and defaults of `kind`'s served version, built once (None: neither)."""
     s = schema(api_version, kind)
     return None if s is None else crd_cel.build(s)
 
 
 def crd_errors(doc: dict) -> list[str] | None:
-    """What the CRD refuses in `doc` once its schema's defaults are applied (as the API server
-    decodes a request; `doc` itself is not changed): its schema's errors, one "path: message"
-    line per problem (an unknown field is "spec.x: unknown field", as the plan's written-out
-    checks say it), sorted by path, then its CEL rules' (`crd_cel`, as the API server prints them),
-    which run only when the schema found no blocking error (else a line says they did not);
+    """What the CRD refuses in `doc` defaulted as the API server decodes it (`doc` unchanged):
+    schema errors as sorted "path: message" lines ("spec.x: unknown field"), then the CEL rules'
+    (`crd_cel`), which run only when no schema error blocks them (else NOT_CHECKED says so);
     None when no vendored CRD serves its apiVersion and kind."""
     v = validator(str(doc.get("apiVersion") or ""), str(doc.get("kind") or ""))
     if v is None:
         return None
     tree = cel_tree(str(doc["apiVersion"]), str(doc["kind"]))
     doc = crd_cel.defaulted(doc, tree)  # the API server defaults a request before validating
-    out = []
-    blocked = False
+    out, blocked = [], False
     for e in v.iter_errors(doc):
         blocked = blocked or e.validator in BLOCKING
         if e.validator == "additionalProperties" and isinstance(e.instance, dict):

@@ -1,10 +1,7 @@
-"""Turn recorded pulumi-kubernetes resources back into the Kubernetes objects they apply.
-
-pulumi-kubernetes sends an object's fields to the engine under their wire names (apiVersion,
-kind, metadata, spec, ...), so an object is its inputs minus nothing. What the provider would
-add at apply time is added here the same way: an auto-generated name when metadata.name is
-unset (our suffix is a stable hash so that diffs between plans stay quiet), and the provider's
-default namespace for namespaced kinds.
+"""Recorded pulumi-kubernetes resources as the Kubernetes objects they apply: the provider
+sends an object's fields under their wire names, so an object is its inputs, plus what the
+provider adds at apply: a generated name when metadata.name is unset (here a stable hash, so
+plans compare) and the default namespace for namespaced kinds.
 """
 
 from __future__ import annotations
@@ -31,28 +28,13 @@ DEFAULT_NAMESPACE = "default"
 # Components that expand into objects only inside the provider: inventory, not manifests.
 NOT_OBJECTS = re.compile(r"^kubernetes:(helm\.sh/v\d+|kustomize(/v\d+)?|yaml(/v\d+)?):")
 # Built-in kinds without a namespace (a custom resource's scope is its CRD's).
-CLUSTER_SCOPED = {
-    "Namespace",
-    "Node",
-    "PersistentVolume",
-    "ClusterRole",
-    "ClusterRoleBinding",
-    "CustomResourceDefinition",
-    "StorageClass",
-    "PriorityClass",
-    "RuntimeClass",
-    "IngressClass",
-    "CSIDriver",
-    "CSINode",
-    "VolumeAttachment",
-    "ValidatingWebhookConfiguration",
-    "MutatingWebhookConfiguration",
-    "ValidatingAdmissionPolicy",
-    "ValidatingAdmissionPolicyBinding",
-    "APIService",
-    "FlowSchema",
-    "PriorityLevelConfiguration",
-}
+CLUSTER_SCOPED = frozenset({
+    "Namespace", "Node", "PersistentVolume", "ClusterRole", "ClusterRoleBinding",
+    "CustomResourceDefinition", "StorageClass", "PriorityClass", "RuntimeClass", "IngressClass",
+    "CSIDriver", "CSINode", "VolumeAttachment", "ValidatingWebhookConfiguration",
+    "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding", "APIService", "FlowSchema", "PriorityLevelConfiguration",
+})  # fmt: skip
 
 
 def cluster_scoped(api_version: str, kind: str) -> bool:
@@ -64,7 +46,7 @@ def cluster_scoped(api_version: str, kind: str) -> bool:
 
 
 # Fields whose schema demands an AWS id pattern (Karpenter's selector terms): an unknown id is
-# written as "<prefix>-unknown", which the CRD accepts and a reader still sees as not yet known.
+# "<prefix>-unknown", which the CRD accepts and a reader still reads as unknown.
 ID_STANDINS = {
     "securityGroupSelectorTerms": "sg",
     "subnetSelectorTerms": "subnet",
@@ -77,8 +59,8 @@ UNKNOWN_NOTE = (
 )
 
 
-# A Secret's data is wrapped whole as a secret, and is unknown at preview when it holds a
-# generated password: shown as one masked entry, so the object keeps its shape.
+# A Secret's data is wrapped whole as a secret (unknown at preview when it holds a generated
+# password): one masked entry, so the object keeps its shape.
 SECRET_MAPS = ("data", "stringData")
 
 
@@ -163,11 +145,8 @@ def _autoname(rec: Recorded) -> str:
 def to_object(rec: Recorded) -> K8sObject:
     inputs = copy.deepcopy(rec.inputs)
     group_version, kind = rec.type[len("kubernetes:") :].rsplit(":", 1)
-    api_version = (
-        group_version[len("core/") :] if group_version.startswith("core/") else group_version
-    )
     doc: dict[str, Any] = {
-        "apiVersion": inputs.pop("apiVersion", api_version),
+        "apiVersion": inputs.pop("apiVersion", group_version.removeprefix("core/")),
         "kind": inputs.pop("kind", kind),
     }
     meta = dict(inputs.pop("metadata", None) or {})
@@ -195,24 +174,11 @@ def helm_like(inv: Inventory) -> list[dict[str, Any]]:
         if not NOT_OBJECTS.match(r.type):
             continue
         i = r.inputs
-        out.append(
-            {
-                "type": r.type,
-                "name": r.name,
-                "chart": i.get("chart"),
-                "version": i.get("version"),
-                "repo": (i.get("repositoryOpts") or {}).get("repo") or i.get("repo"),
-                "namespace": i.get("namespace"),
-                "directory": i.get("directory"),
-                "files": i.get("files"),
-                "values": i.get("values"),
-            }
-        )
+        repo = (i.get("repositoryOpts") or {}).get("repo") or i.get("repo")
+        got = {k: i.get(k) for k in ("chart", "version", "repo", "namespace", "directory")}
+        more = {k: i.get(k) for k in ("files", "values")}
+        out.append({"type": r.type, "name": r.name, **got, "repo": repo, **more})
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# Writing
 
 
 def prepare_dir(out: pathlib.Path) -> None:
@@ -238,13 +204,12 @@ def dump_yaml(doc: Any) -> str:
 def pod_template_jobs(
     obj: K8sObject, runtimes: dict[str, Any] | None = None
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Each pod template of a job backend's workload (`trainforge.jobs.backends.pod_templates`,
-    a TrainJob's from its runtime in `runtimes`) wrapped as a batch/v1 Job, for scanners that
-    skip custom resources (docs/pr-review.md, "The offline plan", 2)."""
+    """Each pod template of a job backend's custom-resource workload (jobs/backends.py
+    pod_templates; a TrainJob's from its runtime in `runtimes`) wrapped as a batch/v1 Job, for
+    scanners that skip custom resources (docs/pr-review.md, "The offline plan", 2)."""
     from trainforge.core.pods import KUBERNETES  # noqa: PLC0415 - plain data, no Pulumi
     from trainforge.jobs.backends import job_shape, pod_templates  # noqa: PLC0415
 
-    # a job backend's workload that is a custom resource (a scanner skips those)
     if obj.kind in KUBERNETES or job_shape(obj.doc) is None:
         return []
     out = []

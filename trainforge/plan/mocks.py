@@ -1,8 +1,6 @@
-"""Pulumi mocks that know the AWS catalog, for the platform tests and the offline plan.
-
-They answer the provider functions the platform calls from moto's bundled EC2 catalog and give
-resources plausible ids and ARNs; with `preview=True` resources get no id and only their
-inputs back, as in a first `pulumi preview` (docs/architecture.md, "Mocks").
+"""Pulumi mocks that know the AWS catalog, for the platform tests and the offline plan
+(docs/architecture.md, "Mocks"): provider functions answered from moto's bundled EC2 catalog,
+resources given plausible ids and ARNs (`preview=True`: no id, inputs back, as a first preview).
 """
 
 from __future__ import annotations
@@ -29,27 +27,14 @@ from trainforge.stack import file as stack_file
 
 DEFAULT_REGION = "us-west-2"
 DEFAULT_ACCOUNT = "123456789012"
-# Stand-ins for the S3 managed prefix list (com.amazonaws.<region>.s3): the shape of the real
-# list (a handful of S3 address ranges; AWS publishes them in ip-ranges.json, service S3).
-# The values only need to look like what the lookup returns; a real run reads the list.
+# Stand-ins shaped like the S3 managed prefix list (com.amazonaws.<region>.s3; AWS's
+# ip-ranges.json, service S3); a real run reads the list.
 S3_PREFIX_LIST_CIDRS = {
-    "us-west-2": [
-        "18.34.48.0/20",
-        "18.34.244.0/22",
-        "3.5.76.0/22",
-        "3.5.80.0/21",
-        "52.218.128.0/17",
-        "52.92.128.0/17",
-    ],
-    "us-east-1": [
-        "16.182.0.0/16",
-        "18.34.0.0/19",
-        "18.34.232.0/21",
-        "3.5.0.0/19",
-        "52.216.0.0/15",
-        "54.231.0.0/16",
-    ],
-}
+    "us-west-2": ["18.34.48.0/20", "18.34.244.0/22", "3.5.76.0/22", "3.5.80.0/21",
+                  "52.218.128.0/17", "52.92.128.0/17"],
+    "us-east-1": ["16.182.0.0/16", "18.34.0.0/19", "18.34.232.0/21", "3.5.0.0/19",
+                  "52.216.0.0/15", "54.231.0.0/16"],
+}  # fmt: skip
 
 
 class UnknownInstanceType(LookupError):
@@ -59,8 +44,8 @@ class UnknownInstanceType(LookupError):
 @functools.cache
 def _moto_json(*parts: str) -> Any:
     """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none. Found
-    without importing moto: its import (~0.3 CPU s, with boto3's) is only the IAM rehearsal's,
-    which runs in the plan's child process (plan/registry.py `APART`)."""
+    without importing moto (~0.3 CPU s with boto3), which only the IAM rehearsal's child
+    process needs (plan/registry.py `APART`)."""
     spec = importlib.util.find_spec("moto")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("No module named 'moto'", name="moto")
@@ -73,8 +58,7 @@ def _moto_json(*parts: str) -> Any:
 
 @functools.cache
 def _offerings(region: str) -> dict[str, tuple[str, ...]]:
-    """instance type -> the zones of `region` that offer it, from moto's bundled copy of EC2
-    DescribeInstanceTypeOfferings (location type availability-zone)."""
+    """instance type -> the zones of `region` offering it (DescribeInstanceTypeOfferings)."""
     out: dict[str, list[str]] = {}
     for row in (
         _moto_json("instance_type_offerings", "availability-zone", f"{region}.json.gz") or []
@@ -85,30 +69,25 @@ def _offerings(region: str) -> dict[str, tuple[str, ...]]:
 
 @functools.cache
 def _region_offerings(region: str) -> frozenset[str] | None:
-    """The instance types EC2 offers in `region` (DescribeInstanceTypeOfferings, location type
-    region) from moto's bundled copy; None when moto has no table for the region."""
+    """The instance types offered in `region`; None when moto has no table for it."""
     rows = _moto_json("instance_type_offerings", "region", f"{region}.json.gz")
     return None if rows is None else frozenset(row["InstanceType"] for row in rows)
 
 
 def instance_type_result(name: str) -> dict[str, Any]:
-    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names) for one type: the
-    fields trainforge.platform.instance_types reads."""
+    """The `aws:ec2/getInstanceType:getInstanceType` result (wire names): the fields
+    trainforge.platform.instance_types reads."""
     raw = _moto_json("instance_types.json.gz").get(name)
     if raw is None:
         raise UnknownInstanceType(name)
-    net = raw.get("NetworkInfo", {})
-    gpu = raw.get("GpuInfo", {})
+    net, gpu = raw.get("NetworkInfo", {}), raw.get("GpuInfo", {})
     return {
         "defaultVcpus": raw.get("VCpuInfo", {}).get("DefaultVCpus", 0),
         "memorySize": raw.get("MemoryInfo", {}).get("SizeInMiB", 0),
         "gpuses": [
-            {
-                "count": g.get("Count", 0),
-                "name": g.get("Name", ""),
-                "manufacturer": g.get("Manufacturer", ""),
-                "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0),
-            }
+            {"count": g.get("Count", 0), "name": g.get("Name", ""),
+             "manufacturer": g.get("Manufacturer", ""),
+             "memorySize": g.get("MemoryInfo", {}).get("SizeInMiB", 0)}
             for g in gpu.get("Gpus", [])
         ],
         "hypervisor": raw.get("Hypervisor", ""),
@@ -121,20 +100,19 @@ def instance_type_result(name: str) -> dict[str, Any]:
         "maximumNetworkInterfaces": net.get("MaximumNetworkInterfaces", 0),
         "maximumNetworkCards": net.get("MaximumNetworkCards", 1),
         "networkCards": [
-            {
-                "index": c.get("NetworkCardIndex", 0),
-                "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0),
-            }
+            {"index": c.get("NetworkCardIndex", 0),
+             "baselineBandwidth": c.get("BaselineBandwidthInGbps", 0.0)}
             for c in net.get("NetworkCards", [])
         ],
         "maximumIpv4AddressesPerInterface": net.get("Ipv4AddressesPerInterface", 0),
         "supportedArchitectures": raw.get("ProcessorInfo", {}).get("SupportedArchitectures", []),
-    }
+    }  # fmt: skip
 
 
 @dataclass
 class MockedResource:
-    """One registered resource as the mocks saw it."""
+    """One registered resource as the mocks saw it; urn, parent and the resource options the
+    engine saw (ignoreChanges, dependsOn, ...) are filled in by run_mocked's monitor."""
 
     type: str
     name: str
@@ -143,10 +121,8 @@ class MockedResource:
     outputs: dict[str, Any]
     provider: str | None = None
     custom: bool | None = None
-    # filled in by run_mocked from the monitor (parent URN, own URN) when available
     urn: str | None = None
     parent: str | None = None
-    # resource options the engine saw (ignoreChanges, deleteBeforeReplace, dependsOn, ...)
     options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -158,8 +134,6 @@ class MockedCall:
 
 # what a fleet worker's plan names apart from its manager's (TrainforgeMocks.stack_tag)
 _PER_STACK = ("aws:s3/bucket:", "aws:s3/bucketV2:", "aws:kms/key:")
-
-
 # type -> (id prefix, modulus, hex digits, ARN service, ARN resource): the cloud's own ids
 _HASHED_IDS = {
     "aws:kms/key:": ("mrk", 10**12, 12, "kms", "key"),
@@ -169,6 +143,27 @@ _HASHED_IDS = {
     "aws:ec2/launchTemplate:": ("lt", 10**12, 12, "ec2", "launch-template"),
     "aws:fsx/lustreFileSystem:": ("fs", 16**17, 17, "fsx", "file-system"),
 }
+# type -> (the output naming it, ARN service, ARN resource prefix, whether the name is its id)
+_NAMED = {
+    "aws:cloudwatch/eventRule:": ("name", "events", "rule", False),
+    "aws:ec2/placementGroup:": ("name", "ec2", "placement-group", True),
+    "aws:eks/nodeGroup:": ("nodeGroupName", "eks", "nodegroup", False),
+}
+_REGION_ANSWERS = {  # lookups answered from the region alone
+    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda m: {
+        "names": m.availability_zones},
+    "aws:index/getCallerIdentity:getCallerIdentity": lambda m: {"accountId": DEFAULT_ACCOUNT},
+    "aws:index/getRegion:getRegion": lambda m: {"region": m.region},
+    "aws:index/getPartition:getPartition": lambda m: {"partition": "aws"},
+    "aws:ec2/getVpc:getVpc": lambda m: {"cidrBlock": "10.0.0.0/16"},
+    "aws:ec2/getManagedPrefixList:getManagedPrefixList": lambda m: {"entries": [
+        {"cidr": c}
+        for c in S3_PREFIX_LIST_CIDRS.get(m.region, S3_PREFIX_LIST_CIDRS[DEFAULT_REGION])
+    ]},
+    # ECR's docker login (platform/image_cache.py): user always AWS, a stand-in password
+    "aws:ecr/getAuthorizationToken:getAuthorizationToken": lambda m: {
+        "userName": "AWS", "password": "standin-ecr-token"},
+}  # fmt: skip
 
 
 def _h(name: str) -> int:
@@ -181,11 +176,8 @@ def _arn(service: str, region: str, account: str, resource: str) -> str:
 
 
 class TrainforgeMocks(pulumi.runtime.Mocks):
-    """Mocks answering the AWS functions the platform calls and recording every resource.
-
-    `resources` and `calls` are lists in registration order; `find(type, name)` and
-    `of_type(type)` are conveniences for tests.
-    """
+    """Mocks answering the AWS functions the platform calls and recording every resource
+    (`resources`, `calls`: in registration order)."""
 
     def __init__(
         self,
@@ -198,40 +190,32 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         references: dict[str, dict[str, Any]] | None = None,
     ) -> None:
         self.preview = preview
-        # stack name -> what a `pulumi:pulumi:StackReference` to it reads (name, outputs,
-        # secretOutputNames): a fleet manager's workers as the plan planned them
-        # (trainforge.plan.fleet, runner.run_program); a stack not listed has exported nothing
-        # yet (the fleet's bootstrap: it is skipped with a warning)
+        # stack name -> what a StackReference to it reads (name, outputs, secretOutputNames):
+        # a fleet manager's workers as planned (plan/fleet.py); one not listed exported nothing
         self.references = dict(references or {})
-        # a fleet worker planned beside its manager (trainforge.plan.fleet): its S3 buckets
-        # and KMS keys get stand-in ids of its own stack, as AWS names each stack's apart
-        # (a bucket_prefix gets a unique suffix), so the plan can tell them from the manager's
+        # a fleet worker planned beside its manager: its S3 buckets and KMS keys get ids of
+        # its own stack (AWS names each stack's apart), so the plan tells them apart
         self.stack_tag = ""
-        # cr-id -> {availabilityZone, placementGroupArn, reservationType ("default" or
-        # "capacity-block"), instanceType}: what EC2 says about a reservation
+        # cr-id -> {availabilityZone, placementGroupArn, reservationType, instanceType}
         self.capacity_reservations = dict(capacity_reservations or {})
-        # instance type -> zones offering it (overrides moto's catalog for these types)
-        self.offerings = dict(offerings or {})
-        # existing subnet id -> its zone (default: a zone picked from the id)
-        self.subnet_zones = dict(subnet_zones or {})
+        self.offerings = dict(offerings or {})  # type -> zones (overrides moto's catalog)
+        self.subnet_zones = dict(subnet_zones or {})  # subnet id -> zone (default: from id)
         self._region = region
         self.resources: list[MockedResource] = []
         self.calls: list[MockedCall] = []
-        # what run_mocked's program returned, and its stack outputs (unknown ones None)
-        self.result: Any = None
-        self.outputs: dict[str, Any] = {}
+        self.result: Any = None  # what run_mocked's program returned
+        self.outputs: dict[str, Any] = {}  # its stack outputs (unknown ones None)
 
     @property
     def region(self) -> str:
-        """The region given, else the stack's `aws:region` (read when asked, so the offline
-        plan's mocks answer getRegion as the stack's provider would), else the default."""
+        """The region given, else the stack's `aws:region` (as its provider would), else the
+        default."""
         return self._region or pulumi.Config("aws").get("region") or DEFAULT_REGION
 
     @property
     def availability_zones(self) -> list[str]:
         return [f"{self.region}{s}" for s in "abcd"]
 
-    # -- queries ----------------------------------------------------------------------------
     def of_type(self, typ: str) -> list[MockedResource]:
         return [r for r in self.resources if r.type == typ]
 
@@ -242,32 +226,18 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         names = sorted(r.name for r in self.of_type(typ))
         raise KeyError(f"no {typ} named {name!r} (have: {names})")
 
-    # -- provider functions -------------------------------------------------------------------
     def call(self, args: pulumi.runtime.MockCallArgs):
+        """The fields the platform reads (trainforge/platform: network, cluster, ...)."""
         self.calls.append(MockedCall(args.token, dict(args.args)))
-        tok = args.token
-        a = args.args
+        tok, a = args.token, args.args
+        if tok in _REGION_ANSWERS:
+            return _REGION_ANSWERS[tok](self), []
         if tok == "aws:ec2/getInstanceType:getInstanceType":
             name = a.get("instanceType", "")
             try:
                 return instance_type_result(name), []
-            except UnknownInstanceType:
-                # what the AWS provider reports for a type the region does not offer
+            except UnknownInstanceType:  # as the AWS provider reports it
                 return {}, [("instanceType", f"no EC2 instance type {name!r} in {self.region}")]
-        # the fields the platform reads (trainforge/platform: network, cluster, karpenter, ...)
-        if tok == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            return {"names": self.availability_zones}, []
-        if tok == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {"accountId": DEFAULT_ACCOUNT}, []
-        if tok == "aws:index/getRegion:getRegion":
-            return {"region": self.region}, []
-        if tok == "aws:index/getPartition:getPartition":
-            return {"partition": "aws"}, []
-        if tok == "aws:ec2/getVpc:getVpc":
-            return {"cidrBlock": "10.0.0.0/16"}, []
-        if tok == "aws:ec2/getManagedPrefixList:getManagedPrefixList":
-            cidrs = S3_PREFIX_LIST_CIDRS.get(self.region, S3_PREFIX_LIST_CIDRS[DEFAULT_REGION])
-            return {"entries": [{"cidr": c} for c in cidrs]}, []
         if tok == "aws:ec2/getRouteTable:getRouteTable":
             subnet = a.get("subnetId") or "subnet-0mocked"
             return {"routeTableId": f"rtb-{_h(subnet) % 16**8:08x}"}, []
@@ -277,10 +247,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
 
             name = a.get("addonName", "")
             try:
-                version = pin(name)
+                return {"version": pin(name)}, []
             except KeyError:
                 return {}, [("addonName", f"no EKS add-on {name!r}")]
-            return {"version": version}, []
         if tok == "aws:ec2/getInstanceTypeOfferings:getInstanceTypeOfferings":
             wanted = [
                 v
@@ -298,39 +267,24 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 ]  # fmt: skip
                 return {"instanceTypes": types}, []
             catalog = _offerings(self.region)
-            types, zones = [], []
-            for t in wanted:
-                for z in self.offerings.get(t, catalog.get(t, ())):
-                    types.append(t)
-                    zones.append(z)
-            return {"instanceTypes": types, "locations": zones}, []
+            pairs = [(t, z) for t in wanted for z in self.offerings.get(t, catalog.get(t, ()))]
+            return {"instanceTypes": [t for t, _ in pairs], "locations": [z for _, z in pairs]}, []
         if tok == "aws:ec2/getCapacityBlockReservation:getCapacityBlockReservation":
-            rid = a.get("id") or ""
-            # what the provider answers (pulumi-aws 7.51.1's data source reads any
-            # reservation by id): a stubbed one whatever its type (an ODCR has type
+            # pulumi-aws 7.51.1's data source reads any reservation by id (an ODCR has type
             # "default"); an id EC2 does not know: its NotFound, as the provider words it
-            found = self.capacity_reservations.get(rid)
-            if not found:
-                return {}, [
-                    (
-                        "id",
-                        "reading EC2 Capacity Reservation: couldn't find resource "
-                        "(InvalidCapacityReservationId.NotFound)",
-                    )
-                ]
-            return {"id": rid, **found}, []
-        if tok == "aws:ecr/getAuthorizationToken:getAuthorizationToken":
-            # ECR's docker login (trainforge/platform/image_cache.py): its user is always AWS;
-            # the password a stand-in (never a real token), as a RandomPassword's result
-            return {"userName": "AWS", "password": "standin-ecr-token"}, []
+            rid = a.get("id") or ""
+            if found := self.capacity_reservations.get(rid):
+                return {"id": rid, **found}, []
+            why = "reading EC2 Capacity Reservation: couldn't find resource "
+            return {}, [("id", why + "(InvalidCapacityReservationId.NotFound)")]
         if tok == "aws:ec2/getSubnet:getSubnet":
             sid = a.get("id") or "subnet-0mocked"
             zones = self.availability_zones
-            zone = self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
-            return {"availabilityZone": zone}, []
+            return {
+                "availabilityZone": self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
+            }, []
         return {}, []
 
-    # -- resources -------------------------------------------------------------------------------
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
         inputs = dict(args.inputs)
         custom, provider = args.custom, args.provider or None
@@ -340,9 +294,8 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             outputs = dict(self.references.get(rid) or empty)
             custom, provider = True, None
         elif args.resource_id and args.typ == "aws:ec2/capacityReservation:CapacityReservation":
-            # a read of an existing reservation (it happens at preview too); one not stubbed
-            # (`capacity_reservations=`): an On-Demand Capacity Reservation in the region's
-            # first zone, in no placement group
+            # a read of an existing reservation (at preview too); one not stubbed: an
+            # On-Demand Capacity Reservation in the region's first zone, in no placement group
             rid = args.resource_id
             state = self.capacity_reservations.get(rid) or {
                 "availabilityZone": self.availability_zones[0],
@@ -373,6 +326,7 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             physical = inputs.get("name") or f"{name}-mock"
             out.setdefault("id", rid)
             hashed = next((v for t, v in _HASHED_IDS.items() if typ.startswith(t)), None)
+            named = next((v for t, v in _NAMED.items() if typ.startswith(t)), None)
             if hashed is not None:
                 prefix, modulus, width, service, what = hashed
                 rid = f"{prefix}-{_h(name) % modulus:0{width}x}"
@@ -381,6 +335,11 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                     out["keyId"] = rid
                 if what == "launch-template":
                     out["latestVersion"] = 1
+            elif named is not None:
+                key, service, what, is_id = named
+                out.setdefault(key, physical)
+                rid = out[key] if is_id else rid
+                out["arn"] = _arn(service, region, acct, f"{what}/{out[key]}")
             elif typ.startswith("aws:iam/role:"):
                 out.setdefault("name", physical)
                 out.setdefault("arn", f"arn:aws:iam::{acct}:role/{physical}")
@@ -392,16 +351,6 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 rid = f"https://sqs.{region}.amazonaws.com/{acct}/{out['name']}"
                 out["arn"] = _arn("sqs", region, acct, out["name"])
                 out["url"] = rid
-            elif typ.startswith("aws:cloudwatch/eventRule:"):
-                out.setdefault("name", physical)
-                out["arn"] = _arn("events", region, acct, f"rule/{out['name']}")
-            elif typ.startswith("aws:ec2/placementGroup:"):
-                out.setdefault("name", physical)
-                rid = out["name"]
-                out["arn"] = _arn("ec2", region, acct, f"placement-group/{rid}")
-            elif typ.startswith("aws:eks/nodeGroup:"):
-                out.setdefault("nodeGroupName", physical)
-                out["arn"] = _arn("eks", region, acct, f"nodegroup/{out['nodeGroupName']}")
             else:
                 out.setdefault("arn", _arn(pkg, region, acct, f"{kind.lower()}/{physical}"))
             out["id"] = rid
@@ -410,26 +359,19 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             # a stand-in (never a real password): the Secrets built from it keep their keys
             out.setdefault("result", "standin-" + "x" * max(0, int(inputs.get("length") or 16) - 8))
             return rid, out
-        if typ == EKS_COMPONENT:
+        if typ == EKS_COMPONENT:  # the outputs trainforge/platform/cluster.py reads
             cname = inputs.get("name") or f"{name}-eks"
             issuer = f"oidc.eks.{region}.amazonaws.com/id/MOCKED{_h(name) % 10**8}"
+            server = f"https://{cname}.eks.{region}.amazonaws.com"
             kubeconfig = {
                 "apiVersion": "v1",
                 "kind": "Config",
-                "clusters": [
-                    {
-                        "name": cname,
-                        "cluster": {
-                            "server": f"https://{cname}.eks.{region}.amazonaws.com",
-                            "certificate-authority-data": "bW9jaw==",
-                        },
-                    }
-                ],
+                "clusters": [{"name": cname, "cluster": {
+                    "server": server, "certificate-authority-data": "bW9jaw=="}}],
                 "contexts": [{"name": cname, "context": {"cluster": cname, "user": cname}}],
                 "current-context": cname,
                 "users": [{"name": cname, "user": {"token": "mock"}}],
-            }
-            # the outputs trainforge/platform/cluster.py reads
+            }  # fmt: skip
             out["kubeconfigJson"] = json.dumps(kubeconfig)
             out["nodeSecurityGroupId"] = f"sg-node{_h(name) % 10**6:06x}"
             out["oidcProviderArn"] = f"arn:aws:iam::{acct}:oidc-provider/{issuer}"
@@ -441,33 +383,25 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             if typ == HELM_RELEASE:
                 out.setdefault("status", {"status": "deployed", "name": inputs.get("name", name)})
             if inputs.get("type") == "kubernetes.io/service-account-token":
-                # Kubernetes' token controller fills a token Secret's `data.token` (base64);
-                # a stand-in one, so what is built from it (a fleet worker's kubeconfig for
-                # its manager, trainforge.plan.fleet) exists as it does once the stack is up
+                # the token controller fills `data.token` (base64); a stand-in, so what is
+                # built from it (a fleet worker's kubeconfig, plan/fleet.py) exists
                 token = base64.b64encode(f"standin-token-{name}".encode()).decode()
                 out["data"] = {**dict(inputs.get("data") or {}), "token": token}
             return f"{meta.get('namespace', 'default')}/{meta['name']}", out
         return rid, out
 
 
+_OPTIONS = ("deleteBeforeReplace", "replaceOnChanges", "protect", "retainOnDelete",
+            "ignoreChanges", "remote", "dependencies")  # fmt: skip
+
+
 def resource_options(request: Any) -> dict[str, Any]:
-    """The resource options of a RegisterResource request that the engine acts on; with
-    `dependencies`, every URN the SDK waited for (depends_on, expanded to a component's
-    children, and the resources its inputs came from), which the ordering rehearsal
-    (trainforge.plan.checks.ordering) follows."""
+    """The resource options of a RegisterResource request that the engine acts on;
+    `dependencies`: every URN the SDK waited for (depends_on expanded, input sources), which
+    plan/checks/ordering.py follows. Sorted: the SDK gathers them in a set."""
     opts: dict[str, Any] = {}
-    for key in (
-        "deleteBeforeReplace",
-        "replaceOnChanges",
-        "protect",
-        "retainOnDelete",
-        "ignoreChanges",
-        "remote",
-        "dependencies",
-    ):
-        value = getattr(request, key, None)
-        if value:
-            # the SDK gathers dependencies in a set: sorted, their order means nothing
+    for key in _OPTIONS:
+        if value := getattr(request, key, None):
             opts[key] = value if isinstance(value, bool) else list(value)
             if key == "dependencies":
                 opts[key].sort()
@@ -476,9 +410,8 @@ def resource_options(request: Any) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _no_stack_traces() -> Iterator[None]:
-    """Resources registered inside carry no stack trace (nor source position): the SDK
-    captures one per resource for the engine's diagnostics, which mocks never read (~10% of
-    the CPU of `plan --stack prod`: docs/performance.md). Restored after the run."""
+    """Resources registered inside carry no stack trace, which mocks never read (~10% of the
+    CPU of `plan --stack prod`: docs/performance.md). Restored after the run."""
     from pulumi.runtime import resource as sdk_resource  # noqa: PLC0415
     from pulumi.runtime.proto import source_pb2  # noqa: PLC0415
 
@@ -502,11 +435,9 @@ def run_in_process(
     secret_keys: list[str] | None = None,
     logger: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
-    """Run `program` in this process under `mocks` and `monitor` and wait for it: a fresh
-    root stack (several runs in one process), `config` as the engine hands it, and a fresh
-    program-run record (trainforge.core.contract.start_record: image cache routes, declared
-    jobs), so nothing a previous run declared leaks into this one. Returns the record and
-    the root stack's outputs (Outputs)."""
+    """Run `program` here under `mocks` and `monitor` and wait: a fresh root stack, config and
+    program-run record (core/contract.py start_record), so nothing of a previous run leaks.
+    Returns the record and the root stack's outputs (Outputs)."""
     from pulumi.runtime import settings  # noqa: PLC0415
     from pulumi.runtime.config import set_all_config  # noqa: PLC0415
     from pulumi.runtime.stack import run_pulumi_func  # noqa: PLC0415
@@ -528,8 +459,8 @@ def run_in_process(
 
 
 def program_file(main: pathlib.Path, root: pathlib.Path) -> Callable[[], None]:
-    """A Pulumi program file as a program function: run as `__main__` with `root` (its
-    project) as the working directory and first on sys.path, as the Pulumi CLI runs it."""
+    """A program file as a program function: run as `__main__` in `root`, first on sys.path,
+    as the Pulumi CLI runs it."""
 
     def program() -> None:
         sys.path.insert(0, str(root))
@@ -554,13 +485,9 @@ def run_mocked(
     preview: bool = False,
     mocks: TrainforgeMocks | None = None,
 ) -> TrainforgeMocks:
-    """Run a program function (or the path of a `__main__.py`) under mocks and wait for it.
-
-    `config` may use bare keys (`cluster`) or namespaced ones (`trainforge:cluster`,
-    `aws:region`); structured values are passed as JSON as the engine does. Returns the mocks:
-    the recorded resources, the resolved stack outputs (unknown ones as None) and the program's
-    return value (`result`). Exceptions raised by the program (e.g. a config error) propagate.
-    """
+    """Run a program function (or a `__main__.py` path) under mocks and wait. `config` takes
+    bare or namespaced keys (`aws:region`), structures as the engine passes them. Returns the
+    mocks with `outputs` resolved and the program's `result`; its exceptions propagate."""
     from pulumi.runtime.mocks import MockMonitor  # noqa: PLC0415
     from pulumi.runtime.sync_await import _sync_await  # noqa: PLC0415
 
@@ -613,6 +540,4 @@ def run_mocked(
 
 async def _resolve(value: Any) -> Any:
     out = pulumi.Output.from_input(value)
-    if not await out.is_known():
-        return None
-    return await out.future()
+    return await out.future() if await out.is_known() else None

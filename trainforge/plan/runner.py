@@ -1,10 +1,6 @@
-"""Run a Pulumi program in-process under mocks, in preview mode, and record what it declares.
-
-Why: `pulumi preview` needs the CLI, credentials and a cluster. The Python SDK can instead talk
-to an in-process mock engine; every resource the program registers passes through the mock
-monitor, so recording its inputs there gives the full inventory without any cloud call.
-Values that only the cloud can know (ids, ARNs of resources not yet created) stay unknown,
-exactly as they are in a real preview.
+"""Run a Pulumi program in-process under mocks, in preview mode, and record what it declares:
+every resource passes the mock monitor, so its inputs there are the inventory with no CLI,
+credentials or cloud call; what only the cloud knows stays unknown, as in a real preview.
 """
 
 from __future__ import annotations
@@ -25,17 +21,14 @@ from trainforge.stack.file import StackFileError, config_value
 UNKNOWN = "<unknown>"
 STACK_TYPE = "pulumi:pulumi:Stack"  # the stack's own resource: the engine's, never recorded
 SECRET = stack_file.SECRET
-
-
-# The cyclic collector's thresholds for a plan process (Python's: 700, 10, 10): most of a
-# plan's objects live to its end, so full collections freed little and took ~30% of the CPU
-# (docs/performance.md, "The collector and the stack traces").
+# The collector's thresholds for a plan (Python's: 700, 10, 10): most objects live to its end,
+# so full collections took ~30% of the CPU (docs/performance.md, "The collector and the stack
+# traces").
 PLAN_GC_THRESHOLDS = (20_000, 50, 1_000)
 
 
 def tune_gc() -> None:
-    """Set the collector's thresholds for a plan process (see PLAN_GC_THRESHOLDS): called
-    first thing by `trainforge plan` (and by the tests' session), before the heavy imports."""
+    """Called first by `trainforge plan` (and the tests' session), before the heavy imports."""
     gc.set_threshold(*PLAN_GC_THRESHOLDS)
 
 
@@ -44,8 +37,8 @@ class ProjectError(Exception):
 
 
 def find_config_error(exc: BaseException) -> BaseException | None:
-    """The config error behind `exc` (it may be wrapped by the Pulumi runtime): the project's
-    own (a missing or malformed project, stack file or key; a job's) and the platform's."""
+    """The config error behind `exc` (maybe wrapped by the Pulumi runtime): the project's, a
+    stack file's or key's, a job's, the platform's."""
     from trainforge.stack.base import StackError  # platform.config.ConfigError is one
 
     seen = set()
@@ -69,14 +62,11 @@ class Recorded:
     custom: bool
     inputs: dict[str, Any]
     options: dict[str, Any] = field(default_factory=dict)
-    # input property -> URNs of the resources its value came from (links bucket and policy
-    # even while the bucket's id is still unknown)
+    # input property -> URNs its value came from (links bucket and policy while ids are unknown)
     dependencies: dict[str, list[str]] = field(default_factory=dict)
-    # the id the mocks assigned (a stand-in run's plausible id); None in a preview
-    id: str | None = None
-    # input property -> its value with secret markers removed, for the properties `inputs`
-    # masks (a Release's values with one secret inside, a Secret's stringData). Checks that
-    # must read names inside (a chart's existingSecret) read it; never written out (to_json).
+    id: str | None = None  # the id the mocks assigned (the stand-in run); None in a preview
+    # the properties `inputs` masks as secrets, unmasked, for checks that read names inside (a
+    # chart's existingSecret); never written out (to_json)
     revealed: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -86,25 +76,19 @@ class Recorded:
 
 @dataclass
 class Inventory:
-    """Everything a program declared, in `tree_order`, plus its stack outputs."""
+    """Everything a program declared, in `tree_order`, plus its stack outputs. Not in the JSON:
+    `declared` (core/contract.py Declared: contracts, resolved jobs), `submitted` (`plan --sdk`,
+    plan/sdk.py Submission) and `secret_outputs` (the values `outputs` masks, UNKNOWN while
+    unknown, with which a fleet manager's plan answers StackReferences: plan/fleet.py)."""
 
     project: str
     stack: str
     resources: list[Recorded]
     outputs: dict[str, Any] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
-    # The typed objects the program built in-process (trainforge.core.contract.Declared):
-    # platform contracts and resolved jobs, for the plan's checks. Not part of the JSON.
     declared: Any = None
-    # What the program warned about (`pulumi.log.warn`): the plan puts them in its verdict
-    # and report, where a reviewer reads, not only on a terminal's stderr.
-    warnings: list[str] = field(default_factory=list)
-    # What a Kubeflow SDK program sent to the plan's API stand-in (`plan --sdk`,
-    # trainforge.plan.sdk.Submission); None otherwise. Not part of the JSON.
+    warnings: list[str] = field(default_factory=list)  # `pulumi.log.warn`s, for the verdict
     submitted: Any = None
-    # The secret stack outputs' own values (UNKNOWN while unknown), which `outputs` masks:
-    # a fleet manager's plan answers its StackReferences to a worker with them
-    # (trainforge.plan.fleet). Never written out (to_json).
     secret_outputs: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def by_urn(self) -> dict[str, Recorded]:
@@ -112,13 +96,10 @@ class Inventory:
 
     @property
     def to_create(self) -> int:
-        """What `pulumi preview` of this (new) stack counts in its "N to create": every
-        resource the program registers, which `resources` holds, plus the stack's own
-        `pulumi:pulumi:Stack`, which the engine creates and `resources` leaves out (the report's
-        tree prints it on top). Pulumi counts each logical step but default providers
-        (pulumi/pulumi pkg/engine/update.go, previewActions.OnResourceStepPost and
-        isInternalStep); a read (`.get`) of a new stack is not counted (ShouldRecordReadStep),
-        nor recorded here. E.g. a stack with one bucket: "+ 2 to create"."""
+        """`pulumi preview`'s "N to create" for a new stack: every registered resource plus the
+        stack's `pulumi:pulumi:Stack`; not default providers, nor reads (pulumi/pulumi
+        pkg/engine/update.go, previewActions.OnResourceStepPost, isInternalStep,
+        ShouldRecordReadStep). E.g. a stack with one bucket: "+ 2 to create"."""
         return len(self.resources) + 1
 
     def to_json(self) -> dict[str, Any]:
@@ -127,8 +108,8 @@ class Inventory:
 
 
 def plain(value: Any) -> Any:
-    """Turn deserialized engine values into JSON-able data: unknowns and secrets as markers,
-    integral floats (the wire has only doubles) back to ints, resources as their URN."""
+    """Engine values as JSON-able data: unknowns and secrets as markers, integral floats (the
+    wire has only doubles) as ints, resources by type."""
     from pulumi.output import Unknown
     from pulumi.runtime.rpc import is_rpc_secret
 
@@ -139,8 +120,7 @@ def plain(value: Any) -> Any:
             return int(v) if v.is_integer() else v
         if isinstance(v, dict):
             if is_rpc_secret(v):
-                # A secret mapping (a Secret's data/stringData is wrapped whole) keeps its
-                # keys, so that the object still has its shape; every value is masked.
+                # a secret mapping (a Secret's data) keeps its keys, every value masked
                 inner = v.get("value")
                 if isinstance(inner, dict) and not is_rpc_secret(inner):
                     return {str(k): SECRET for k in inner}
@@ -158,8 +138,7 @@ def plain(value: Any) -> Any:
 
 
 def revealed(inputs: dict[str, Any]) -> dict[str, Any]:
-    """The properties that `plain` masks as secrets, with every secret marker unwrapped (for
-    `Recorded.revealed`); unknowns stay UNKNOWN."""
+    """The properties `plain` masks as secrets, unwrapped (`Recorded.revealed`)."""
     from pulumi.runtime.rpc import is_rpc_secret
 
     def unwrap(v: Any) -> Any:
@@ -182,29 +161,25 @@ def revealed(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
+    """A MockMonitor that records every resource's raw inputs (unknowns included) in `sink`."""
     from pulumi.runtime import rpc
-    from pulumi.runtime.mocks import MockMonitor
+    from pulumi.runtime.mocks import MockMonitor, MockResourceArgs, _resolve_callbacks
+    from pulumi.runtime.proto import resource_pb2
+    from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
     from trainforge.plan.mocks import resource_options
 
     class RecordingMonitor(MockMonitor):
-        """A MockMonitor that keeps the raw inputs (unknowns included) of every resource."""
-
         def RegisterResource(self, request):  # noqa: N802 - gRPC method name
             """MockMonitor.RegisterResource, deserializing the inputs once for both uses."""
             if request.type == STACK_TYPE:
                 return super().RegisterResource(request)
-            from pulumi.runtime.mocks import MockResourceArgs, _resolve_callbacks
-            from pulumi.runtime.proto import resource_pb2
-            from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
-
             _ensure_event_loop()
             urn = self.make_urn(request.parent, request.type, request.name)
             inputs = rpc.deserialize_properties(request.object, keep_unknowns=True)
             if echo:
-                # Preview semantics: no id, outputs = inputs. Hand the request's
-                # own serialized inputs back instead of re-serializing them (a fifth of the
-                # program's time with large ConfigMaps).
+                # preview: no id, outputs = inputs, handed back as the request serialized them
+                # (re-serializing took a fifth of the program's time with large ConfigMaps)
                 id_, state, obj_proto = None, inputs, request.object
             else:
                 id_, state = self.mocks.new_resource(
@@ -221,6 +196,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                 obj_proto = _sync_await(rpc.serialize_properties(state, {}))
             self.resources[urn] = MockMonitor.ResourceRegistration(urn, id_, state)
             resp = resource_pb2.RegisterResourceResponse(urn=urn, id=id_, object=obj_proto)
+            deps = request.propertyDependencies.items()
             sink.append(
                 Recorded(
                     urn=resp.urn,
@@ -230,11 +206,7 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
                     custom=bool(request.custom),
                     inputs=plain(inputs),
                     options=resource_options(request),
-                    dependencies={
-                        k: sorted(v.urns)
-                        for k, v in request.propertyDependencies.items()
-                        if list(v.urns)
-                    },
+                    dependencies={k: sorted(v.urns) for k, v in deps if list(v.urns)},
                     id=id_ or None,
                     revealed=revealed(inputs),
                 )
@@ -245,9 +217,8 @@ def _make_monitor(mocks: Any, sink: list[Recorded], echo: bool = False):
 
 
 def tree_order(resources: list[Recorded]) -> list[Recorded]:
-    """Each resource after its parent, siblings by type then name (their URN order): the one
-    order of every listing of the plan, not the order the mocked engine happened to register
-    them in, which varies between runs (docs/pr-review.md, "The offline plan", 1)."""
+    """Each resource after its parent, siblings by type then name: the one order of every
+    listing, not the mocked engine's, which varies (docs/pr-review.md, "The offline plan", 1)."""
     urns = {r.urn for r in resources}
     children: dict[str | None, list[Recorded]] = {}
     for r in sorted(resources, key=lambda r: (r.type, r.name, r.urn)):
@@ -265,7 +236,7 @@ def tree_order(resources: list[Recorded]) -> list[Recorded]:
 
 async def _output(value: Any, reveal: bool = False) -> Any:
     """A stack output as the preview shows it: its value, [secret] or <unknown>; `reveal`: a
-    secret one's own value (for `Inventory.secret_outputs`)."""
+    secret one's own value."""
     from pulumi import Output
 
     out = Output.from_input(value)
@@ -283,19 +254,6 @@ def standin_mocks() -> Any:
     return TrainforgeMocks(preview=False)
 
 
-# ---------------------------------------------------------------------------------------------
-# Project and stack files
-
-
-def find_project(start: pathlib.Path) -> pathlib.Path:
-    """The nearest directory at or above `start` that holds Pulumi.yaml."""
-    start = start.resolve()
-    for d in [start, *start.parents]:
-        if (d / "Pulumi.yaml").is_file():
-            return d
-    raise ProjectError(f"no Pulumi.yaml in {start} or any parent directory")
-
-
 def project_name(root: pathlib.Path) -> str:
     try:
         return stack_file.project_name(root, default=None)
@@ -306,21 +264,13 @@ def project_name(root: pathlib.Path) -> str:
 def read_stack_config(
     root: pathlib.Path, stack: str, project: str
 ) -> tuple[dict[str, str], list[str], dict[str, Any]]:
-    """Read Pulumi.<stack>.yaml into (engine config strings, secret keys, display config)
-    with the one stack reader (trainforge/stack/file.py).
-
-    Secure values cannot be decrypted offline; they reach the program as "[secret]".
-    Keys without a namespace belong to the project, as with the Pulumi CLI.
-    """
+    """Pulumi.<stack>.yaml (trainforge/stack/file.py) as (engine config, secret keys, display
+    config); secure values reach the program as "[secret]"."""
     try:
         found = stack_file.read_stack(root, stack, project)
     except stack_file.StackFileError as e:
         raise ProjectError(str(e)) from e
     return found.engine(), found.secret_keys, found.config
-
-
-# ---------------------------------------------------------------------------------------------
-# Running
 
 
 _SILENT = logging.getLogger("trainforge.plan.standin")
@@ -329,8 +279,8 @@ _SILENT.propagate = False
 
 
 class _ProgramLog(logging.Handler):
-    """Keeps the program's warnings (and errors) for the plan; echoes them to stderr as
-    Pulumi's own engine would when `echo` (run-local, which shows no verdict)."""
+    """Keeps the program's warnings and errors for the plan; echoes them to stderr, as the
+    engine would, when `echo` (run-local, which shows no verdict)."""
 
     def __init__(self, echo: bool) -> None:
         super().__init__(logging.WARNING)
@@ -345,11 +295,9 @@ class _ProgramLog(logging.Handler):
 
 @contextlib.contextmanager
 def _in_process_callbacks() -> Iterator[None]:
-    """Pulumi's callback servicer (resource transforms) without its gRPC server, for the run
-    inside: the SDK starts a gRPC server (and its poller thread) for the engine to call
-    transforms back, but the plan's mock monitor looks them up in-process
-    (`pulumi.runtime.mocks._resolve_callbacks`), so nothing ever calls it. Without that
-    thread the plan process may fork (registry.in_child). Restored after the run."""
+    """Pulumi's callback servicer without its gRPC server and poller thread: the mock monitor
+    resolves transforms in-process (`pulumi.runtime.mocks._resolve_callbacks`), so nothing
+    calls it, and without that thread the plan may fork (registry.in_child). Restored after."""
     import asyncio  # noqa: PLC0415
 
     from pulumi.runtime import settings  # noqa: PLC0415
@@ -389,14 +337,10 @@ def run_program(
     echo_warnings: bool = True,
     references: dict[str, dict] | None = None,
 ) -> Inventory:
-    """Run `program` (a callable that declares resources) under mocks in preview mode: the
-    platform's mocks answer provider functions, resources echo their inputs with no id.
-
-    `preview=False` (with mocks that invent ids and ARNs) runs every apply, so values built
-    from cloud-assigned ones (policy documents) exist with stand-ins; see plan.core.
-    `references`: StackReference target -> its state (name, outputs, secretOutputNames), a
-    fleet manager's workers as the plan planned them (trainforge.plan.fleet).
-    """
+    """Run `program` under mocks, by default in preview mode (no ids, inputs echoed).
+    `preview=False` with mocks that invent ids runs every apply, so values built from cloud
+    ones (policy documents) exist with stand-ins (plan/core.py). `references`: StackReference
+    target -> its state, a fleet manager's workers as planned (plan/fleet.py)."""
     from pulumi.runtime.sync_await import _sync_await
 
     from trainforge.plan.mocks import TrainforgeMocks, run_in_process
@@ -405,8 +349,7 @@ def run_program(
     mocks = TrainforgeMocks(preview=True) if mocks is None else mocks
     mocks.references = dict(references or {})
     sink: list[Recorded] = []
-    # The stand-in run (not a preview) is the same program again, for the plan's IAM check:
-    # its warnings were shown by the preview run already, so they are neither kept nor shown.
+    # the stand-in run repeats the preview's program: its warnings are neither kept nor shown
     log = _ProgramLog(echo_warnings)
     logger = logging.getLogger("trainforge.plan.program") if preview else _SILENT
     if preview:
@@ -443,8 +386,7 @@ def run_program(
 
 
 def program_path(root: pathlib.Path, program: str | None) -> pathlib.Path:
-    """The Pulumi program to run: __main__.py, or `--program FILE` under the project's one
-    path rule (relative to the project directory, inside it)."""
+    """__main__.py, or `--program FILE` under the project's path rule (inside the project)."""
     if program is None:
         main = root / "__main__.py"
         if not main.is_file():
@@ -473,17 +415,15 @@ def run_project(
     echo_warnings: bool = True,
     references: dict[str, dict] | None = None,
 ) -> Inventory:
-    """Run the project's __main__.py (or `program`, a Python file of the project that
-    declares the platform and jobs, e.g. with `TrainingJob.function`) with
-    Pulumi.<stack>.yaml as its config."""
+    """Run the project's program (`program_path`) with Pulumi.<stack>.yaml as its config."""
+    from trainforge.plan.mocks import program_file
+
     project = project_name(root)
     config, secret_keys, shown = read_stack_config(root, stack, project)
     for key, value in (config_overrides or {}).items():
         config[key] = config_value(value)
         shown[key] = value
     main = program_path(root, program)
-    from trainforge.plan.mocks import program_file
-
     inv = run_program(
         program_file(main, root),
         project=project,

@@ -1,8 +1,6 @@
-"""One side of a diff: a plan folder (`--out`, another branch's rendering with its check
-sections), a `pulumi stack export` (what the cloud runs: Kubernetes objects rebuilt from the
-inputs of `kubernetes:*` resources) or a `pulumi preview --json` (adds Pulumi's own op per
-resource). Secrets in a state file compare as `[secret]`, as in the offline plan.
-docs/pr-review.md ("Diff against the deployed state").
+"""One side of a diff: a plan folder (`--out`), a `pulumi stack export` (Kubernetes objects
+rebuilt from `kubernetes:*` inputs) or a `pulumi preview --json` (plus its op per resource);
+secrets compare as `[secret]` (docs/pr-review.md, "Diff against the deployed state").
 """
 
 from __future__ import annotations
@@ -23,7 +21,8 @@ from trainforge.plan.runner import SECRET
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's special-value signature key
 SECRET_VALUE = "1b47061264138c4ac30d75fd1eb44270"  # ... whose value marks a secret
 EXPORT_VERSIONS = (3,)
-NO_BASE = pathlib.Path(os.devnull)  # `--diff /dev/null`: no base, everything is new (as git's)
+# `--diff /dev/null`: no base (a first deploy, a base branch with no plan): everything is new
+NO_BASE = pathlib.Path(os.devnull)
 VALID_BASES = (
     "a plan folder written by `trainforge plan --out` (it holds inventory.json), "
     "`pulumi stack export` (version 3) or `pulumi preview --json` output, or /dev/null for "
@@ -42,17 +41,15 @@ class Side:
     resources: dict[str, dict]  # type::name (urn_type_name) -> inputs (cloud, not kubernetes:*)
     sections: dict[str, Any] | None = None  # plan check title -> data (plan folders only)
     ops: dict[str, str] = field(default_factory=dict)  # URN -> preview op (preview only)
-    # plan folders only: inventory.json's resources as that plan wrote them (the data-safety
-    # comparison reads them: plan/checks/data_safety.base_records); None for any other side
+    # plan folders only: inventory.json's resources (checks/data_safety.py base_records)
     records: list[Any] | None = None
     no_base: bool = False  # `--diff /dev/null`
     path: pathlib.Path | None = None  # where load_side read it
 
 
 def urn_type_name(urn: str) -> str:
-    """A resource's type::name, as the diff names it (a URN's stack, project and parent types
-    left out: `urn:pulumi:dev::trainforge::pkg:C$aws:iam/role:Role::node-role` ->
-    `aws:iam/role:Role::node-role`; the name alone is plan.checks.ordering.urn_name)."""
+    """A URN as type::name: `urn:pulumi:dev::trainforge::pkg:C$aws:iam/role:Role::node-role` ->
+    `aws:iam/role:Role::node-role`."""
     parts = urn.split("::")
     return f"{parts[-2].split('$')[-1]}::{parts[-1]}" if len(parts) >= 2 else urn
 
@@ -83,35 +80,24 @@ def _from_states(states: list[dict[str, Any]], label: str) -> Side:
     return Side(label, objects, resources)
 
 
-def is_no_base(path: pathlib.Path) -> bool:
-    """`--diff /dev/null`: the base is nothing (a first deploy, a base branch with no plan)."""
-    return path.exists() and path.resolve() == NO_BASE.resolve()
-
-
-def _read_json(path: pathlib.Path, shown: pathlib.Path | None = None) -> Any:
-    shown = shown or path
+def _read_json(path: pathlib.Path) -> Any:
     try:
         raw = path.read_bytes()
         if raw[:2] == b"\x1f\x8b":
             raw = gzip.decompress(raw)
         return json.loads(raw)
     except (EOFError, zlib.error) as e:  # a gzip cut short or corrupt
-        raise SideError(
-            f"--diff {shown}: a damaged gzip file ({e}); expected {VALID_BASES}"
-        ) from None
+        why = f"a damaged gzip file ({e})"
     except OSError as e:  # unreadable, or a gzip header on a file that is not gzip
-        raise SideError(
-            f"--diff {shown}: cannot read it ({e.strerror or e}); expected {VALID_BASES}"
-        ) from None
+        why = f"cannot read it ({e.strerror or e})"
     except ValueError as e:
-        raise SideError(f"--diff {shown}: not JSON ({e}); expected {VALID_BASES}") from None
+        why = f"not JSON ({e})"
+    raise SideError(f"--diff {path}: {why}; expected {VALID_BASES}")
 
 
 def load_side(path: pathlib.Path) -> Side:
-    """A plan folder, a stack export or a preview, by what `path` holds; /dev/null is no
-    base. Anything else (no such path, a folder without the plan's inventory.json, a file
-    that is not JSON or not Pulumi's, one whose resources are not resources) raises
-    SideError naming the path and what is valid."""
+    """A plan folder, a stack export or a preview, by what `path` holds; /dev/null is no base.
+    Anything else raises SideError naming the path and what is valid."""
     try:
         side = _load_side(path)
     except (KeyError, TypeError, AttributeError) as e:  # JSON of the right kind, wrong shape
@@ -125,7 +111,7 @@ def load_side(path: pathlib.Path) -> Side:
 
 
 def _load_side(path: pathlib.Path) -> Side:
-    if is_no_base(path):
+    if path.exists() and path.resolve() == NO_BASE.resolve():
         return Side(f"{path} (no base: everything is new)", {}, {}, no_base=True)
     if path.is_dir():
         if not (path / INVENTORY_FILE).is_file():
@@ -133,7 +119,7 @@ def _load_side(path: pathlib.Path) -> Side:
                 f"--diff {path}: a folder without {INVENTORY_FILE}, so not a plan folder; "
                 f"expected {VALID_BASES}"
             )
-        inv = _read_json(path / INVENTORY_FILE, path / INVENTORY_FILE)
+        inv = _read_json(path / INVENTORY_FILE)
         if not isinstance(inv, dict) or not isinstance(inv.get("resources"), list):
             raise SideError(
                 f"--diff {path}: its {INVENTORY_FILE} is not a plan's inventory (no resources "
