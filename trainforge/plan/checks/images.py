@@ -83,11 +83,13 @@ def _build_lines(ctx: PlanContext, findings: list[Finding]) -> list[str]:
     """The runtime image builds, each with its base and build context (findings: appended)."""
     lines: list[str] = []
     builds = ctx.resources_of(BUILD_TYPE)
-    df = dockerfile.parse(dockerfile.ROOT / dockerfile.DOCKERFILE) if builds else None
+    if not builds:
+        return lines
+    df = dockerfile.parse(dockerfile.ROOT / dockerfile.DOCKERFILE)
     for r in builds:
         target = r.inputs.get("target") or ""
         args = {k: v for k, v in (r.inputs.get("buildArgs") or {}).items() if isinstance(v, str)}
-        base = df.base(target, args)  # type: ignore[union-attr]
+        base = df.base(target, args)
         tags = r.inputs.get("tags") or []
         lines.append(f"  build {target}: FROM {base} -> {', '.join(map(str, tags))}")
         lines += _context_lines(r, target, ctx.root or Path.cwd(), findings)
