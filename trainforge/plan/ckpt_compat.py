@@ -1,7 +1,7 @@
-"""Will a replaced job resume from its checkpoints? Decided at preview, from the state layout
-(the DCP keys, shapes and dtypes the runtime saves and loads) and the flags a restore does not
-bring back. The verdicts and the runtime behaviour behind each: docs/pr-review.md ("Will a
-replaced job resume?"); the torch-free layout: training/state_shapes.py.
+"""Will a replaced job resume from its checkpoints? Decided at preview from the state layout
+(the DCP keys, shapes and dtypes the runtime saves) and the flags a restore does not bring
+back: docs/pr-review.md ("Will a replaced job resume?"); the torch-free layout:
+training/state_shapes.py.
 """
 
 from __future__ import annotations
@@ -37,10 +37,9 @@ def runtime_args(command: list[str]) -> list[str] | None:
 
 def argv_fields(argv: list[str]) -> dict[str, str | None]:
     """An argv by name, the plan's one reader of a command line: `--flag value`,
-    `--flag=value`, `-m module` and bare switches (value None) under the flag's name; a flag
-    seen again (the launcher's and the program's) as `--flag#2`; other tokens by position
-    (`[N]`). So a diff says `command --lr` rather than `command[29]`, and one inserted flag
-    does not shift every later position."""
+    `--flag=value`, `-m module` and bare switches (None) by the flag's name, a flag seen again
+    as `--flag#2`, other tokens by position (`[N]`): a diff says `command --lr`, not
+    `command[29]`, and one inserted flag does not shift every later position."""
     out: dict[str, str | None] = {}
     i = pos = 0
     while i < len(argv):
@@ -50,8 +49,7 @@ def argv_fields(argv: list[str]) -> dict[str, str | None]:
             val: str | None = value if eq else None
             nxt = argv[i + 1] if i + 1 < len(argv) else None
             if not eq and nxt is not None and (not nxt.startswith("-") or _number(nxt)):
-                val = nxt
-                i += 1
+                val, i = nxt, i + 1
             key, n = name, 1
             while key in out:
                 n += 1
@@ -65,8 +63,8 @@ def argv_fields(argv: list[str]) -> dict[str, str | None]:
 
 
 def all_values(fields: dict[str, str | None], *flags: str) -> list[str | None]:
-    """Every occurrence's value of any of `flags` in `argv_fields` (`flag`, `flag#2`, ...),
-    in argv order (None: the occurrence has no value)."""
+    """Every occurrence's value of any of `flags` in `argv_fields` (`flag`, `flag#2`, ...), in
+    argv order (None: no value)."""
     keys = set()
     for flag in flags:
         n, key = 1, flag
@@ -78,8 +76,7 @@ def all_values(fields: dict[str, str | None], *flags: str) -> list[str | None]:
 
 
 def last_value(fields: dict[str, str | None], flag: str, default: str | None = None) -> str | None:
-    """A flag's value as the runtime's argparse reads it: the last of its occurrences in
-    `argv_fields` (`flag`, `flag#2`, ...) wins."""
+    """A flag's value as the runtime's argparse reads it: its last occurrence wins."""
     values = all_values(fields, flag)
     return values[-1] if values else default
 
@@ -94,8 +91,7 @@ def _number(tok: str) -> bool:
 
 @functools.cache
 def _runtime_parser() -> Any:
-    """The runtime's argument parser, built once per plan (~5 ms each; a plan parses every
-    job's flags). Parsing leaves no state in it."""
+    """The runtime's argument parser, built once per plan (~5 ms each); parsing leaves no state."""
     from trainforge.training.config import build_parser
 
     return build_parser()
@@ -117,7 +113,7 @@ def parse_runtime(args: list[str]) -> Any:
 
 class Layout(NamedTuple):
     """What a checkpoint holds: DCP key -> (shape, dtype) of every tensor saved, and the
-    optimizer settings a restore brings back (JSON as is: `_asdict()`, `Layout(**data)`)."""
+    optimizer settings a restore brings back (JSON: `_asdict()`, `Layout(**data)`)."""
 
     tensors: dict[str, tuple[tuple[int, ...], str]]
     settings: dict[str, Any]
@@ -125,9 +121,9 @@ class Layout(NamedTuple):
 
 @functools.lru_cache(maxsize=64)
 def state_layout(cfg: Any) -> Layout:
-    """The state the runtime checkpoints for this TrainConfig: derived without torch for the
-    bundled models (state_shapes, held equal to the torch build by its tests), built with
-    torch by the runtime's own builders (training/state_layout.py `built`) for any other."""
+    """The state the runtime checkpoints for this TrainConfig: without torch for the bundled
+    models (state_shapes, held equal to the torch build by its tests), else built with torch
+    by the runtime's own builders (training/state_layout.py `built`)."""
     from trainforge.training import state_layout as runtime
     from trainforge.training import state_shapes
 
@@ -137,19 +133,10 @@ def state_layout(cfg: Any) -> Layout:
         return Layout(*runtime.built(cfg))
 
 
-# The TrainConfig fields the saved state depends on (model shape; the optimizer settings its
-# param groups carry). Everything else (run name, directories, steps...) is left at its default
-# so that jobs of one shape share one cached layout.
-LAYOUT_FIELDS = (
-    "model",
-    "layers",
-    "d_model",
-    "heads",
-    "seq_len",
-    "vocab_size",
-    "lr",
-    "weight_decay",
-)
+# The TrainConfig fields the saved state depends on (model shape, the optimizer settings its
+# param groups carry); the rest stays at its default so jobs of one shape share one layout.
+LAYOUT_FIELDS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size", "lr",
+                 "weight_decay")  # fmt: skip
 
 
 def layout_key(cfg: Any) -> Any:
@@ -160,9 +147,6 @@ def layout_key(cfg: Any) -> Any:
 
 def layout_for_args(args: list[str]) -> Layout:
     return state_layout(layout_key(parse_runtime(args)))
-
-
-# ------------------------------------------------------------------------------ classification
 
 
 @dataclass
@@ -191,17 +175,11 @@ class Compat:
         return self.verdict == CANNOT
 
     def line(self) -> str:
-        what = self.verdict
-        if self.resets:
-            what += " (" + "; ".join(self.resets) + ")"
-        if self.detail:
-            what += f": {self.detail}"
-        if self.caveats:
-            what += "; " + "; ".join(self.caveats)
-        return what
+        resets = f" ({'; '.join(self.resets)})" if self.resets else ""
+        detail = f": {self.detail}" if self.detail else ""
+        return self.verdict + resets + detail + "".join(f"; {c}" for c in self.caveats)
 
     def short(self) -> str:
-        """One phrase for the verdict: the kind, which resets, and that a caveat exists."""
         what = self.verdict
         if self.resets:
             what += " (" + ", ".join(r.split(":", 1)[0] for r in self.resets) + ")"
@@ -209,16 +187,13 @@ class Compat:
             what += f": {self.differ[0] if self.differ else self.detail}"
         elif self.detail and self.verdict in (NOT_CHECKED, FRESH):
             what += f": {self.detail}"
-        if self.caveats:
-            what += "; " + "; ".join(
-                c.split(" is NOT applied")[0] + " NOT applied" for c in self.caveats
-            )
-        return what
+        caveats = (c.split(" is NOT applied")[0] for c in self.caveats)
+        return what + "".join(f"; {c} NOT applied" for c in caveats)
 
 
 def _named(diffs: list[str]) -> str:
-    """The first differing model tensors by name; optimizer state follows its parameter, so
-    it is only counted."""
+    """The first differing model tensors by name (optimizer state, which follows its
+    parameter, only counted)."""
     model = [d for d in diffs if d.startswith("model.")] or diffs
     head = ", ".join(model[:MAX_NAMED])
     more = len(model) - MAX_NAMED
@@ -230,8 +205,7 @@ def _named(diffs: list[str]) -> str:
 
 
 def _changed(old_cfg: Any, new_cfg: Any, *fields: str) -> list[str]:
-    """`--flag old -> new` for each of these TrainConfig fields that differs, named by the
-    runtime's own settings (training/config.py)."""
+    """`--flag old -> new` for each TrainConfig field that differs (the runtime's flag names)."""
     from trainforge.training.config import TrainConfig, settings
 
     flags = {s.path: s.flag for s in settings(TrainConfig)}

@@ -1,12 +1,11 @@
-"""The offline plan of a fleet's manager (docs/fleet.md): every worker stack planned once
-with the same engine (trainforge.plan.runner), and the manager's `pulumi.StackReference`
-reads answered from what the workers' plans export (a secret output stays secret).
+"""The offline plan of a fleet's manager (docs/fleet.md): every worker stack planned once with
+the same engine (trainforge.plan.runner), and the manager's `pulumi.StackReference` reads
+answered from the workers' planned exports (a secret output stays secret).
 
-A worker is planned as a stack that is up, with the stand-in mocks: a preview leaves its
-endpoint and token unknown, and one unknown output makes the reference's whole `outputs`
-unknown (the SDK resolves it as one property), while a real preview of a manager reads its up
-workers' outputs known. A worker of another project (`org/project/stack`) cannot be planned
-here: it is kept as a `WorkerPlan` without an inventory, with a note saying so.
+A worker is planned as a stack that is up, with the stand-in mocks: in a preview one unknown
+output makes the reference's whole `outputs` unknown (the SDK resolves it as one property),
+while a real preview of a manager reads its up workers' outputs known. A worker of another
+project (`org/project/stack`) is kept without an inventory, with a note saying why.
 """
 
 from __future__ import annotations
@@ -43,19 +42,17 @@ class WorkerRef:
 
     def local(self, project: str) -> str | None:
         """The stack's name when it is one of `project`'s (`stack`, `project/stack` or
-        `org/project/stack`), else None: another project's, which cannot be planned here."""
+        `org/project/stack`), else None."""
         parts = self.stack.split("/")
         if len(parts) == 1:
             return self.stack
-        if len(parts) in (2, 3) and parts[-2] == project:
-            return parts[-1]
-        return None
+        return parts[-1] if len(parts) in (2, 3) and parts[-2] == project else None
 
 
 @dataclass
 class WorkerPlan:
-    """A worker stack as the manager's plan planned it. `inventory` is None for a worker
-    that could not be planned offline (`note` says why)."""
+    """A worker stack as the manager's plan planned it; `inventory` None: not plannable
+    offline (`note` says why)."""
 
     name: str
     stack: str
@@ -79,31 +76,15 @@ class WorkerPlan:
 
 
 def fleet_config(config: dict[str, Any]) -> FleetConfig | None:
-    """A stack's `trainforge:fleet` in its display config, read by the stack model (None:
-    unset, or a value it refuses, which the stack's own program run reports)."""
+    """A stack's `trainforge:fleet` by the stack model (None: unset, or a value it refuses,
+    which the stack's own program run reports)."""
     return validate(FleetConfig, decode_value(config.get(FLEET_KEY)), FLEET_KEY, [])
-
-
-def manager_workers(config: dict[str, Any]) -> list[WorkerRef] | None:
-    """The workers a stack's display config names when it is a fleet manager, else None."""
-    fleet = fleet_config(config)
-    if fleet is None or not fleet.manager_role:
-        return None
-    return [WorkerRef(w.name, w.stack) for w in fleet.workers]
 
 
 def region(config: dict[str, Any]) -> str | None:
     """The stack's `aws:region` in its display config (None: not set)."""
     value = decode_value(config.get("aws:region"))
     return value if isinstance(value, str) else None
-
-
-def _manager_of(shown: dict[str, Any], project: str) -> str | None:
-    """The name a worker's config gives its manager (`trainforge:fleet.manager`) when it is a
-    stack of `project`, else None."""
-    fleet = fleet_config(shown)
-    name = fleet.manager if fleet is not None else None
-    return name if name and WorkerRef(name, name).local(project) is not None else None
 
 
 def plan_worker(
@@ -113,23 +94,18 @@ def plan_worker(
     manager: Inventory | None = None,
     also: dict[str, Any] | None = None,
 ) -> WorkerPlan:
-    """Plan one worker stack with the same engine as any stack, as a stack that is up (the
-    stand-in run, see the module docstring; its warnings are the worker's own plan's).
-    `manager`: the manager's planned stand-in run, whose outputs answer the worker's
-    StackReference to it (its egress CIDRs, its checkpoint bucket); None: the manager is
-    not up yet, the worker's bootstrap. `also`: outputs of the manager's own plan that its
-    stand-in run leaves out (that run declares no jobs: the jobs' ConfigMaps)."""
+    """Plan one worker stack as a stack that is up (its warnings are its own plan's).
+    `manager`: the manager's stand-in run, whose outputs answer the worker's StackReference
+    to it (None: not up yet, the bootstrap); `also`: the manager plan's outputs that run
+    leaves out (it declares no jobs: the jobs' ConfigMaps)."""
     stack = ref.local(project)
     if stack is None:
-        return WorkerPlan(
-            ref.name,
-            ref.stack,
-            note=(
-                f"worker {ref.name}: stack {ref.stack} belongs to another project, so the "
-                "offline plan cannot plan it (its program and stack file are not here); "
-                "plan it in its own project, and `pulumi preview` this stack once it is up"
-            ),
+        note = (
+            f"worker {ref.name}: stack {ref.stack} belongs to another project, so the offline "
+            "plan cannot plan it (its program and stack file are not here); plan it in its own "
+            "project, and `pulumi preview` this stack once it is up"
         )
+        return WorkerPlan(ref.name, ref.stack, note=note)
     if not stack_path(root, stack).is_file():
         raise ProjectError(
             f"{FLEET_KEY}.workers: worker {ref.name!r} names stack {ref.stack!r}; there is no "
@@ -137,26 +113,21 @@ def plan_worker(
             "org/project/stack for one of another project)"
         )
     _, _, shown = read_stack_config(root, stack, project)
-    mine = _manager_of(shown, project)
+    fleet = fleet_config(shown)
+    mine = fleet.manager if fleet is not None else None  # the worker's name for its manager
     references = None
-    if manager is not None and mine:
+    if manager is not None and mine and WorkerRef(mine, mine).local(project) is not None:
         state = stack_state(mine, manager)
         state["outputs"] = {**state["outputs"], **_wire(dict(also or {}))}
         references = {mine: state}
+    mocks = standin_mocks()
+    mocks.stack_tag = stack  # its buckets and keys apart from the manager's
     try:
-        mocks = standin_mocks()
-        mocks.stack_tag = stack  # its buckets and keys apart from the manager's
         inv = run_project(
-            root,
-            stack,
-            mocks=mocks,
-            preview=False,
-            echo_warnings=False,
-            references=references,
+            root, stack, mocks=mocks, preview=False, echo_warnings=False, references=references
         )
     except Exception as e:
-        # a worker's stack configuration error, said as the worker's: the user edits its file
-        # (a job's error is not re-worded)
+        # a worker's stack configuration error, said as the worker's (a job's is not re-worded)
         err = find_config_error(e)
         if err is None or isinstance(err, JobConfigError):
             raise
@@ -170,17 +141,16 @@ def plan_workers(
     manager: Inventory | None = None,
     also: dict[str, Any] | None = None,
 ) -> dict[str, WorkerPlan]:
-    """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each
-    stack planned once, however its workers spell it); {} for any other stack.
-    `manager`, `also`: what each worker's reference to the manager reads (plan_worker)."""
+    """name -> WorkerPlan for every worker of `stack` when it is a fleet manager (each stack
+    planned once, however its workers spell it); {} for any other stack."""
     project = project_name(root)
     _, _, config = read_stack_config(root, stack, project)
-    refs = manager_workers(config)
-    if not refs:
+    fleet = fleet_config(config)
+    if fleet is None or not fleet.manager_role or not fleet.workers:
         return {}
     planned: dict[str, WorkerPlan] = {}
     out: dict[str, WorkerPlan] = {}
-    for ref in refs:
+    for ref in (WorkerRef(w.name, w.stack) for w in fleet.workers):
         if ref.local(project) == stack:
             raise ProjectError(
                 f"{FLEET_KEY}.workers: worker {ref.name!r} names the manager's own stack "
@@ -201,29 +171,27 @@ def _wire(value: Any) -> Any:
         return WIRE_UNKNOWN
     if isinstance(value, dict):
         return {k: _wire(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_wire(v) for v in value]
-    return value
+    return [_wire(v) for v in value] if isinstance(value, list) else value
 
 
 def stack_state(name: str, inv: Inventory | None) -> dict[str, Any]:
-    """What a `pulumi.StackReference(name)` reads of a planned stack: its outputs (secret
-    ones by their own value) and which are secret; None: a stack not up (no outputs)."""
-    if inv is None:
-        return {"name": name, "outputs": {}, "secretOutputNames": []}
-    outputs: dict[str, Any] = {}
-    for k, v in inv.outputs.items():
-        outputs[k] = inv.secret_outputs.get(k, UNKNOWN) if v == SECRET else v
+    """What a `pulumi.StackReference(name)` reads of a planned stack: its outputs (secret ones
+    by their own value) and which are secret; `inv` None: a stack not up (no outputs)."""
+    outputs = {} if inv is None else inv.outputs
     return {
         "name": name,
-        "outputs": _wire(outputs),
-        "secretOutputNames": sorted(k for k, v in inv.outputs.items() if v == SECRET),
+        "outputs": _wire(
+            {
+                k: inv.secret_outputs.get(k, UNKNOWN) if v == SECRET else v
+                for k, v in outputs.items()
+            }
+        ),
+        "secretOutputNames": sorted(k for k, v in outputs.items() if v == SECRET),
     }
 
 
 def reference_answers(workers: dict[str, WorkerPlan]) -> dict[str, dict]:
-    """StackReference target -> its state, for every worker, under the stack name the
-    manager's config gives (the name its program reads the reference by). A worker that could
-    not be planned reads as a stack not up yet: the manager skips it with its bootstrap
-    warning, and the fleet section says why."""
+    """StackReference target -> its state, for every worker, under the stack name the manager's
+    config gives. A worker not planned reads as a stack not up yet: the manager skips it with
+    its bootstrap warning, and the fleet section says why."""
     return {p.stack: stack_state(p.stack, p.inventory) for p in workers.values()}

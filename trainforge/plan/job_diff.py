@@ -1,6 +1,5 @@
 """What a change means for each job, pool and team, in their own terms (docs/pr-review.md,
-"Jobs"): flags by name, pods, memory, step time, cost and queue admission, every figure read
-from each side's plan sections (the checks' own); a side without them shows the new value only.
+"Jobs"), every figure read from each side's plan sections (a side without them: the new value).
 """
 
 from __future__ import annotations
@@ -51,8 +50,7 @@ def _pair(old: str | None, new: str | None) -> str | None:
 
 
 def memory_text(row: dict) -> str | None:
-    """The estimate's memory per GPU or process (its `memory_unit`), in the estimates
-    section's units (estimate.gib)."""
+    """The estimate's memory per GPU or process (`memory_unit`), in the estimates section's."""
     total, cap = row.get("memory_total_bytes"), row.get("memory_capacity_bytes")
     if total is None:
         return None
@@ -61,7 +59,6 @@ def memory_text(row: dict) -> str | None:
 
 
 def flag_changes(old: JobView, new: JobView) -> list[str]:
-    """The field diff's reading of the command (diff.argv_diff) in a job's words."""
     out = []
     for path, was, now in argv_diff(old.command[1:], new.command[1:], ""):
         flag = path.strip()
@@ -81,7 +78,7 @@ def job_change(
     head: dict[str, Any] | None,
     replaced: bool,
 ) -> JobChange:
-    """The job's diff in its own terms; `base`/`head` are each side's sections by title."""
+    """The job's diff in its own terms; `base`/`head`: each side's sections by title."""
     view = new or old
     assert view is not None
     what = "replaced" if replaced else "updated"
@@ -123,14 +120,13 @@ def job_change(
 
 
 def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str, str | None]:
-    """One side's figures of a job as text, from that side's check sections; {} without it."""
+    """One side's figures of a job as text, from its check sections; {} without the job."""
     if view is None:
         return {}
     est = _row(sections, estimates.TITLE, view)
     cost = _row(sections, cost_check.SECTION_TITLE, view)
     queue = _row(sections, queues.QUEUE_TITLE, view)
-    # step and duration on the type the pool launches for the job (the estimates section's
-    # `runOn`, what its step line and the cost print), else the pool's
+    # step and duration on the type the pool launches for the job (`runOn`), else the pool's
     run_on = est.get("runOn") or est
     d = run_on.get("duration_seconds")
     return {
@@ -148,12 +144,8 @@ def _figures(view: JobView | None, sections: dict[str, Any] | None) -> dict[str,
 
 
 def _res(per_pod: dict[str, str]) -> str:
-    keys = (GPU_RESOURCE, "cpu", "memory")
-    names = {GPU_RESOURCE: "GPU"}
-    return ", ".join(f"{per_pod[k]} {names.get(k, k)}" for k in keys if k in per_pod) or "?"
-
-
-# --------------------------------------------------------------------------- pools and teams
+    names = {GPU_RESOURCE: "GPU", "cpu": "cpu", "memory": "memory"}
+    return ", ".join(f"{per_pod[k]} {n}" for k, n in names.items() if k in per_pod) or "?"
 
 
 def _spec(doc: dict, key: str) -> Any:

@@ -1,11 +1,8 @@
-"""Plan check: the existence rehearsal. Every Secret, ConfigMap, ServiceAccount and claim that a
-pod or a chart value names is created by the stack before the thing that needs it, or the
-plan says who must create it, where and with which keys.
-
-A reference is only a string, so no schema, policy or ordering check sees it (prod's Grafana
-named a Secret nothing created, and its release timed out behind a CLEAN plan): the names are
-joined here. What counts as a reference, "before" (`ordering.creation_order`) and each verdict:
-docs/rehearsals.md, "Existence (what pods and charts name)".
+"""Plan check: the existence rehearsal. Every Secret, ConfigMap, ServiceAccount and claim a pod
+or a chart value names is created by the stack before what needs it, or the plan says who must
+create it, where and with which keys. A reference is only a string, which no schema, policy or
+ordering check sees. What counts as a reference, "before" (`ordering.creation_order`) and each
+verdict: docs/rehearsals.md, "Existence (what pods and charts name)".
 """
 
 from __future__ import annotations
@@ -38,11 +35,10 @@ KINDS = ("Secret", "ConfigMap", "ServiceAccount", "PersistentVolumeClaim")
 # and the root CA publisher's ConfigMap (kube-controller-manager, since 1.20).
 BUILTIN = {("ServiceAccount", "default"), ("ConfigMap", "kube-root-ca.crt")}
 
-# Chart values that name an existing object, by the value's key: the object's kind. Read from
-# the charts' values.yaml at the versions pinned in trainforge.core.versions (grafana 12.11.1
-# as a subchart of kube-prometheus-stack: `admin.existingSecret`, `persistence.existingClaim`;
-# the same spelling is Bitnami's and most charts'). A value that is unset or empty names
-# nothing (the chart makes its own).
+# Chart values that name an existing object, by the value's key: its kind (the charts'
+# values.yaml at the versions pinned in trainforge.core.versions: grafana 12.11.1 as a subchart
+# of kube-prometheus-stack, `admin.existingSecret`, `persistence.existingClaim`; Bitnami's and
+# most charts' spelling). Unset or empty names nothing (the chart makes its own).
 CHART_REFERENCES = {
     "existingSecret": "Secret",
     "existingSecretName": "Secret",
@@ -85,10 +81,8 @@ def _key_set(doc: dict[str, Any]) -> set[str] | None:
 
 
 def producers(ctx: PlanContext) -> dict[tuple[str, str, str], Producer]:
-    """(kind, namespace, name) -> the plan's resource that creates it, with its keys.
-
-    A Secret holding a generated password has data unknown at preview: its keys are read
-    from the stand-in run (the same program with values known), where there is one."""
+    """(kind, namespace, name) -> the plan's resource that creates it, with its keys (a Secret's
+    data unknown at preview, a generated password: from the stand-in run, where there is one)."""
     out: dict[tuple[str, str, str], Producer] = {}
     standin: dict[str, Any] | None = None
     for obj in ctx.objects:
@@ -145,8 +139,7 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
 
 
 def _pods(obj: Any, runtimes: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    """(pod spec, where) of every pod an object runs, in its namespace (a TrainJob's: built
-    from `runtimes`, the plan's)."""
+    """(pod spec, where) of every pod an object runs (a TrainJob's: built from `runtimes`)."""
     from trainforge.jobs.backends import pod_templates, shape  # noqa: PLC0415
 
     declared = shape(obj.doc)
@@ -248,14 +241,9 @@ def check(ctx: PlanContext) -> CheckResult:
         findings.append(Finding(ref.ident, rule, message, RULES[rule], urn=urn, names=names))
         if rule == MISSING:
             missing_rows.append(
-                {
-                    "kind": ref.kind,
-                    "namespace": ref.namespace,
-                    "name": ref.name,
-                    "keys": sorted(ref.keys),
-                    "needed_by": ref.where,
-                }
-            )
+                {"kind": ref.kind, "namespace": ref.namespace, "name": ref.name,
+                 "keys": sorted(ref.keys), "needed_by": ref.where}
+            )  # fmt: skip
     lines = [
         f"{len(seen)} references (Secrets, ConfigMaps, ServiceAccounts, claims) of pods and "
         f"chart values: {ok} created by the stack before their consumer or by Kubernetes"

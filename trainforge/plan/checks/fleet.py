@@ -1,12 +1,8 @@
-"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue), with
-its findings. Only a manager's plan has one (`PlanContext.fleet_workers`, planned by
-trainforge.plan.fleet). Each job's object becomes the Workload each planned worker's Kueue
-builds (`queues.object_workload`, the queue simulation's, with the worker's LimitRanges and
-runtimes), admitted by the one Kueue model and priced there as the cost section prices it
-(`cost.job_cost` of the pods its object makes, the worker's region; `queues.dispatches`,
-which the cost section and the queue simulation read too). What the section says and why
-each finding is one (the dispatchers, with their Kueue 0.19 sources; same shape; data; job
-inputs): docs/fleet.md.
+"""Plan check: a fleet manager's section, where each of its jobs may run (MultiKueue), with its
+findings; only a manager's plan has workers (`PlanContext.fleet_workers`, plan/fleet.py). Each
+job's Workload is admitted and priced per worker by the one Kueue model (`queues.dispatches`,
+which the cost section and the queue simulation read too). The dispatchers (with their Kueue
+0.19 sources) and why each finding is one: docs/fleet.md.
 """
 
 from __future__ import annotations
@@ -55,51 +51,40 @@ RULES = {
     "'Bootstrap order'); or ship the code in the image (codeSource: image). Declare any other "
     "Secret, PersistentVolumeClaim or ServiceAccount the pods read in every worker stack",
 }
-
-
-# --- same shape everywhere ---------------------------------------------------------------------
+SHAPE_KINDS = ("team namespace", "LocalQueue", "ClusterTrainingRuntime", "training operator")
 
 
 def shape(docs: list[dict[str, Any]], declared: Any, inv: Any) -> dict[str, set[str]]:
-    """What MultiKueue needs alike on the manager and every worker, by the object's kind (of
-    a stack's planned objects, declared contracts and inventory)."""
-    out: dict[str, set[str]] = {
-        "team namespace": set(),
-        "LocalQueue": set(),
-        "ClusterTrainingRuntime": set(),
-        "training operator": set(),
-    }
+    """What MultiKueue needs alike on the manager and every worker, by the object's kind."""
+    out: dict[str, set[str]] = {k: set() for k in SHAPE_KINDS}
     for d in docs:
-        meta = d.get("metadata") or {}
-        kind = d.get("kind")
+        meta, spec, kind = d.get("metadata") or {}, d.get("spec") or {}, d.get("kind")
         if kind == "Namespace" and TEAM_LABEL in (meta.get("labels") or {}):
             out["team namespace"].add(str(meta.get("name")))
         elif kind == "LocalQueue":
-            cq = (d.get("spec") or {}).get("clusterQueue")
-            out["LocalQueue"].add(f"{meta.get('namespace')}/{meta.get('name')} -> {cq}")
+            cq = spec.get("clusterQueue")
+            out[kind].add(f"{meta.get('namespace')}/{meta.get('name')} -> {cq}")
         elif kind == "ClusterTrainingRuntime":
-            policy = (d.get("spec") or {}).get("mlPolicy") or {}
-            out["ClusterTrainingRuntime"].add(
-                f"{meta.get('name')} (mlPolicy {yaml.safe_dump(policy, default_flow_style=True).strip()})"
-            )
-    contracts = getattr(declared, "contracts", None) or []
-    out["training operator"] |= {f"backend {b}" for c in contracts for b in c.backends}
-    out["training operator"] |= operators(inv)
+            policy = yaml.safe_dump(spec.get("mlPolicy") or {}, default_flow_style=True).strip()
+            out[kind].add(f"{meta.get('name')} (mlPolicy {policy})")
+    backends = {b for c in getattr(declared, "contracts", None) or [] for b in c.backends}
+    out["training operator"] |= {f"backend {b}" for b in backends} | operators(inv)
     return out
 
 
 def operators(inv: Any) -> set[str]:
-    """The job controllers' installs and their versions: the training operator's kustomize
-    overlay (its ref) and the Trainer's and JobSet's Helm charts (chart and version)."""
+    """The job controllers' installs: the training operator's kustomize overlay (its ref) and
+    the Trainer's and JobSet's Helm charts (chart and version)."""
     out = set()
     for r in getattr(inv, "resources", None) or []:
         inputs = r.inputs if isinstance(r.inputs, dict) else {}
+        chart = str(inputs.get("chart") or "")
         if r.type == T.KUSTOMIZE and "training-operator" in r.name:
             out.add(f"overlay {inputs.get('directory')}")
-        elif r.type == T.HELM_RELEASE:
-            chart = str(inputs.get("chart") or "")
-            if any(k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")):
-                out.add(f"chart {chart} {inputs.get('version')}")
+        elif r.type == T.HELM_RELEASE and any(
+            k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")
+        ):
+            out.add(f"chart {chart} {inputs.get('version')}")
     return out
 
 
@@ -111,57 +96,41 @@ def shape_findings(ctx: PlanContext) -> list[Finding]:
             continue
         theirs = shape(w.docs, w.declared, w.inventory)
         for kind, have in mine.items():
-            missing = sorted(have - theirs[kind])
-            extra = sorted(theirs[kind] - have)
-            if not missing and not extra:
-                continue
-            parts = []
-            if missing:
-                parts.append(f"lacks the manager's {kind} {', '.join(missing)}")
-            if extra:
-                parts.append(f"has {kind} {', '.join(extra)} that the manager has not")
-            ident = f"worker/{name}"
-            out.append(
-                Finding(
-                    resource=ident,
-                    rule=RULE_SHAPE,
-                    message=f"worker {name} (stack {w.stack}) differs from the manager: "
-                    + "; ".join(parts)
-                    + " (MultiKueue creates each job on a worker as it is on the manager)",
-                    fix=RULES[RULE_SHAPE],
-                    names=frozenset({ident, name, w.stack}),
+            missing, extra = sorted(have - theirs[kind]), sorted(theirs[kind] - have)
+            parts = [f"lacks the manager's {kind} {', '.join(missing)}"] if missing else []
+            parts += [f"has {kind} {', '.join(extra)} that the manager has not"] if extra else []
+            if parts:
+                ident = f"worker/{name}"
+                message = (
+                    f"worker {name} (stack {w.stack}) differs from the manager: "
+                    f"{'; '.join(parts)} (MultiKueue creates each job on a worker as it is on "
+                    "the manager)"
                 )
-            )
+                names = frozenset({ident, name, w.stack})
+                out.append(Finding(ident, RULE_SHAPE, message, RULES[RULE_SHAPE], names=names))
     return out
 
 
 def recorded_run(doc: dict[str, Any]) -> float | None:
-    """The expected run a job's object records (its emitter's `EXPECTED_SECONDS`, estimated on
-    the manager's pool), which `trainforge status` on whichever worker runs it counts (the
-    object is copied as it is); None without one."""
+    """The expected run a job's object records (`EXPECTED_SECONDS`, estimated on the manager's
+    pool; `trainforge status` on the worker that runs the copy counts it); None without one."""
     try:
         return float(((doc.get("metadata") or {}).get("annotations") or {})[EXPECTED_SECONDS])
     except (KeyError, ValueError, TypeError):
         return None
 
 
-# --- the dispatcher ----------------------------------------------------------------------------
-
-
 def dispatcher(ctx: PlanContext) -> str:
     """The manager's Kueue Configuration's multiKueue.dispatcherName, else Kueue's default."""
     for rec in ctx.inventory.resources:
         values = rec.inputs.get("values") if isinstance(rec.inputs, dict) else None
-        if not isinstance(values, dict):
-            continue
         text = get(values, "managerConfig", "controllerManagerConfigYaml")
         if not isinstance(text, str) or "kueue" not in str(rec.inputs.get("chart", "")):
             continue
         try:
-            cfg = yaml.safe_load(text) or {}
+            name = get(yaml.safe_load(text) or {}, "multiKueue", "dispatcherName")
         except yaml.YAMLError:
             continue
-        name = get(cfg, "multiKueue", "dispatcherName")
         if isinstance(name, str):
             return name
     return ALL_AT_ONCE
@@ -182,33 +151,27 @@ def dispatch_words(name: str) -> str:
 
 
 def tried_first(may: list[str], how: str, every: list[str]) -> str:
-    """Which of the workers that may run a job MultiKueue tries first, by its dispatcher
-    (`every`: all workers of the MultiKueueConfig, which the incremental one walks)."""
+    """Which of the workers that may run a job MultiKueue tries first (`every`: all workers of
+    the MultiKueueConfig, which the incremental dispatcher walks)."""
     if len(may) == 1:
         return f"{may[0]} (the only worker that can run it)"
     if how == ALL_AT_ONCE:
         return f"all {len(may)} at once ({', '.join(may)}); the first to admit it runs it"
     if how == INCREMENTAL:
-        order = sorted(every)
-        return (
-            ", ".join(order[:3]) + " (every worker in name order, 3 at a time, until one admits it)"
-        )
+        first = ", ".join(sorted(every)[:3])
+        return f"{first} (every worker in name order, 3 at a time, until one admits it)"
     return "as the external dispatcher nominates them"
 
 
-# --- where each job may run --------------------------------------------------------------------
-
-
-_WRITE = "s3:PutObject"  # what a checkpoint mirror's upload asks
+# a bucket no statement names: what a NotResource or a wildcard lets a role write besides
+_ELSEWHERE = "another-stacks-bucket-of-trainforge"
 
 
 def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
-    """(the buckets a stack creates, the buckets its IAM policies let a role write: "*" for
-    every bucket its statements do not name, an access point's ARN for one it may write
-    through, whose bucket no policy names), from its planned documents; None when the
-    documents are not known (a preview without stand-ins). Each document is decided by the
-    plan's IAM evaluator (`iam.evaluate`: NotAction, NotResource, Deny, wildcards) for a write
-    to every S3 resource its statements name and to a bucket none names."""
+    """(the buckets a stack creates, what its IAM policies let a role write: a bucket, "*" for
+    any its statements do not name, or an access point's ARN), each by the plan's IAM evaluator
+    (`iam.evaluate`: NotAction, NotResource, Deny, wildcards); None when a policy is not known
+    (a preview without stand-ins)."""
     own: set[str] = set()
     granted: set[str] = set()
     for r in getattr(inv, "resources", None) or []:
@@ -220,16 +183,12 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
             continue
         doc = iam.policy_doc(r.inputs.get("policy"))
         if doc is None:
-            return None  # not known at preview: the worker was not planned with stand-ins
+            return None
         policy = iam.Policy(r.name, doc)
         for arn, where in _s3_targets(policy):
-            if iam.evaluate(iam.Request("role/any", _WRITE, arn), [policy]).allowed:
+            if iam.evaluate(iam.Request("role/any", "s3:PutObject", arn), [policy]).allowed:
                 granted.add(where)
     return own, granted
-
-
-# a bucket no statement names: what a NotResource or a wildcard lets a role write besides
-_ELSEWHERE = "another-stacks-bucket-of-trainforge"
 
 
 def _s3_targets(policy: Any) -> list[tuple[str, str]]:
@@ -249,9 +208,8 @@ def _s3_targets(policy: Any) -> list[tuple[str, str]]:
 
 
 def _access_point(pattern: str) -> str | None:
-    """The S3 access point an ARN pattern names ("arn:aws:s3:us-east-1:123456789012:
-    accesspoint/ckpt", with /object/<key> for its objects), None when it names none: a write
-    through it lands in whichever bucket the access point was made for."""
+    """The S3 access point an ARN pattern names (`arn:aws:s3:<region>:<account>:accesspoint/
+    <name>[/object/<key>]`: a write lands in its bucket), else None."""
     parts = iam.arn_parts(pattern)
     if parts is None or not (parts[3] and parts[4]):  # a bucket's ARN has neither
         return None
@@ -261,9 +219,8 @@ def _access_point(pattern: str) -> str | None:
 
 
 def _bucket_of(pattern: Any) -> str | None:
-    """The bucket an IAM resource pattern names ("*": any), None when it covers no S3 bucket:
-    by the evaluator's ARN matching (`iam.arn_like`), so any partition (arn:aws-cn:s3:::, which
-    a China stack writes) and a wildcard over the service or the empty region and account."""
+    """The bucket an IAM resource pattern names ("*": any), None when it covers no S3 bucket,
+    by the evaluator's ARN matching: any partition, wildcards over service, region, account."""
     text = str(pattern)
     if text == "*":
         return "*"
@@ -275,22 +232,21 @@ def _bucket_of(pattern: Any) -> str | None:
 
 def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
     """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
-    team's prefix of `bucket`, by the plan's IAM evaluator over that role's inline policies;
-    None when they are not known (a preview without stand-ins)."""
+    team's prefix of `bucket` by its inline policies; None when they are not known."""
     resources = getattr(inv, "resources", None) or []
     roles = {
         r.id
         for r in resources
         if r.type == T.IAM_ROLE and r.id and ((r.inputs.get("tags") or {}).get(TEAM_LABEL) == team)
     }
-    policies = []
-    for r in resources:
-        if r.type != T.IAM_ROLE_POLICY or r.inputs.get("role") not in roles:
-            continue
-        doc = iam.policy_doc(r.inputs.get("policy"))
-        if doc is None:
-            return None
-        policies.append(iam.Policy(r.name, doc))
+    docs = [
+        (r.name, iam.policy_doc(r.inputs.get("policy")))
+        for r in resources
+        if r.type == T.IAM_ROLE_POLICY and r.inputs.get("role") in roles
+    ]
+    if any(doc is None for _, doc in docs):
+        return None
+    policies = [iam.Policy(name, doc) for name, doc in docs]
     key = f"arn:aws:s3:::{bucket}/{team}/checkpoint"
     return all(
         iam.evaluate(iam.Request(f"role/{team}", action, key), policies).allowed
@@ -299,10 +255,9 @@ def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
 
 
 def manager_bucket(ctx: PlanContext) -> str | None:
-    """The manager's checkpoint bucket as its workers read it (`fleetCheckpoints`, exported
-    by platform/fleet.py), from the manager's stand-in run; None when it is not known."""
-    inv = ctx.standin_inventory()
-    outputs = getattr(inv, "outputs", None) or {}
+    """The manager's checkpoint bucket as its workers read it (`fleetCheckpoints`, exported by
+    platform/fleet.py) from its stand-in run; None when not known."""
+    outputs = getattr(ctx.standin_inventory(), "outputs", None) or {}
     value = outputs.get("fleetCheckpoints") if isinstance(outputs, dict) else None
     name = value.get("bucketName") if isinstance(value, dict) else None
     return name if isinstance(name, str) and name else None
@@ -310,8 +265,7 @@ def manager_bucket(ctx: PlanContext) -> str | None:
 
 def pod_inputs(pod: dict[str, Any]) -> set[tuple[str, str]]:
     """(kind, name) of what a pod spec reads from its namespace to start: its required
-    references as the existence check reads them (`existence.pod_refs`), less what Kubernetes
-    makes in every namespace, and its imagePullSecrets."""
+    references (`existence.pod_refs`) less Kubernetes' own, and its imagePullSecrets."""
     refs = {(r.kind, r.name) for r in pod_refs(pod, "", "")} - BUILTIN
     pulls = {("Secret", s["name"]) for s in pod.get("imagePullSecrets") or [] if s.get("name")}
     return refs | pulls
@@ -326,16 +280,10 @@ def _declared_in(docs: list[dict[str, Any]], namespace: str) -> set[tuple[str, s
 
 
 def image_regions(pods: list[dict[str, Any]]) -> dict[str, str]:
-    """image -> the region of the ECR registry it is pulled from (ECR images only), China
-    partition hosts too: the host grammar is image_routes' (`ecr_region`)."""
-    out = {}
-    for pod in pods:
-        for c in containers(pod):
-            image = str(c.get("image") or "")
-            where = ecr_region(image)
-            if where:
-                out[image] = where
-    return out
+    """image -> the region of the ECR registry it is pulled from (ECR images only, by
+    image_routes' host grammar: `ecr_region`)."""
+    images = {str(c.get("image") or "") for pod in pods for c in containers(pod)}
+    return {i: r for i in images if (r := ecr_region(i))}
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -347,33 +295,21 @@ def check(ctx: PlanContext) -> CheckResult:
     lines = [dispatch_words(how)]
     data: dict[str, Any] = {"dispatcher": how, "workers": {}, "jobs": []}
     for name, w in workers.items():
-        if w.planned:
-            lines.append(f"worker {name}: stack {w.stack}, region {w.region or 'unknown'}")
-        else:
-            lines.append(f"note: {w.note}")
+        planned_ = f"worker {name}: stack {w.stack}, region {w.region or 'unknown'}"
+        lines.append(planned_ if w.planned else f"note: {w.note}")
         data["workers"][name] = {"stack": w.stack, "region": w.region, "planned": w.planned}
     planned = {n: w for n, w in workers.items() if w.planned}
     home = region(getattr(ctx.inventory, "config", None) or {})
     for dj in getattr(ctx.declared, "jobs", None) or []:
         spec, target = dj.spec, dj.target
         obj = Q.workload_object(ctx, spec.name, target.namespace)
-        ident = obj.ident if obj is not None else f"{target.namespace}/job/{spec.name}"
-        names = frozenset({spec.name, ident})
-
-        def finding(rule: str, message: str, ident: str = ident, names=names, obj=obj) -> None:
-            findings.append(
-                Finding(
-                    resource=ident,
-                    rule=rule,
-                    message=message,
-                    fix=RULES[rule],
-                    urn=getattr(obj, "urn", "") or "",
-                    names=names,
-                )
-            )
-
         if obj is None:
             continue
+        urn, names = getattr(obj, "urn", "") or "", frozenset({spec.name, obj.ident})
+
+        def finding(rule: str, message: str, urn: str = urn, names=names, ident=obj.ident) -> None:
+            findings.append(Finding(ident, rule, message, RULES[rule], urn=urn, names=names))
+
         shape_ = job_shape(obj.doc)  # a job's workload (workload_object): its backend's shape
         if shape_ is not None and shape_.manager(obj.doc) != MULTIKUEUE:
             finding(
@@ -383,40 +319,33 @@ def check(ctx: PlanContext) -> CheckResult:
                 "would run it on the manager instead of MultiKueue on a worker",
             )
         pods = [t.spec for t in pod_templates(obj.doc, build=False)]
-        where = Q.dispatches(ctx)[(spec.team, spec.name)]
-        may = [(r.worker, r.pool, r.hourly, r.why) for r in where.runs]
-        refused = list(where.refused)
-        seconds = {r.worker: r.cost.duration.seconds if r.cost else None for r in where.runs}
+        dispatch = Q.dispatches(ctx)[(spec.team, spec.name)]
+        runs, refused = list(dispatch.runs), list(dispatch.refused)
         recorded = recorded_run(obj.doc)
-        job_data: dict[str, Any] = {
-            "job": spec.name,
-            "team": spec.team,
-            "workers": [
-                {"worker": n, "pool": f, "onDemandPerHour": h, "cost": c, "runSeconds": seconds[n]}
-                for n, f, h, c in may
-            ],
-            "refused": refused,
-            "recordedSeconds": recorded,
-        }
-        data["jobs"].append(job_data)
-        head = f"job {spec.name} (team {spec.team}, {where.pods} pod(s)):"
-        if not may:
-            if planned:
-                lines.append(f"{head} no worker can run it")
-                finding(
-                    RULE_NO_WORKER,
-                    f"job {spec.name}: no worker of the fleet can admit it ("
-                    + "; ".join(refused)
-                    + ")",
-                )
-            else:
-                lines.append(f"{head} not judged: no worker of the fleet could be planned here")
+        rows = [
+            {"worker": r.worker, "pool": r.pool, "onDemandPerHour": r.hourly, "cost": r.why,
+             "runSeconds": r.cost.duration.seconds if r.cost else None}
+            for r in runs
+        ]  # fmt: skip
+        data["jobs"].append(
+            {"job": spec.name, "team": spec.team, "workers": rows, "refused": refused,
+             "recordedSeconds": recorded}
+        )  # fmt: skip
+        head = f"job {spec.name} (team {spec.team}, {dispatch.pods} pod(s)):"
+        if not runs and not planned:
+            lines.append(f"{head} not judged: no worker of the fleet could be planned here")
             continue
-        lines.append(head)
-        for n, f, _, c in may:
-            lines.append(f"  {n}: pool {f}, {c}")
-        for r in refused:
-            lines.append(f"  not {r}")
+        if not runs:
+            lines.append(f"{head} no worker can run it")
+            finding(
+                RULE_NO_WORKER,
+                f"job {spec.name}: no worker of the fleet can admit it ({'; '.join(refused)})",
+            )
+            continue
+        may = [r.worker for r in runs]
+        lines += [head, *(f"  {r.worker}: pool {r.pool}, {r.why}" for r in runs)]
+        lines += [f"  not {r}" for r in refused]
+        seconds = {r.worker: r.cost.duration.seconds if r.cost else None for r in runs}
         # the object records whole seconds (`f"{seconds:.0f}"`)
         longer = [
             (n, t) for n, t in seconds.items() if None not in (t, recorded) and round(t) > recorded
@@ -428,15 +357,15 @@ def check(ctx: PlanContext) -> CheckResult:
                 + ", ".join(f"{n}'s {duration_text(t)}" for n, t in longer)
                 + ": a job queued behind it there is promised an earlier start than the plan's"
             )
-        lines.append("  tried first: " + tried_first([n for n, *_ in may], how, list(workers)))
-        priced = sorted((h, n) for n, _, h, _ in may if h is not None)
+        lines.append("  tried first: " + tried_first(may, how, list(workers)))
+        priced = sorted((r.hourly, r.worker) for r in runs if r.hourly is not None)
         if len(may) > 1 and priced:
             if len(priced) == len(may) and priced[0][0] == priced[-1][0]:
                 lines.append("  cheapest: none, the same on-demand price on every worker")
             else:
                 lines.append(f"  cheapest: {priced[0][1]} ({usd(priced[0][0])}/h)")
         inputs = set().union(*(pod_inputs(p) for p in pods)) if pods else set()
-        for n, *_ in may:
+        for n in may:
             missing = sorted(inputs - _declared_in(planned[n].docs, target.namespace))
             if missing:
                 finding(
@@ -446,58 +375,56 @@ def check(ctx: PlanContext) -> CheckResult:
                     + f", which worker {n} does not declare (MultiKueue copies the job object "
                     "alone): there its pods would not start",
                 )
-        for image, where in sorted(image_regions(pods).items()):
-            far = [n for n, *_ in may if planned[n].region not in (None, where)]
+        for image, at in sorted(image_regions(pods).items()):
+            far = [n for n in may if planned[n].region not in (None, at)]
             if far:
                 lines.append(
-                    f"  image: {image.split('/', 1)[1]} from ECR in {where}; {', '.join(far)} "
+                    f"  image: {image.split('/', 1)[1]} from ECR in {at}; {', '.join(far)} "
                     f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
                     "data transfer)"
                 )
-        where, mirrored = (
+        ckpt, mirrored = (
             checkpoint_dir(spec, target),
             checkpoints_mirrored(spec, target, dj.emitted),
         )
-        fsx = bool(target.claim_name) and where.startswith(target.fsx_mount_path)
+        fsx = bool(target.claim_name) and ckpt.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
             finding(
                 RULE_CHECKPOINTS,
-                f"job {spec.name}: its checkpoints ({where}) live on the FSx of whichever "
-                f"cluster runs it, and {len(may)} workers may ({', '.join(n for n, *_ in may)}):"
+                f"job {spec.name}: its checkpoints ({ckpt}) live on the FSx of whichever "
+                f"cluster runs it, and {len(may)} workers may ({', '.join(may)}):"
                 " admitted again on another worker after an eviction it starts over",
             )
-        if mirrored:
-            # the mirror is the manager's own bucket (each stack creates its own): a worker
-            # whose roles may write only buckets of its own stack cannot reach it
-            bucket = manager_bucket(ctx)
-            shut = []
-            for n, *_ in may:
-                grants = s3_grants(planned[n].inventory)
-                if grants is None:
-                    continue
-                own, granted = grants
-                # the manager's bucket (its name from the manager's run) at the job's team
-                # prefix, for the worker's role of that team; unknown: any bucket but its own
-                if bucket:
-                    if team_reaches(planned[n].inventory, bucket, spec.team) is False:
-                        shut.append(n)
-                elif not (granted - own):
+        if not mirrored:
+            continue
+        # the mirror is the manager's own bucket (each stack creates its own): by the worker's
+        # role of the job's team at its prefix; the bucket's name unknown: any bucket but its own
+        bucket, shut = manager_bucket(ctx), []
+        for n in may:
+            grants = s3_grants(planned[n].inventory)
+            if grants is None:
+                continue
+            own, granted = grants
+            if bucket:
+                if team_reaches(planned[n].inventory, bucket, spec.team) is False:
                     shut.append(n)
-            if shut:
-                finding(
-                    RULE_CHECKPOINTS,
-                    f"job {spec.name}: it mirrors its checkpoints to the manager's bucket"
-                    + (f" {bucket}" if bucket else "")
-                    + f", and the team {spec.team} role of worker(s) {', '.join(shut)} may not "
-                    f"write its {spec.team}/ prefix (by their planned IAM policies): there it "
-                    "can neither save nor resume from S3",
-                )
-            far = [n for n, *_ in may if planned[n].region != home and n not in shut]
-            if far:
-                lines.append(
-                    f"  data: checkpoints mirrored to the manager's bucket in {home}; "
-                    f"{', '.join(far)} {'reads and writes' if len(far) == 1 else 'read and write'}"
-                    " it across regions (inter-region data transfer: no price in the price "
-                    "facts, see docs/fleet.md)"
-                )
+            elif not (granted - own):
+                shut.append(n)
+        if shut:
+            finding(
+                RULE_CHECKPOINTS,
+                f"job {spec.name}: it mirrors its checkpoints to the manager's bucket"
+                + (f" {bucket}" if bucket else "")
+                + f", and the team {spec.team} role of worker(s) {', '.join(shut)} may not "
+                f"write its {spec.team}/ prefix (by their planned IAM policies): there it "
+                "can neither save nor resume from S3",
+            )
+        far = [n for n in may if planned[n].region != home and n not in shut]
+        if far:
+            lines.append(
+                f"  data: checkpoints mirrored to the manager's bucket in {home}; "
+                f"{', '.join(far)} {'reads and writes' if len(far) == 1 else 'read and write'}"
+                " it across regions (inter-region data transfer: no price in the price "
+                "facts, see docs/fleet.md)"
+            )
     return CheckResult(findings, [Section(TITLE, lines, data)])

@@ -1,11 +1,11 @@
-"""Plan check (a section, no finding): which zones each node group and pool runs in, against the
-FSx file system's one zone; pods elsewhere read FSx across zones (latency, inter-AZ transfer).
-Zones come from the subnets the plan records as each input's dependencies; a Karpenter
-EC2NodeClass selecting subnets by tag may use every subnet carrying it. docs/services.md, FSx.
+"""Plan check (a section, no finding): each node group's and pool's zones (its inputs' subnet
+dependencies; a Karpenter EC2NodeClass's every subnet its tags select) against the FSx file
+system's one zone, which pods elsewhere read across zones. docs/services.md, FSx.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from trainforge.plan.check_types import CheckResult, PlanContext, Section
@@ -15,26 +15,23 @@ from trainforge.plan.resource_types import FSX_LUSTRE, NODE_GROUP
 from trainforge.platform.config import POOL_LABEL
 
 RULES: dict[str, str] = {}
+TITLE = "FSx zone and the pools that read it"
 
 
-def _zones(by_urn: dict[str, Any], urns: list[str]) -> list[str]:
-    out = []
-    for u in urns:
-        res = by_urn.get(u)
-        if res is not None and res.type == SUBNET:
-            zone = res.inputs.get("availabilityZone")
-            if isinstance(zone, str) and zone not in out:
-                out.append(zone)
-    return sorted(out)
-
-
-def _tagged(subnets: list[Any], tags: dict[str, Any]) -> list[str]:
+def _zones(resources: Iterable[Any]) -> list[str]:
+    """The zones of those of `resources` that are subnets."""
     zones = {
-        s.inputs.get("availabilityZone")
-        for s in subnets
-        if all((s.inputs.get("tags") or {}).get(k) == v for k, v in tags.items())
+        r.inputs.get("availabilityZone") for r in resources if getattr(r, "type", "") == SUBNET
     }
     return sorted(z for z in zones if isinstance(z, str))
+
+
+def _deps(by_urn: dict[str, Any], res: Any, prop: str) -> list[str]:
+    return _zones(by_urn.get(u) for u in res.dependencies.get(prop, []))
+
+
+def _tagged(subnet: Any, tags: dict[str, Any]) -> bool:
+    return all((subnet.inputs.get("tags") or {}).get(k) == v for k, v in tags.items())
 
 
 def placements(ctx: PlanContext) -> list[dict[str, Any]]:
@@ -47,17 +44,18 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
             pool = (res.inputs.get("labels") or {}).get(POOL_LABEL)
             if not pool:
                 continue  # the system node group: no training pod runs there
-            zones = _zones(by_urn, res.dependencies.get("subnetIds", []))
+            zones = _deps(by_urn, res, "subnetIds")
             given = res.inputs.get("subnetIds")
             picked = isinstance(given, list) and 0 < len(given) < len(zones)
             out.append({"pool": pool, "kind": "node group", "zones": zones, "picked": picked})
         elif res.type == EC2_NODE_CLASS:
             spec = res.inputs.get("spec") or {}
             pool = (spec.get("tags") or {}).get(POOL_LABEL) or res.name
-            zones = _zones(by_urn, res.dependencies.get("spec", []))
+            zones = _deps(by_urn, res, "spec")
             for term in spec.get("subnetSelectorTerms") or []:
-                if isinstance(term, dict) and isinstance(term.get("tags"), dict):
-                    zones = sorted({*zones, *_tagged(subnets, term["tags"])})
+                tags = term.get("tags") if isinstance(term, dict) else None
+                if isinstance(tags, dict):
+                    zones = sorted({*zones, *_zones(s for s in subnets if _tagged(s, tags))})
             out.append({"pool": pool, "kind": "Karpenter pool", "zones": zones, "picked": False})
     return out
 
@@ -67,10 +65,10 @@ def check(ctx: PlanContext) -> CheckResult:
     systems = ctx.resources_of(FSX_LUSTRE)
     if not systems:
         return CheckResult([], [])
-    fsx_zones = _zones(by_urn, systems[0].dependencies.get("subnetIds", []))
+    fsx_zones = _deps(by_urn, systems[0], "subnetIds")
     if len(fsx_zones) != 1:
         line = "FSx for Lustre: zone not known at preview (not checked)"
-        return CheckResult([], [Section("FSx zone and the pools that read it", [line], {})])
+        return CheckResult([], [Section(TITLE, [line], {})])
     (fsx,) = fsx_zones
     lines = [f"FSx for Lustre in {fsx}: pods in other zones read it across zones (latency, "
              "inter-AZ data transfer each way)"]  # fmt: skip
@@ -92,4 +90,4 @@ def check(ctx: PlanContext) -> CheckResult:
                 f"  {name}: any of {', '.join(zones)}: nodes outside {fsx} read FSx across zones"
             )
     data = {"fsx_zone": fsx, "pools": rows}
-    return CheckResult([], [Section("FSx zone and the pools that read it", lines, data)])
+    return CheckResult([], [Section(TITLE, lines, data)])

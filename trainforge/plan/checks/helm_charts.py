@@ -1,10 +1,8 @@
-"""Plan check: every Helm release resolves to a chart the way pulumi-kubernetes resolves it.
-
-A Release whose chart cannot be found fails on the first `pulumi up`, after everything before it
-was created (Kueue's `oci://` repo did). `resolve` replays pulumi-kubernetes'
-`provider/pkg/provider/helm_release.go` (`resolveChartName`, `locateChart`), read at master of
-2026-07-01 (94977969, after v4.32.0; the SDK pin is 4.34.2), checked 2026-11-25; what each form
-means: docs/rehearsals.md, "Helm charts as the provider resolves them".
+"""Plan check: every Helm release resolves to a chart the way pulumi-kubernetes resolves it (an
+unresolvable one fails `pulumi up` after everything before it was created). `resolve` replays
+pulumi-kubernetes' `provider/pkg/provider/helm_release.go` (`resolveChartName`, `locateChart`),
+read at master of 2026-07-01 (94977969, after v4.32.0; the SDK pin is 4.34.2), checked
+2026-11-25; each form: docs/rehearsals.md, "Helm charts as the provider resolves them".
 """
 
 from __future__ import annotations
@@ -33,8 +31,8 @@ _HTTP = ("http", "https")
 
 @dataclass(frozen=True)
 class Resolution:
-    """How the provider finds one release's chart: `how` is local | oci | repository; `where`
-    the path, OCI reference or index URL; `error` why it cannot (empty when it can)."""
+    """How the provider finds one release's chart (`how`: local | oci | repository | url |
+    alias), where (path, OCI reference or index URL), and why it cannot ("": it can)."""
 
     how: str
     where: str
@@ -44,8 +42,8 @@ class Resolution:
 def resolve(
     chart: str, repo: str | None, root: pathlib.Path | None = None, has_repo_opts: bool = False
 ) -> Resolution:
-    """Replay pulumi-kubernetes' chart resolution for a Release's `chart` and
-    `repositoryOpts.repo` (`has_repo_opts`: the mapping was given, even empty)."""
+    """A Release's chart resolution from `chart` and `repositoryOpts.repo` (`has_repo_opts`:
+    the mapping was given, even empty)."""
     name = chart.strip()
     repo_url = ""
     if has_repo_opts:
@@ -81,12 +79,10 @@ def resolve(
             )
         return Resolution("repository", f"{repo_url.rstrip('/')}/index.yaml#{name}")
     if name.startswith("oci://"):
-        ref = name[len("oci://") :]
-        if "/" not in ref.strip("/"):
+        if "/" not in name[len("oci://") :].strip("/"):
             return Resolution("oci", name, f"chart {name!r}: an OCI reference needs a path")
         return Resolution("oci", name)
-    parsed = urlparse(name)
-    if parsed.scheme in _HTTP:
+    if urlparse(name).scheme in _HTTP:
         return Resolution("url", name)  # a chart archive's URL, downloaded as is
     path = pathlib.Path(name)
     if not path.is_absolute() and root is not None:
@@ -142,14 +138,9 @@ def check(ctx: PlanContext) -> CheckResult:
         verdict = "cannot resolve" if res.error else "resolves"
         lines.append(f"{rel.name}: {res.how} {res.where}{at} -> {verdict}")
         data.append(
-            {
-                "release": rel.name,
-                "how": res.how,
-                "where": res.where,
-                "version": version,
-                "error": res.error or None,
-            }
-        )
+            {"release": rel.name, "how": res.how, "where": res.where, "version": version,
+             "error": res.error or None}
+        )  # fmt: skip
     if not lines:
         return CheckResult(findings)
     return CheckResult(

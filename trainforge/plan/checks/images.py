@@ -1,8 +1,8 @@
-"""Plan check: every job's image, what it carries (trainforge.jobs.image_facts), and the state
-each feature will be in at run time, in the runtime's own words (trainforge.training.selfcheck);
-a feature that is on and cannot work is a finding. Also the runtime image builds (their base,
-their build context) and the images components install inside charts and overlays, where
-Docker Hub without credentials is a finding. docs/images.md, "What the plan and the pods say".
+"""Plan check: every job's image, what it carries (jobs/image_facts.py) and each feature's
+state at run time in the runtime's words (training/selfcheck.py; on and unable to work: a
+finding); the runtime image builds (base, build context) and the images components install,
+where Docker Hub without credentials is a finding. docs/images.md, "What the plan and the pods
+say".
 """
 
 from __future__ import annotations
@@ -24,24 +24,18 @@ from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULES = {
-    "TRAINFORGE_IMAGE_PIECE": (
-        "run the job on the trainforge runtime image (leave image unset), build yours FROM it "
-        "(docs/images.md), or turn the feature off"
-    ),
-    "TRAINFORGE_IMAGE_CREDENTIAL": (
-        "name a secret ecr-pullthroughcache/<name> in the stack's own Region and account "
-        "(create it there: docs/images.md), or unset the key"
-    ),
-    "TRAINFORGE_BUILD_CONTEXT": (
-        "let the source through the build's ignore file (an `!path` exception after the "
-        'pattern that drops it), or remove the COPY (docs/images.md, "Build context")'
-    ),
+    "TRAINFORGE_IMAGE_PIECE": "run the job on the trainforge runtime image (leave image unset), "
+    "build yours FROM it (docs/images.md), or turn the feature off",
+    "TRAINFORGE_IMAGE_CREDENTIAL": "name a secret ecr-pullthroughcache/<name> in the stack's own "
+    "Region and account (create it there: docs/images.md), or unset the key",
+    "TRAINFORGE_BUILD_CONTEXT": "let the source through the build's ignore file (an `!path` "
+    'exception after the pattern that drops it), or remove the COPY (docs/images.md, "Build '
+    'context")',
 }
 BUILD_TYPE = "docker-build:index:Image"
 
 
 def _finding(r: Any, rule: str, message: str, fix: str = "", **more: Any) -> Finding:
-    """A finding on recorded resource `r` (fix: the rule's, unless given)."""
     return Finding(r.name, rule, message, fix or RULES[rule], urn=r.urn, **more)
 
 
@@ -100,22 +94,18 @@ def _build_lines(ctx: PlanContext, findings: list[Finding]) -> list[str]:
         lines.append(f"  build {target}: FROM {base} -> {', '.join(map(str, tags))}")
         lines += _context_lines(r, target, ctx.root or Path.cwd(), findings)
         if image_routes.is_docker_hub(base):
-            findings.append(
-                _finding(
-                    r,
-                    "TRAINFORGE_DOCKER_HUB",
-                    f"build {target} pulls its base {base} from Docker Hub without credentials",
-                    "set trainforge:images.dockerHubCredentialArn (the build then pulls "
-                    "through the cache's docker-hub rule)",
-                    image=base,
-                )
+            message = f"build {target} pulls its base {base} from Docker Hub without credentials"
+            fix = (
+                "set trainforge:images.dockerHubCredentialArn (the build then pulls through the "
+                "cache's docker-hub rule)"
             )
+            findings.append(_finding(r, "TRAINFORGE_DOCKER_HUB", message, fix, image=base))
     return lines
 
 
 def _location(value: Any, root: Path) -> Path | None:
-    """A build input's local path. A relative one is resolved as the provider resolves it:
-    against the directory `pulumi up` runs the program in, the project's root."""
+    """A build input's local path; a relative one against the project's root, where `pulumi
+    up` runs the program (as the provider resolves it)."""
     loc = value.get("location") if isinstance(value, dict) else None
     if not isinstance(loc, str) or "://" in loc:
         return None
@@ -123,8 +113,8 @@ def _location(value: Any, root: Path) -> Path | None:
 
 
 def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> list[str]:
-    """The build-context rehearsal of one build: is every file its Dockerfile copies in the
-    context Docker is sent? (docs/rehearsals.md, "Build context")"""
+    """Is every file a build's Dockerfile copies in the context Docker is sent?
+    (docs/rehearsals.md, "Build context")"""
     context = _location(r.inputs.get("context"), root)
     if context is None:
         return []
@@ -145,11 +135,6 @@ def _context_lines(r: Any, target: str, root: Path, findings: list[Finding]) -> 
         f"    context {_shown(context, root)} after {shown}: {len(srcs)} COPY/ADD source(s), "
         f"{verdict}"
     ]
-
-
-def _is_cache(rel: str) -> bool:
-    parts = rel.split("/")
-    return "__pycache__" in parts or rel.endswith(".pyc")
 
 
 @dataclass(frozen=True)
@@ -179,7 +164,7 @@ def judge(context: Path, df: Path, target: str) -> tuple[Path | None, list[Probl
     """(the ignore file read, every source whose files are not all in the context)."""
     problems = []
     for src, named, sent in dockerfile.build_reads(context, df, target):
-        wanted = [f for f in named if not _is_cache(f)]
+        wanted = [f for f in named if "__pycache__" not in f.split("/") and not f.endswith(".pyc")]
         if not wanted:
             problems.append(Problem(src, (), absent=True))
             continue
@@ -209,17 +194,13 @@ def _installed_lines(declared: Any, findings: list[Finding]) -> list[str]:
     for rec in getattr(declared, "installed_images", []):
         lines.append(f"  {rec.component} installs {rec.image} -> pulls {rec.pulled}")
         if image_routes.is_docker_hub(rec.pulled):
-            findings.append(
-                Finding(
-                    resource=rec.component,
-                    rule="TRAINFORGE_DOCKER_HUB",
-                    message=f"{rec.component} installs {rec.image} (inside its chart or "
-                    "overlay) and its nodes pull it from Docker Hub without credentials "
-                    "(10 pulls per hour per NAT address)",
-                    fix=DOCKER_HUB_FIX,
-                    image=rec.image,
-                )
+            message = (
+                f"{rec.component} installs {rec.image} (inside its chart or overlay) and its "
+                "nodes pull it from Docker Hub without credentials (10 pulls per hour per NAT "
+                "address)"
             )
+            rule = "TRAINFORGE_DOCKER_HUB"
+            findings.append(Finding(rec.component, rule, message, DOCKER_HUB_FIX, image=rec.image))
     return lines
 
 
@@ -227,9 +208,9 @@ RULE_TYPE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
 
 
 def _credential_findings(ctx: PlanContext) -> list[Finding]:
-    """A rule's credential in another Region than the stack: CreatePullThroughCacheRule
-    refuses it at `pulumi up`. The offline plan does not know the caller's account (its mocks
-    answer a stand-in); the program checks that at `pulumi preview` (ImageCache)."""
+    """A rule's credential in another Region than the stack: CreatePullThroughCacheRule refuses
+    it at `pulumi up` (the account, which the offline plan does not know, the program checks
+    at `pulumi preview`: ImageCache)."""
     region = (getattr(ctx.inventory, "config", None) or {}).get("aws:region")
     out = []
     for r in ctx.resources_of(RULE_TYPE):
@@ -268,22 +249,15 @@ def check(ctx: PlanContext) -> CheckResult:
             f"    {'; '.join(feats)}",
         ]
         data.append({"job": name, "image": job.image, "facts": asdict(facts), "features": feats})
+        mlflow = target.mlflow_tracking_uri is not None and mlflow_used
         for miss in missing_pieces(
-            facts,
-            mlflow=target.mlflow_tracking_uri is not None and mlflow_used,
-            s3_mirror=mirrored,
-            efa=bool(job.efa),
-            where=name,
-            fp8=_fp8(job),
+            facts, mlflow=mlflow, s3_mirror=mirrored, efa=bool(job.efa), where=name, fp8=_fp8(job)
         ):
+            names = frozenset({job.name, name, dj.resource_name})
+            message = f"{name}: {miss.message(image)}"
+            rule = "TRAINFORGE_IMAGE_PIECE"
             result.findings.append(
-                Finding(
-                    resource=dj.resource_name or job.name,
-                    rule="TRAINFORGE_IMAGE_PIECE",
-                    message=f"{name}: {miss.message(image)}",
-                    fix=miss.fix,
-                    names=frozenset({job.name, name, dj.resource_name}),
-                )
+                Finding(dj.resource_name or job.name, rule, message, miss.fix, names=names)
             )
     result.findings += _credential_findings(ctx)
     build_lines = _build_lines(ctx, result.findings)
@@ -295,11 +269,8 @@ def check(ctx: PlanContext) -> CheckResult:
         else "  pull-through cache: off (images pulled from their registries)"
     )
     if lines or build_lines or installed_lines:
+        title = "Images (what each job's image carries; docs/images.md)"
         result.sections.append(
-            Section(
-                "Images (what each job's image carries; docs/images.md)",
-                [cache, *build_lines, *installed_lines, *lines],
-                data,
-            )
+            Section(title, [cache, *build_lines, *installed_lines, *lines], data)
         )
     return result

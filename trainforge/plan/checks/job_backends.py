@@ -1,7 +1,7 @@
-"""Plan check: which backend runs each job, and whether a TrainJob's pods are the job's pods:
-the pod Kubeflow Trainer builds from the job's runtime (`trainjob.effective_pod`) against the
-pod the job asked for (`DeclaredJob.emitted.pod`), so a hand-edited runtime, or a field the
-Trainer drops, shows in the plan and not as pods without their claim or GPUs after `pulumi up`.
+"""Plan check: which backend runs each job, and whether a TrainJob's pods are the job's: the
+pod Kubeflow Trainer builds from the job's runtime (`trainjob.built_pod`) against the pod the
+job asked for (`DeclaredJob.emitted.pod`), so a hand-edited runtime or a field the Trainer
+drops shows in the plan, not as pods without their claim or GPUs after `pulumi up`.
 """
 
 from __future__ import annotations
@@ -18,25 +18,15 @@ RULES = {
     "another backend"
 }
 # Pod fields the Trainer must reproduce exactly (command and env may hold Pulumi Outputs in a
-# preview, so they are compared by name below).
+# preview, so env is compared by name below).
 _POD_FIELDS = (
-    "serviceAccountName",
-    "terminationGracePeriodSeconds",
-    "securityContext",
-    "nodeSelector",
-    "tolerations",
-    "volumes",
-    "automountServiceAccountToken",
-    "enableServiceLinks",
+    "serviceAccountName", "terminationGracePeriodSeconds", "securityContext", "nodeSelector",
+    "tolerations", "volumes", "automountServiceAccountToken", "enableServiceLinks",
     "shareProcessNamespace",
-)
+)  # fmt: skip
 _CONTAINER_FIELDS = (
-    "resources",
-    "volumeMounts",
-    "securityContext",
-    "imagePullPolicy",
-    "workingDir",
-)
+    "resources", "volumeMounts", "securityContext", "imagePullPolicy", "workingDir"
+)  # fmt: skip
 
 
 def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
@@ -57,10 +47,8 @@ def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
 
 
 def runtime_docs(ctx: PlanContext) -> dict[str, Any]:
-    """The runtimes a TrainJob of this plan can name (`trainjob.runtimes_in`: the platform's
-    own as the plan rendered them, and the plan's TrainingRuntimes), made once per plan
-    (`ctx.memo`): what every builder of a TrainJob's pod (`backends.pod_templates`,
-    `trainjob.built_pod`) and the retry-bound rehearsal read."""
+    """The runtimes a TrainJob of this plan can name (`trainjob.runtimes_in` of its objects),
+    once per plan (`ctx.memo`): what every builder of a TrainJob's pod reads."""
     if "runtime_docs" not in ctx.memo:
         ctx.memo["runtime_docs"] = trainjob.runtimes_in(o.doc for o in ctx.objects)
     return ctx.memo["runtime_docs"]
@@ -74,9 +62,9 @@ def check(ctx: PlanContext) -> CheckResult:
     lines: list[str] = []
     data: list[dict[str, Any]] = []
     for job in declared.jobs:
-        spec, emitted = job.spec, job.emitted
+        spec, emitted, ns = job.spec, job.emitted, job.target.namespace
         wl = emitted.workload
-        ident = f"{job.target.namespace}/{wl['kind']}/{wl['metadata']['name']}"
+        ident = f"{ns}/{wl['kind']}/{wl['metadata']['name']}"
         note = ""
         if emitted.backend == trainjob.BACKEND:
             name = wl["spec"]["runtimeRef"]["name"]
@@ -95,16 +83,9 @@ def check(ctx: PlanContext) -> CheckResult:
                     findings.append(Finding(ident, RULE, message, RULES[RULE], names=names))
         elif emitted.service is not None:
             note = f"headless Service {emitted.service['metadata']['name']}"
-        lines.append(
-            f"{job.target.namespace}/{spec.name}: {emitted.backend} -> {wl['kind']} {note}"
-        )
+        lines.append(f"{ns}/{spec.name}: {emitted.backend} -> {wl['kind']} {note}")
         data.append(
-            {
-                "job": spec.name,
-                "namespace": job.target.namespace,
-                "backend": emitted.backend,
-                "kind": wl["kind"],
-            }
+            {"job": spec.name, "namespace": ns, "backend": emitted.backend, "kind": wl["kind"]}
         )
     installed = sorted({b for c in declared.contracts for b in c.backends})
     title = "Job backends" + (

@@ -1,9 +1,7 @@
-"""Plan check: each object is created after the resources that make its kind and namespace exist.
-
-On a fresh stack Pulumi creates in parallel what does not wait for another: a PodMonitor before
-the release that installs its CRD fails, so does an object before its Namespace; an existing
-stack hides both. This replays the order the engine follows, from the dependencies and parents
-the runner records (docs/rehearsals.md, "Creation order (CRDs and namespaces)").
+"""Plan check: each object is created after the resources that make its kind and namespace exist
+(on a fresh stack Pulumi creates in parallel what waits for nothing; an existing stack hides
+it), by the engine's order from the recorded dependencies and parents (docs/rehearsals.md,
+"Creation order (CRDs and namespaces)").
 """
 
 from __future__ import annotations
@@ -32,30 +30,25 @@ CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 
 BUILTIN_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 
-# chart (last path segment of its reference) or kustomize directory marker -> API groups whose
-# CRDs it installs. Sources (read at the pinned versions in trainforge.core.versions):
-# karpenter and karpenter-crd 1.x ship crds/ (karpenter.sh, karpenter.k8s.aws);
-# kube-prometheus-stack bundles the crds subchart (monitoring.coreos.com); kueue 0.19 renders
-# its CRDs from templates/crd; kubeflow-trainer 2.2.1 ships trainer.kubeflow.org in crds/ (its
-# bundled JobSet is off) and jobset 0.12.0 ships jobset.x-k8s.io in crds/ (the platform installs
-# it as its own chart); the training operator's chart and its kustomize overlay
-# (manifests/overlays/standalone) carry kubeflow.org.
+# chart (last path segment of its reference) -> API groups whose CRDs it installs, read at the
+# versions pinned in trainforge.core.versions: karpenter and karpenter-crd 1.x ship crds/;
+# kube-prometheus-stack bundles the crds subchart; kueue 0.19 renders templates/crd;
+# kubeflow-trainer 2.2.1 ships crds/ (its bundled JobSet off), jobset 0.12.0 ships crds/ (its
+# own chart here); the training operator's chart carries kubeflow.org.
+KARPENTER = ("karpenter.sh", "karpenter.k8s.aws")
 INSTALLS: dict[str, tuple[str, ...]] = {
-    "karpenter": ("karpenter.sh", "karpenter.k8s.aws"),
-    "karpenter-crd": ("karpenter.sh", "karpenter.k8s.aws"),
-    "kube-prometheus-stack": ("monitoring.coreos.com",),
-    "kueue": ("kueue.x-k8s.io",),
-    "kubeflow-trainer": ("trainer.kubeflow.org",),
-    "jobset": ("jobset.x-k8s.io",),
+    "karpenter": KARPENTER, "karpenter-crd": KARPENTER,
+    "kube-prometheus-stack": ("monitoring.coreos.com",), "kueue": ("kueue.x-k8s.io",),
+    "kubeflow-trainer": ("trainer.kubeflow.org",), "jobset": ("jobset.x-k8s.io",),
     "training-operator": ("kubeflow.org",),
-}
+}  # fmt: skip
 # kustomize directory (a substring of its URL or path) -> API groups whose CRDs it installs:
 # the training operator v1.9's standalone overlay (kubeflow/trainer, formerly
 # kubeflow/training-operator, manifests/overlays/standalone at tag v1.9.x; manifests/base/crds).
-KUSTOMIZE_INSTALLS: dict[str, tuple[str, ...]] = {
-    "kubeflow/trainer//manifests/overlays/standalone": ("kubeflow.org",),
-    "kubeflow/training-operator": ("kubeflow.org",),
-}
+KUSTOMIZE_INSTALLS = dict.fromkeys(
+    ("kubeflow/trainer//manifests/overlays/standalone", "kubeflow/training-operator"),
+    ("kubeflow.org",),
+)
 
 
 def chart_name(res: Any) -> str:
@@ -91,8 +84,7 @@ After = Callable[[str], frozenset[str]]  # a URN -> the URNs its resource is cre
 
 
 def creation_order(resources: Iterable[Any]) -> After:
-    """What each resource is created after: its recorded dependencies and parents, closed
-    (each answer computed once)."""
+    """What each resource is created after: its recorded dependencies and parents, closed."""
     edges = {
         r.urn: [*(r.options.get("dependencies") or []), *([r.parent] if r.parent else [])]
         for r in resources
@@ -128,9 +120,8 @@ def _namespace_makers(resources: list[Any]) -> dict[str, list[str]]:
 
 
 def urn_name(urn: str) -> str:
-    """A URN's last part, the resource's name as findings show it
-    (`urn:pulumi:dev::trainforge::aws:iam/role:Role::node-role` -> `node-role`; the diff's
-    type::name is plan.sides.urn_type_name)."""
+    """A URN's last part, the resource's name as findings show it (`...:Role::node-role` ->
+    `node-role`; the diff's type::name is plan.sides.urn_type_name)."""
     return urn.rsplit("::", 1)[-1]
 
 
@@ -146,10 +137,6 @@ def check(ctx: PlanContext) -> CheckResult:
     assumed: dict[str, set[str]] = {}
     foreign_ns: set[str] = set()
     checked = 0
-
-    def refuse(res: Any, rule: str, message: str) -> None:
-        findings.append(Finding.on(res, rule, message, RULES[rule]))
-
     for obj in ctx.objects:
         res = by_urn.get(obj.urn)
         if res is None:
@@ -161,24 +148,22 @@ def check(ctx: PlanContext) -> CheckResult:
             if not makers:
                 assumed.setdefault(group, set()).add(obj.kind)
             elif not set(makers) & after_of(res.urn):
-                refuse(
-                    res,
-                    CRD_RULE,
+                message = (
                     f"{obj.kind} {res.name} may be created before its CRD ({group}): it does "
-                    f"not wait for {', '.join(urn_name(m) for m in makers)}, which installs it",
+                    f"not wait for {', '.join(urn_name(m) for m in makers)}, which installs it"
                 )
+                findings.append(Finding.on(res, CRD_RULE, message, RULES[CRD_RULE]))
+    objects = {o.urn for o in ctx.objects}
     for res in resources:
-        if res.type != HELM_RELEASE and not any(o.urn == res.urn for o in ctx.objects):
+        release = res.type == HELM_RELEASE  # the namespace it is created in, from which input
+        if not release and res.urn not in objects:
             continue
-        if res.type == HELM_RELEASE:  # the namespace it is created in, from which input
-            ns, prop = res.inputs.get("namespace"), "namespace"
-        else:
-            ns, prop = get(res.inputs, "metadata", "namespace"), "metadata"
+        prop = "namespace" if release else "metadata"
+        ns = res.inputs.get("namespace") if release else get(res.inputs, "metadata", "namespace")
         if not isinstance(ns, str) or ns in BUILTIN_NAMESPACES:
             continue
-        if res.type == HELM_RELEASE and res.inputs.get("createNamespace") is True:
+        if release and res.inputs.get("createNamespace") is True:
             continue
-        after = after_of(res.urn)
         if ns == UNKNOWN:
             deps = res.dependencies.get(prop, [])
             if not any(by_urn.get(d) is not None and by_urn[d].type == NAMESPACE for d in deps):
@@ -187,18 +172,14 @@ def check(ctx: PlanContext) -> CheckResult:
         makers = [m for m in ns_makers.get(ns, []) if m != res.urn]
         if not makers:
             foreign_ns.add(ns)
-        elif not set(makers) & after:
-            refuse(
-                res,
-                NAMESPACE_RULE,
+        elif not set(makers) & after_of(res.urn):
+            message = (
                 f"{res.name} may be created before namespace {ns!r}: it does not wait for "
-                f"{', '.join(urn_name(m) for m in makers)}",
+                f"{', '.join(urn_name(m) for m in makers)}"
             )
-    lines.insert(
-        0,
-        f"{checked} objects checked: each waits for its CRD's installer and its namespace"
-        + (f"; {len(findings)} do not" if findings else ""),
-    )
+            findings.append(Finding.on(res, NAMESPACE_RULE, message, RULES[NAMESPACE_RULE]))
+    head = f"{checked} objects checked: each waits for its CRD's installer and its namespace"
+    lines.insert(0, head + (f"; {len(findings)} do not" if findings else ""))
     for group, kinds in sorted(assumed.items()):
         lines.append(
             f"{', '.join(sorted(kinds))} ({group}): no resource in this stack installs the CRD; "

@@ -1,8 +1,6 @@
-"""Plan check: the reachability rehearsal. The machine that runs `pulumi up` can reach the EKS
-API endpoint of a cluster the stack creates, or the stack says how it does (its
-`trainforge:endpoint.deployFrom`). A private-only endpoint in a VPC the same stack creates
-times out every object and release from a laptop or CI runner; what is judged:
-docs/rehearsals.md, "Reachability (how `pulumi up` reaches the API)".
+"""Plan check: the machine that runs `pulumi up` can reach the EKS API endpoint of a cluster the
+stack creates, or the stack says how (`trainforge:endpoint.deployFrom`): docs/rehearsals.md,
+"Reachability (how `pulumi up` reaches the API)".
 """
 
 from __future__ import annotations
@@ -65,17 +63,12 @@ def check(ctx: PlanContext) -> CheckResult:
         public, cidrs = public is True, as_list(cidrs)
         vpc_prop = "vpcId" if res.type == EKS_COMPONENT else "vpcConfig"
         created = any(_made_here(by_urn, u) for u in res.dependencies.get(vpc_prop, []))
-        known = [c for c in cidrs if c not in (UNKNOWN, DEPLOYERS)]
-        row = {
-            "cluster": res.name,
-            "public": public,
-            "publicAccessCidrs": cidrs,
-            "vpcCreatedByStack": created,
-            "deployFrom": deploy_from,
-        }
-        data.append(row)
+        data.append(
+            {"cluster": res.name, "public": public, "publicAccessCidrs": cidrs,
+             "vpcCreatedByStack": created, "deployFrom": deploy_from}
+        )  # fmt: skip
         if public:
-            parts = list(known)
+            parts = [c for c in cidrs if c not in (UNKNOWN, DEPLOYERS)]
             if UNKNOWN in cidrs or DEPLOYERS in cidrs:
                 parts.append(
                     "the /32 of each machine that ran `pulumi up` (kept: a second operator or "
@@ -85,33 +78,28 @@ def check(ctx: PlanContext) -> CheckResult:
             lines.append(
                 f"{res.name}: public endpoint reachable from {who}; private inside the VPC"
             )
-            continue
-        if deploy_from == "vpc":
+        elif deploy_from == "vpc":
             lines.append(
                 f"{res.name}: private-only endpoint; declared: `pulumi up` runs inside "
                 f"{'the VPC this stack creates' if created else 'the VPC'} (deployFrom: vpc)"
             )
-            continue
-        if not created:
+        elif not created:
             lines.append(
                 f"{res.name}: private-only endpoint in an existing VPC: `pulumi up` must run "
                 "inside it or a network routed to it (say so with deployFrom: vpc)"
             )
-            continue
-        findings.append(
-            Finding.on(
-                res,
-                UNREACHABLE,
-                f"{res.name}: the API endpoint is private-only and the VPC is created by "
-                "this same stack, so no laptop or CI runner can reach it: every Kubernetes "
-                f"object and Helm release of `pulumi up` times out ({KEY}.publicAccessCidrs is "
-                f"empty, deployFrom is {deploy_from!r})",
-                RULES[UNREACHABLE],
+        else:
+            message = (
+                f"{res.name}: the API endpoint is private-only and the VPC is created by this "
+                "same stack, so no laptop or CI runner can reach it: every Kubernetes object "
+                f"and Helm release of `pulumi up` times out ({KEY}.publicAccessCidrs is empty, "
+                f"deployFrom is {deploy_from!r})"
             )
-        )
-        lines.append(f"{res.name}: private-only endpoint in a VPC this stack creates: unreachable")
+            findings.append(Finding.on(res, UNREACHABLE, message, RULES[UNREACHABLE]))
+            lines.append(
+                f"{res.name}: private-only endpoint in a VPC this stack creates: unreachable"
+            )
     if not data:
         lines.append("no EKS cluster in this plan")
-    return CheckResult(
-        findings, [Section("Reachability (how `pulumi up` reaches the API)", lines, data)]
-    )
+    title = "Reachability (how `pulumi up` reaches the API)"
+    return CheckResult(findings, [Section(title, lines, data)])

@@ -1,8 +1,5 @@
-"""Plan check: the checkpoint state of every training job, recorded so a diff can judge resume.
-
-A plan cannot know on its own whether a job will resume: that needs the state the *running*
-job wrote. So each plan records what decides it (ckpt_compat: the bundled runtime's state
-layout, or own code's state fingerprint), and `plan --diff` compares base and head
+"""Plan check: what decides each training job's resume (ckpt_compat: the bundled runtime's state
+layout, or own code's state fingerprint), recorded so `plan --diff` can compare base and head
 (docs/pr-review.md, "Will a replaced job resume?").
 """
 
@@ -21,8 +18,8 @@ from trainforge.plan.job_view import job_views
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
 RULE = "TF_CKPT_CANNOT_RESUME"
-# A change the resumed run does not apply (--lr, --weight-decay: training/checkpoint.py restores
-# the optimizer's param groups and the scheduler's base_lrs): docs/pr-review.md
+# a change the resumed run does not apply (--lr, --weight-decay: training/checkpoint.py restores
+# the optimizer's param groups and the scheduler's base_lrs)
 NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
 RULES = {
     RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
@@ -62,8 +59,8 @@ def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | N
 
 
 def job_state(view: Any, sections: dict[str, Any] | None) -> CC.JobState:
-    """A diff side's JobState: the job's flags, with this check's record of it in that side's
-    sections (a precomputed layout, stored once per digest, and an own-code fingerprint)."""
+    """A diff side's JobState: the job's flags and this check's record in that side's sections
+    (a layout, stored once per digest; an own-code fingerprint)."""
     data = (sections or {}).get(TITLE)
     data = data if isinstance(data, dict) else {}
     rec = next((r for r in data.get("jobs") or [] if r.get("ident") == view.ident), {})
@@ -83,9 +80,8 @@ def check(ctx: PlanContext) -> CheckResult:
     views = job_views({o.ident: o.doc for o in ctx.objects})
     if not views:
         return CheckResult()
-    declared = {}
-    if ctx.declared is not None:
-        declared = {(dj.target.namespace, dj.spec.name): dj.spec for dj in ctx.declared.jobs}
+    jobs = ctx.declared.jobs if ctx.declared is not None else []
+    declared = {(dj.target.namespace, dj.spec.name): dj.spec for dj in jobs}
     lines: list[str] = []
     data: list[dict[str, Any]] = []
     layouts: dict[str, Any] = {}  # digest -> layout: jobs of one shape share one entry
@@ -129,8 +125,8 @@ def check(ctx: PlanContext) -> CheckResult:
 
 
 def diff_check(ctx: Any) -> CheckResult:
-    """For every job the diff replaces: will the new one resume from the old one's
-    checkpoints? (review.DiffContext in, TF_CKPT_CANNOT_RESUME findings out)."""
+    """Will each job the diff replaces resume from the old one's checkpoints?
+    (review.DiffContext in, findings out)"""
     findings = []
     for ident, ch in ctx.jobs.items():
         if ch.what != "replaced" or ch.old is None or ch.new is None:

@@ -1,10 +1,7 @@
-"""Plan check: a job whose pods keep dying ends after a bounded number of attempts.
-
-Why: the retry budget a job spec states is not the one its controller enforces (an ExitCode
-PyTorchJob OOM-looping never ends). Each backend's controller semantics are read through its
-shape (`Shape.retry_bound`, declared beside its emitter); the bundled runtime's run ledger is
-rehearsed here with the real `RunLedger`. What is rehearsed and why: docs/rehearsals.md,
-"Retry bounds".
+"""Plan check: a job whose pods keep dying ends after a bounded number of attempts (the budget
+a job spec states is not the one its controller enforces). Each backend's semantics are its
+shape's (`Shape.retry_bound`); the bundled runtime's run ledger is rehearsed with the real
+`RunLedger`. docs/rehearsals.md, "Retry bounds".
 """
 
 from __future__ import annotations
@@ -28,9 +25,8 @@ CAP = 50  # attempts rehearsed before calling a loop unbounded (the ledger stops
 
 
 def ledger_bound(cap: int = CAP, user_code: bool = False) -> int | None:
-    """Attempts until the bundled runtime (or, `user_code`, the wrapper your own code runs
-    under: trainforge.training.usercode) stops an attempt that keeps dying right after it
-    started (the worst case: before it resumed), rehearsed with the real RunLedger."""
+    """Attempts until the bundled runtime (`user_code`: your code's wrapper, training/usercode.py)
+    stops an attempt that keeps dying right after it started (before it resumed)."""
     from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger  # noqa: PLC0415
     from trainforge.training.usercode import no_progress  # noqa: PLC0415
 
@@ -53,8 +49,8 @@ def ledger_bound(cap: int = CAP, user_code: bool = False) -> int | None:
 def _ledger(
     job: Any, target: Any, ledger: Callable[..., int | None]
 ) -> Callable[[], tuple[int | None, str]] | None:
-    """What stops a job whose pods keep failing, of its own: the bundled runtime's ledger or
-    your code's wrapper (None: nothing of the job counts its attempts)."""
+    """What of the job itself stops it failing forever: the runtime's ledger or your code's
+    wrapper (None: nothing counts its attempts)."""
     from trainforge.jobs.entrypoint import ledger_counts_attempts  # noqa: PLC0415
 
     if not ledger_counts_attempts(job, target):
@@ -91,26 +87,16 @@ def check(ctx: PlanContext) -> CheckResult:
             shown = f"bounded in time only ({bound.deadline_s} s)"
         else:
             shown = "UNBOUNDED"
-            findings.append(
-                Finding(
-                    resource=ident,
-                    rule=RULE,
-                    message=f"{backend} job {dj.spec.name}: pods that die with {KILLED} every "
-                    f"time are retried forever ({bound.why})",
-                    fix=RULES[RULE],
-                    names=frozenset({dj.resource_name}),
-                )
+            message = (
+                f"{backend} job {dj.spec.name}: pods that die with {KILLED} every time are "
+                f"retried forever ({bound.why})"
             )
+            names = frozenset({dj.resource_name})
+            findings.append(Finding(ident, RULE, message, RULES[RULE], names=names))
         lines.append(f"{dj.target.namespace}/{dj.spec.name} ({backend}): {shown}: {bound.why}")
         data.append(
-            {
-                "job": dj.spec.name,
-                "namespace": dj.target.namespace,
-                "backend": backend,
-                "attempts": bound.attempts,
-                "deadline_s": bound.deadline_s,
-                "why": bound.why,
-            }
-        )
+            {"job": dj.spec.name, "namespace": dj.target.namespace, "backend": backend,
+             "attempts": bound.attempts, "deadline_s": bound.deadline_s, "why": bound.why}
+        )  # fmt: skip
     title = f"Retry bounds (pods that die with {KILLED} on every attempt)"
     return CheckResult(findings, [Section(title, lines, data)])

@@ -1,9 +1,6 @@
-"""Plan check: the scheduling rehearsal of every declared job (trainforge.jobs.capacity).
-
-Why in the plan too: `resolve_job` refuses a job that can never run at preview, one error at a
-time; reviewers also need to see how close each job is, and a program that bypassed
-`resolve_job` still gets a finding. The arithmetic: docs/rehearsals.md, "Scheduling
-rehearsal".
+"""Plan check: the scheduling rehearsal of every declared job (trainforge.jobs.capacity): how
+close each job is, and a finding for a program that bypassed `resolve_job` (which refuses at
+preview, one error at a time). The arithmetic: docs/rehearsals.md, "Scheduling rehearsal".
 """
 
 from __future__ import annotations
@@ -17,17 +14,13 @@ from trainforge.jobs import capacity, packing
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
-FIX = (
-    "ask for less CPU/memory per pod, fewer workers, or use a pool (or quota) that holds the "
-    "job; the numbers are in the 'Scheduling rehearsal' section (docs/rehearsals.md)"
-)
 UNREHEARSED = "TRAINFORGE_JOB_UNREHEARSED"
 RULES = {
-    RULE: FIX,
-    UNREHEARSED: (
-        "give the pool instance types trainforge knows (trainforge/platform/instance_types.py) "
-        "or vcpus/memory per node in its contract, so its jobs can be rehearsed"
-    ),
+    RULE: "ask for less CPU/memory per pod, fewer workers, or use a pool (or quota) that holds "
+    "the job; the numbers are in the 'Scheduling rehearsal' section (docs/rehearsals.md)",
+    UNREHEARSED: "give the pool instance types trainforge knows "
+    "(trainforge/platform/instance_types.py) or vcpus/memory per node in its contract, so its "
+    "jobs can be rehearsed",
 }
 
 
@@ -60,19 +53,15 @@ def _pool_lines(pool: PoolFacts) -> tuple[list[str], dict[str, Any]]:
             f"{n.allocatable_memory_mib}Mi / {n.max_pods} pods -> left for jobs "
             f"{r.cpu_m}m / {r.memory_mib}Mi / {r.pods} pods{extra}"
         )
+        allocatable = {
+            "cpuMillis": n.allocatable_cpu_m, "memoryMiB": n.allocatable_memory_mib,
+            "pods": n.max_pods,
+        }  # fmt: skip
+        free = {"cpuMillis": r.cpu_m, "memoryMiB": r.memory_mib, "pods": r.pods}
         data["nodes"].append(
-            {
-                "instanceType": n.instance_type,
-                "allocatable": {
-                    "cpuMillis": n.allocatable_cpu_m,
-                    "memoryMiB": n.allocatable_memory_mib,
-                    "pods": n.max_pods,
-                },
-                "free": {"cpuMillis": r.cpu_m, "memoryMiB": r.memory_mib, "pods": r.pods},
-                "gpus": n.gpus,
-                "efa": n.efa,
-            }
-        )
+            {"instanceType": n.instance_type, "allocatable": allocatable, "free": free,
+             "gpus": n.gpus, "efa": n.efa}
+        )  # fmt: skip
     if not rooms:
         lines.append("  node sizes unknown: nothing to rehearse against")
     return lines, data
@@ -88,8 +77,7 @@ def _of(resource: str, need: Fraction, limit: str | None) -> str:
 
 
 def _usage(r: capacity.JobCapacity) -> str:
-    """The pool-limit figures: "cpu 192 of unlimited, ..."; on a Karpenter pool as Karpenter
-    counts its NodeClaims (each at its largest candidate type)."""
+    """The pool-limit figures ("cpu 192 of unlimited, ..."), as Karpenter counts NodeClaims."""
     parts = ", ".join(f"{k} {need} of {limit}" for k, need, limit in r.pool_usage)
     if r.claims and parts:
         return f"{parts} (each NodeClaim counted at its largest type, as Karpenter does)"
@@ -97,8 +85,8 @@ def _usage(r: capacity.JobCapacity) -> str:
 
 
 def pods_per_node(r: capacity.JobCapacity) -> str:
-    """How many of a job's pods each instance type of its pool holds ("g5.xlarge 1, ..."): the
-    scheduling section's and the SDK section's (submitted) line."""
+    """How many of a job's pods each instance type of its pool holds ("g5.xlarge 1, ..."),
+    for this section and the SDK section (submitted)."""
     return ", ".join(f"{f.room.node.instance_type} {f.per_node}" for f in r.fits)
 
 
@@ -138,12 +126,12 @@ def check(ctx: PlanContext) -> CheckResult:
         names = frozenset({spec.name, j.resource_name, ident})
         size = f"cpu {spec.cpu}, memory {spec.memory}" + (f", {gpus} GPU" if gpus else "")
         lines.append(f"{ident} on {pool.name}: {pods} pod(s) x ({size})")
-        per_node = pods_per_node(r)
-        usage = _usage(r)
         # Karpenter: its NodeClaims, the model the cost table prices
         at_once = packing.claims_words(r.claims) if r.claims else f"{r.nodes_needed} node(s)"
         if r.fits:
-            lines.append(f"  pods per node: {per_node}; all at once: {at_once}; {usage}")
+            lines.append(
+                f"  pods per node: {pods_per_node(r)}; all at once: {at_once}; {_usage(r)}"
+            )
         q = ", ".join(_of(k, need, limit) for k, need, limit in quota)
         lines.append(f"  team {target.team.name} quota: {q}")
         totals = team_totals.setdefault(target.team.name, {})
@@ -165,20 +153,15 @@ def check(ctx: PlanContext) -> CheckResult:
         for message in problems:
             lines.append(f"  CANNOT RUN: {message}")
             message = f"job {ident} on pool {pool.name!r}: {message}"
-            findings.append(Finding(f"job {ident}", RULE, message, FIX, names=names))
+            findings.append(Finding(f"job {ident}", RULE, message, RULES[RULE], names=names))
         data["jobs"].append(
-            {
-                "job": ident,
-                "pool": pool.name,
-                "pods": pods,
-                "request": {"cpu": spec.cpu, "memory": spec.memory, "gpus": gpus},
-                "podsPerNode": {f.room.node.instance_type: f.per_node for f in r.fits},
-                "nodesNeeded": r.nodes_needed,
-                "poolUsage": [list(u) for u in r.pool_usage],
-                "nodeClaims": [{"pods": n, "types": list(t)} for n, t in r.claims],
-                "problems": problems,
-            }
-        )
+            {"job": ident, "pool": pool.name, "pods": pods,
+             "request": {"cpu": spec.cpu, "memory": spec.memory, "gpus": gpus},
+             "podsPerNode": {f.room.node.instance_type: f.per_node for f in r.fits},
+             "nodesNeeded": r.nodes_needed, "poolUsage": [list(u) for u in r.pool_usage],
+             "nodeClaims": [{"pods": n, "types": list(t)} for n, t in r.claims],
+             "problems": problems}
+        )  # fmt: skip
     for team, totals in team_totals.items():
         parts = ", ".join(_of(k, v, limit) for k, (v, limit) in totals.items())
         # Several jobs over the quota together is queueing, not an error: each fits alone.

@@ -1,10 +1,8 @@
-"""Plan check: the Kueue, Kubeflow Trainer, JobSet and Kubeflow SDK versions a stack deploys are
-ones upstream builds and tests together (the table: trainforge.core.versions).
-
-A Trainer of another minor than Kueue's go.mod installs cleanly and then loses what Kueue's
-types do not know (kubernetes-sigs/kueue#14504); nothing fails at `pulumi up`. The versions are
-read from the plan's own releases and charts, not from the pins (docs/rehearsals.md, "Version
-pairs upstream builds and tests together").
+"""Plan check: the Kueue, Kubeflow Trainer, JobSet and Kubeflow SDK versions a stack deploys
+(its releases and charts, not the pins) are ones upstream builds and tests together (the
+table: trainforge.core.versions; a Trainer of another minor than Kueue's go.mod installs and
+then loses what Kueue's types do not know, kubernetes-sigs/kueue#14504). docs/rehearsals.md,
+"Version pairs upstream builds and tests together".
 """
 
 from __future__ import annotations
@@ -30,8 +28,8 @@ def _version(res: Any) -> str | None:
 
 
 def bundled_jobset(trainer_version: str) -> str | None:
-    """The JobSet chart version the Trainer chart at `trainer_version` depends on, from its
-    vendored Chart.yaml (None when that chart is not vendored)."""
+    """The JobSet chart version the vendored Trainer chart at `trainer_version` depends on
+    (None: not vendored)."""
     try:
         return chart_images.dependency_version("kubeflow-trainer", trainer_version, "jobset")
     except (FileNotFoundError, KeyError):
@@ -68,13 +66,9 @@ def check(ctx: PlanContext) -> CheckResult:
         else (None, None)
     )
     problems = versions.version_pair_problems(kueue, trainer, jobset, *sdk)
-    findings = []
     resources = [found[c][1] for c in ("kubeflow-trainer", "kueue", "jobset") if c in found]
-    anchor = resources[0]
-    for message in problems:
-        findings.append(
-            Finding.on(anchor, RULE, message, RULES[RULE], *(r.name for r in resources))
-        )
+    names = [r.name for r in resources]
+    findings = [Finding.on(resources[0], RULE, m, RULES[RULE], *names) for m in problems]
     shown = ", ".join(
         f"{label} {v}"
         for label, v in (
