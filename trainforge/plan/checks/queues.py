@@ -587,8 +587,10 @@ def object_workload(
     ]
     checked = None
     if doc.get("kind") == trainjob.KIND:
-        # Kueue validates the pods the Trainer builds, whatever its numNodes
+        # Kueue validates the pods the Trainer builds, whatever its numNodes, and names the
+        # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`)
         checked = K.trainjob_podsets(doc, runtimes, lrs) or []
+        main = replace(main, name=trainjob.REPLICATED_JOB)
         sets = [main]
     need: dict[str, Fraction] = {}
     for p in sets:
@@ -793,15 +795,18 @@ def admit_object(
     need: dict[str, Fraction],
     pods: int = 1,
     validated: list[K.PodSet] | None = None,
+    name: str = "main",
 ) -> ObjectAdmission:
     """Admit one job as any client wrote it (an SDK TrainJob, a hand-written Job) on the
     rendered Kueue objects into an idle cluster (`K.admit`), its gang `need` (all `pods` pods);
-    state "admitted", "pending" or "never" with its reason. `validated`: as `K.admit`."""
+    state "admitted", "pending" or "never" with its reason. `validated`: as `K.admit`; `name`:
+    its pod set's, as Kueue's Workload names it."""
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
     lrs = _limit_ranges_in(docs, namespace)
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
+    ps = replace(ps, name=name)
     queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
     got = K.admit(m, namespace, queue, pclass, [ps], validated)
     out = ObjectAdmission(w, got.local_queue)
@@ -1131,11 +1136,12 @@ def admit_submitted(
         per_pod = submitted_requests(ctx, doc, pod)
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
-    checked = None
+    checked, name = None, "main"
     if doc.get("kind") == trainjob.KIND:
         checked = K.trainjob_podsets(doc, runtime_docs(ctx), limit_ranges(ctx, ns))
+        name = trainjob.REPLICATED_JOB  # Kueue's name of the trainer's pod set
     docs = [o.doc for o in ctx.objects]
-    admission = admit_object(docs, ns, labels, spec, need, pods, checked)
+    admission = admit_object(docs, ns, labels, spec, need, pods, checked, name)
     w = admission.workload
     if w.state == "never" or w.flavor is None:
         return w
