@@ -645,15 +645,10 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     def finding(w: Workload, rule: str, message: str, obj: Any = None) -> None:
         ident = obj.ident if obj is not None else f"{w.namespace}/job/{w.job}"
         why = unfit.get((w.team, w.job)) if rule in (RULE_NEVER, RULE_UNLAUNCHABLE) else None
+        text = f"job {w.job} (team {w.team}): {message}"
+        urn = getattr(obj, "urn", "") or ""
         findings.append(
-            Finding(
-                resource=ident,
-                rule=rule,
-                message=f"job {w.job} (team {w.team}): {message}",
-                fix=why or RULES[rule],
-                urn=getattr(obj, "urn", "") or "",
-                names=frozenset({w.job, ident}),
-            )
+            Finding(ident, rule, text, why or RULES[rule], urn, frozenset({w.job, ident}))
         )
 
     def never(w: Workload, rule: str, reason: str, obj: Any) -> None:
@@ -1085,25 +1080,17 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         lines.append(f"{label}{prio}: {text}")
         if w.sizing:
             lines.append(f"  sizing: {w.sizing}")
-        data.append(
-            {
-                "job": w.job,
-                "team": w.team,
-                "queue": w.queue,
-                "flavor": w.flavor,
-                "priority": w.priority_class,
-                "state": state,
-                "borrowing": {r: str(v) for r, v in borrowing.items()},
-                "cohort": q.cohort if q is not None else None,
-                "reclaimers": owners,
-                "preemptedBy": w.preempted_by,
-                "reason": reason,
-                "sizing": w.sizing,
-                "expectedStartSeconds": None if state == "never" else w.started,
-                "expectedEndSeconds": None if state == "never" or w.started is None else w.ends,
-                "durationSeconds": w.duration,
-            }
-        )
+        never = state == "never"
+        data.append({
+            "job": w.job, "team": w.team, "queue": w.queue, "flavor": w.flavor,
+            "priority": w.priority_class, "state": state,
+            "borrowing": {r: str(v) for r, v in borrowing.items()},
+            "cohort": q.cohort if q is not None else None, "reclaimers": owners,
+            "preemptedBy": w.preempted_by, "reason": reason, "sizing": w.sizing,
+            "expectedStartSeconds": None if never else w.started,
+            "expectedEndSeconds": None if never or w.started is None else w.ends,
+            "durationSeconds": w.duration,
+        })  # fmt: skip
     return Section(QUEUE_TITLE, lines, data)
 
 
