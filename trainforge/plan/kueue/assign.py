@@ -33,11 +33,6 @@ _BIG = 1 << 30
 Oracle = Callable[[ClusterQueue, str, str, Fraction], tuple[str, int]]
 
 
-def no_candidates(q: ClusterQueue, f: str, r: str, val: Fraction) -> tuple[str, int]:
-    """An idle cluster's oracle: nothing to preempt."""
-    return NO_CANDIDATES, 0
-
-
 @dataclass(frozen=True)
 class PodSet:
     name: str
@@ -175,11 +170,11 @@ def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool, name: s
 
 class Assigner:
     def __init__(
-        self, quotas: Quotas, flavors: Mapping[str, Flavor], oracle: Oracle = no_candidates
+        self, quotas: Quotas, flavors: Mapping[str, Flavor], oracle: Oracle | None = None
     ) -> None:
         self.quotas = quotas
         self.flavors = flavors
-        self.oracle = oracle
+        self.oracle = oracle or (lambda *_: (NO_CANDIDATES, 0))  # idle: nothing to preempt
 
     def _fits_quota(
         self, q: ClusterQueue, f: str, r: str, assumed: Fraction, request: Fraction

@@ -109,9 +109,6 @@ def trainjob_podsets(
     ]
 
 
-_TOPOLOGY = (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)
-
-
 def pod_need(spec: Any) -> dict[str, Fraction]:
     """One worker pod of a JobSpec: its CPU, memory and GPUs."""
     return {
@@ -147,7 +144,9 @@ def podset(
             tuple(t.get("matchExpressions") or ()) for t in affinity.get("nodeSelectorTerms") or []
         ),
         tolerations=tuple(pod.get("tolerations") or ()),
-        topology=any(k in notes for k in _TOPOLOGY),
+        topology=any(
+            k in notes for k in (REQUIRED_TOPOLOGY, PREFERRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY)
+        ),
         over_limits=over,
         outside_limit_range=outside,
     )
