@@ -78,16 +78,16 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
 
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]  # fmt: skip
 
 
 def render(report: C.CostReport) -> list[str]:
-    lines: list[str] = []
-    lines.append(
+    lines = [
         f"USD, list prices in {report.region} from the price facts table of {P.FACTS_DATE} "
-        "(trainforge/plan/price_facts.py); 'unknown' = no dated price, never guessed"
-    )
-    lines.append("")
+        "(trainforge/plan/price_facts.py); 'unknown' = no dated price, never guessed",
+        "",
+    ]
     if report.jobs:
         fleet_ = any(j.dispatched for j in report.jobs)
         rows = [
@@ -104,7 +104,7 @@ def render(report: C.CostReport) -> list[str]:
         lines += [
             "Jobs (run cost = $/h with every pod running x expected run; 'starts' is the queue "
             "simulation's: at once, or waits for quota):",
-            *("  " + r for r in _table(rows)),
+            *_table(rows),
         ]
         for j in report.jobs:
             pad = " " * len(j.name)
@@ -136,21 +136,20 @@ def render(report: C.CostReport) -> list[str]:
             ceiling = ["unlimited"] * 2 if c.unlimited else [usd(c.hourly), usd(c.monthly)]
             waiting = ", ".join(t.waiting) or "-"
             rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), *ceiling])
-        lines += ["Teams:", *("  " + r for r in _table(rows))]
-        for t in report.teams:
-            lines.append(f"  {t.name}: quota ceiling = {t.ceiling.detail}")
-        lines.append(
+        lines += ["Teams:", *_table(rows)]
+        lines += [f"  {t.name}: quota ceiling = {t.ceiling.detail}" for t in report.teams]
+        lines += [
             "  (a team's quota is what its namespace may hold: with Kueue its nominal quota "
-            "plus what it may borrow from its cohort, docs/teams.md)"
-        )
-        lines.append("")
+            "plus what it may borrow from its cohort, docs/teams.md)",
+            "",
+        ]
     rows = [["item", "quantity", "$/h", "$/month", "note"]]
     for i in report.fixed:
         rows.append([i.what, i.quantity, usd(i.hourly), usd(i.monthly), i.note])
     total = report.fixed_total()
     lines += [
         "Platform (fixed, while the stack exists; Karpenter pools scale to zero):",
-        *("  " + r for r in _table(rows)),
+        *_table(rows),
         f"  total: {total}",
         f"  not estimated (paid by use): {C.USAGE_BASED}",
         "",
