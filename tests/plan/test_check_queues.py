@@ -163,6 +163,21 @@ def test_a_job_no_queue_could_ever_admit_is_a_waivable_finding():
     assert not [v for v in waived.failing if v.rule == Q.RULE_NEVER]
 
 
+def test_a_trainjob_kueue_never_admits_is_quoted_with_kueue_s_pod_set_name():
+    """Kueue names a TrainJob's pod sets after the replicatedJobs of the JobSet its runtime
+    builds (release-0.19 c90ed70 pkg/controller/jobs/trainjob `podSets` -> pkg/controller/
+    jobs/jobset `JobSet.PodSets`: NewPodSetReference(replicatedJob.Name), read 2026-11-30):
+    the trainer's pod set is `node` (trainjob.REPLICATED_JOB); the plan quoted `main`."""
+    quota = {"gpus": "2", "cpu": "32", "memory": "128Gi",
+             "pools": {"gpu-workloads": {"cpu": "1"}}, "borrowingLimit": {"cpu": "1"}}  # fmt: skip
+    result = plan([job("wide", "vision", 1, cpu="3", backend="trainjob")],
+                  teams=[{**TEAMS[0], "quota": quota}, TEAMS[1]])  # fmt: skip
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
+    said = "; no flavor of ClusterQueue vision fits; on idle queues Kueue would say: "
+    quoted = finding.message.split(said, 1)[1]
+    assert quoted.startswith("couldn't assign flavors to pod set node: "), finding.message
+
+
 @pytest.mark.parametrize(
     ("key", "value", "need"),
     [("cpu", "8", "needs cpu 8000m, g4dn.xlarge: 4 vCPU"),

@@ -118,6 +118,30 @@ def test_a_team_budget_is_checked_against_its_jobs_run_costs(planned):
     assert "over its $50.00/month budget" in f.message
 
 
+def test_a_budget_whose_run_cost_is_unknown_names_the_jobs_and_what_to_set(planned):
+    """A team's and the cluster's monthly budget cannot be judged while a job's run cost is
+    unknown (no expected duration): each finding names the job and the key that fixes it."""
+    import dataclasses
+
+    _, report = planned
+    teams, fixed = report.teams, report.fixed
+    report.teams = [dataclasses.replace(t, month=None, month_unknown=("first",))
+                    if t.name == "vision" else t for t in teams]  # fmt: skip
+    report.fixed = []  # every always-on price known: the jobs decide
+    caps = {"clusterPerMonth": 100000, "teams": {"vision": {"teamPerMonth": 20000}}}
+    try:
+        got = cost_check.findings(report, cost_check.parse_caps(caps, {"vision"}))
+    finally:
+        report.teams, report.fixed = teams, fixed
+    unknown = "the run cost of first is unknown (no expected duration: set expectedStepSeconds)"
+    assert {f.rule: (f.resource, f.message) for f in got} == {
+        "TF_COST_TEAM_BUDGET": ("team/vision", f"team vision has a budget of $20,000.00/month "
+                                f"but {unknown}"),
+        "TF_COST_CLUSTER_BUDGET": ("cluster", "the cluster has a budget of $100,000.00/month "
+                                   f"but {unknown}"),
+    }  # fmt: skip
+
+
 def test_a_missing_price_is_its_own_finding_that_blames_the_price_table(planned):
     _, report = planned
     job = report.jobs[0]

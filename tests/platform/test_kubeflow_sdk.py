@@ -223,6 +223,9 @@ def test_the_admission_rehearsal_decides_both_ways(plan, sent):
     required = [_untolerating(o) if o.kind == "ResourceFlavor" else o for o in plan.objects]
     w = Q.admit_submitted(_ctx(plan, required), sent, pod, 4)
     assert w.state == "never" and "untolerated taint {nvidia.com/gpu " in w.reason, w.reason
+    # named as Kueue names the trainer's pod set: its replicatedJob (Kueue release-0.19
+    # pkg/controller/jobs/jobset `JobSet.PodSets`), not `main`
+    assert "couldn't assign flavors to pod set node: " in w.reason, w.reason
 
 
 def _untolerating(o):

@@ -1,12 +1,6 @@
-"""What Kueue v0.19's CRDs (kueue.x-k8s.io/v1beta2) reject, for the offline plan.
-
-Each object is validated against its CRD (the upstream CRDs are package data,
-`trainforge.plan.crds`, the same files the tests read): its openAPIV3Schema (fields, required
-keys, enums, list bounds, quantity and name patterns) and its CEL rules
-(`x-kubernetes-validations`, evaluated by `trainforge.plan.crd_cel`, messages as the API server
-prints them). What neither says is written out here, each with its source: the checks Kueue's
-webhooks add in Go, the API server's object name rule and this platform's own; the tests show
-each rule catching what it names.
+"""What Kueue v0.19 (kueue.x-k8s.io/v1beta2) rejects, for the offline plan: each object against
+its CRD's schema and CEL rules (`plan.crds`, `plan.crd_cel`), plus what neither says, each with
+its source: Kueue's Go webhooks, the API server's name rule and this platform's own.
 """
 
 from __future__ import annotations
@@ -17,24 +11,15 @@ from trainforge.core import names
 from trainforge.plan import crds
 
 API_VERSION = "kueue.x-k8s.io/v1beta2"
-KINDS = (
-    "ClusterQueue",
-    "Cohort",
-    "LocalQueue",
-    "ResourceFlavor",
-    "Topology",
-    "WorkloadPriorityClass",
-    # a fleet manager's MultiKueue objects (platform/fleet.py)
-    "AdmissionCheck",
-    "MultiKueueCluster",
-    "MultiKueueConfig",
-)
+# the last three: a fleet manager's MultiKueue objects (platform/fleet.py)
+KINDS = ("ClusterQueue", "Cohort", "LocalQueue", "ResourceFlavor", "Topology",
+         "WorkloadPriorityClass", "AdmissionCheck", "MultiKueueCluster", "MultiKueueConfig")  # fmt: skip
 
 
 def _cluster_queue(spec: dict) -> list[str]:
-    """Kueue v0.19's ClusterQueue/Cohort webhook (pkg/webhooks/clusterqueue_webhook.go,
-    validateResourceGroups and validateFlavorQuotas, Go): a flavor in one resource group only,
-    each flavor's resources the coveredResources in their order."""
+    """Kueue v0.19's ClusterQueue/Cohort webhook (pkg/webhooks/clusterqueue_webhook.go
+    validateResourceGroups, validateFlavorQuotas): a flavor in one group only, its resources
+    the coveredResources in order."""
     errs = []
     seen_flavors: set[str] = set()
     for i, group in enumerate(spec.get("resourceGroups") or []):
@@ -54,8 +39,7 @@ def _cluster_queue(spec: dict) -> list[str]:
 
 def _flavor(spec: dict) -> list[str]:
     """Kueue v0.19's ResourceFlavor webhook (pkg/webhooks/resourceflavor_webhook.go
-    validateNodeTaints, Go): a taint's key is a label name, so not empty (the CRD requires
-    the field; its CEL rules check the effects and the tolerations)."""
+    validateNodeTaints): a taint's key is a label name, so not empty."""
     return [
         f"spec.nodeTaints[{i}].key: a taint key is required (Kueue's webhook: ValidateLabelName)"
         for i, t in enumerate(spec.get("nodeTaints") or [])
@@ -64,7 +48,6 @@ def _flavor(spec: dict) -> list[str]:
 
 
 def kueue_findings(doc: dict) -> list[str]:
-    """Why the API server would refuse this Kueue object (empty: it would accept it)."""
     kind = doc.get("kind")
     meta = doc.get("metadata") or {}
     name = meta.get("name")
@@ -80,10 +63,8 @@ def kueue_findings(doc: dict) -> list[str]:
     spec: Any = doc.get("spec") or {}
     if not isinstance(spec, dict):
         return errs
-    if kind == "ClusterQueue":
+    if kind in ("ClusterQueue", "Cohort"):  # one webhook validates both resourceGroups
         errs += _cluster_queue(spec)
-    elif kind == "Cohort":
-        errs += _cluster_queue(spec)  # the same webhook validates a Cohort's resourceGroups
     elif kind == "ResourceFlavor":
         errs += _flavor(spec)
     elif kind == "LocalQueue":  # this platform's own: a LocalQueue names its ClusterQueue

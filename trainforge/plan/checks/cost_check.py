@@ -6,6 +6,7 @@ each rule judges, and how to waive it: docs/cost.md, "Caps".
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -34,9 +35,6 @@ RULES = {
 }
 
 
-# --- building the report from what the program declared ---------------------------------------
-
-
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
     region = C.plan_region(ctx.inventory)
     report = C.CostReport(region=region, today=today or dt.date.today())
@@ -46,30 +44,26 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
     for contract in declared.contracts if declared else []:
         pools.update(contract.pools)
         teams.update(contract.teams)
-    # the queue simulation's verdict per (team, job): what runs at once is what Kueue admits,
-    # not every declared job (all of them without Kueue queues)
+    # what runs at once is what Kueue admits (every job without Kueue queues)
     admitted = queues.outcomes(ctx) if declared and declared.jobs else {}
     for d in declared.jobs if declared else []:
-        # namespace/Kind/name of the object the job became (what a reviewer looks for)
         obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
         resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
         state = admitted.get((d.spec.team, d.spec.name), ("runs", ""))
         if ctx.fleet_workers:
-            # a fleet manager: MultiKueue runs the job on a worker, and the manager's pools
-            # start no node (docs/fleet.md): priced on each worker that admits it
+            # MultiKueue runs it on a worker that admits it, priced there (docs/fleet.md)
             where = queues.dispatches(ctx).get((d.spec.team, d.spec.name))
             unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
             row = C.JobCost(d.spec.name, d.spec.team, d.target.pool.name, resource, None,
                             False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
-        else:  # the queue's own run of the job (its object's nodes and duration)
+        else:
             run = queues.job_run(ctx, d)
             report.jobs.append(replace(run, admission=state[0], admission_reason=state[1]))
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     placed = [(p, region) for p in pools.values()]
     if ctx.fleet_workers:
-        # a manager's pods run on its workers' pools, in the workers' regions
         placed = [
             (p, w.region)
             for w in ctx.fleet_workers.values()
@@ -82,21 +76,18 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
     return report
 
 
-# --- the section ----------------------------------------------------------------------------------
-
-
 def _table(rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in rows]  # fmt: skip
 
 
 def render(report: C.CostReport) -> list[str]:
-    lines: list[str] = []
-    lines.append(
+    lines = [
         f"USD, list prices in {report.region} from the price facts table of {P.FACTS_DATE} "
-        "(trainforge/plan/price_facts.py); 'unknown' = no dated price, never guessed"
-    )
-    lines.append("")
+        "(trainforge/plan/price_facts.py); 'unknown' = no dated price, never guessed",
+        "",
+    ]
     if report.jobs:
         fleet_ = any(j.dispatched for j in report.jobs)
         rows = [
@@ -113,7 +104,7 @@ def render(report: C.CostReport) -> list[str]:
         lines += [
             "Jobs (run cost = $/h with every pod running x expected run; 'starts' is the queue "
             "simulation's: at once, or waits for quota):",
-            *("  " + r for r in _table(rows)),
+            *_table(rows),
         ]
         for j in report.jobs:
             pad = " " * len(j.name)
@@ -145,21 +136,20 @@ def render(report: C.CostReport) -> list[str]:
             ceiling = ["unlimited"] * 2 if c.unlimited else [usd(c.hourly), usd(c.monthly)]
             waiting = ", ".join(t.waiting) or "-"
             rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), *ceiling])
-        lines += ["Teams:", *("  " + r for r in _table(rows))]
-        for t in report.teams:
-            lines.append(f"  {t.name}: quota ceiling = {t.ceiling.detail}")
-        lines.append(
+        lines += ["Teams:", *_table(rows)]
+        lines += [f"  {t.name}: quota ceiling = {t.ceiling.detail}" for t in report.teams]
+        lines += [
             "  (a team's quota is what its namespace may hold: with Kueue its nominal quota "
-            "plus what it may borrow from its cohort, docs/teams.md)"
-        )
-        lines.append("")
+            "plus what it may borrow from its cohort, docs/teams.md)",
+            "",
+        ]
     rows = [["item", "quantity", "$/h", "$/month", "note"]]
     for i in report.fixed:
         rows.append([i.what, i.quantity, usd(i.hourly), usd(i.monthly), i.note])
     total = report.fixed_total()
     lines += [
         "Platform (fixed, while the stack exists; Karpenter pools scale to zero):",
-        *("  " + r for r in _table(rows)),
+        *_table(rows),
         f"  total: {total}",
         f"  not estimated (paid by use): {C.USAGE_BASED}",
         "",
@@ -173,8 +163,7 @@ def render(report: C.CostReport) -> list[str]:
 
 
 def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
-    """A row of the jobs table: job `j` (name, team, admission) with the figures of `c`
-    (itself, or its run on one worker of a fleet; None: none)."""
+    """Job `j`'s row with the figures of `c` (itself, or its run on a worker; None: none)."""
     choice = c.choice if c else None
     spot_possible = bool(c and c.spot_possible)
     spot = (choice.hourly_spot if choice else None) if spot_possible else None
@@ -197,14 +186,12 @@ def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
 
 
 def _no_node(c: C.JobCost | None) -> str:
-    """The types cell of a job no node runs: the pool's limits stop it, or no type fits."""
     if c is None:
         return "-"
     return "none: pool limits" if c.no_node else "none fits"
 
 
 def _run_lines(c: C.JobCost | None, head: str, pad: str) -> list[str]:
-    """Where a job's pods land and why, its duration and its likely/worst line."""
     if c is None:
         return []
     reason = c.choice.reason if c.choice else c.why_no_node
@@ -215,23 +202,17 @@ def _run_lines(c: C.JobCost | None, head: str, pad: str) -> list[str]:
     return out
 
 
-# --- the check ------------------------------------------------------------------------------------
-
-
 STARTS = {"runs": "at once", "waits": "waits", "never": "never"}
-# What "running at once $/h" sums (cost.CostReport.running_hourly, TeamCost.jobs_hourly): each
-# job's own cheapest nodes. Karpenter provisions for the pending pods of all jobs together and
-# may put pods of several jobs on one node, so the real bill can be lower; the plan models no
-# packing across jobs, and says so wherever it prints the sum.
+# "running at once $/h" sums each job's own cheapest nodes; Karpenter may pack pods of several
+# jobs on one node, which the plan does not model, and says so wherever it prints the sum
 OWN_NODES = "each job on its own nodes"
-# What a fleet manager's figures are (cost.JobCost.runs): each job at its dearest worker, so
-# that a cap or budget holds wherever MultiKueue runs it.
+# a fleet job at its dearest worker, so that a cap holds wherever MultiKueue runs it
 DEAREST = ", each at its dearest worker"
 RUNNING_HEADER = "running at once $/h (own nodes)"
 
 
 def running_lines(report: C.CostReport) -> list[str]:
-    """What runs at once and what waits: the same figures the verdict prints."""
+    """What runs at once and what waits, as the verdict prints it."""
     running = [j for j in report.jobs if j.runs_at_once]
     unpriced = [j.name for j in running if j.hourly is None]
     rate = usd(report.running_hourly) + (f" + unknown ({', '.join(unpriced)})" if unpriced else "")
@@ -245,8 +226,8 @@ def running_lines(report: C.CostReport) -> list[str]:
 
 
 def waiting_line(job: dict[str, Any]) -> str:
-    """A job that does not run at once, from its row of the section's data: the report and
-    the verdict (a base's row too) say it alike; a deadline's run cost is a ceiling."""
+    """A job that does not run at once, from its data row (the verdict reads it for a base's
+    row too); a deadline's run cost is a ceiling."""
     what = "never admitted" if job.get("admission") == "never" else "waits"
     at_most = "<= " if job.get("runCostBasis") == "activeDeadlineSeconds" else ""
     return (
@@ -256,17 +237,16 @@ def waiting_line(job: dict[str, Any]) -> str:
 
 
 def _judge(
-    resource: str,
+    who: tuple[str, frozenset[str], str],
     rule: str,
-    names: frozenset[str],
-    what: str,
     limit: str,
     prices: list[str],
     unknown: str,
     over: str | None,
 ) -> list[Finding]:
-    """One cap or budget judged: the price table lacks a price (TF_COST_PRICE_MISSING, the
-    fix is the table), the figure is unknown (`unknown`), it is over (`over`; None: within)."""
+    """One cap or budget of `who` (resource, names, words): a missing price
+    (TF_COST_PRICE_MISSING: the table is the fix), an unknown figure, or over it (`over`)."""
+    resource, names, what = who
     if prices:
         rule = "TF_COST_PRICE_MISSING"
         unknown = (
@@ -278,6 +258,13 @@ def _judge(
     return [Finding(resource, rule, msg, RULES[rule], names=names)] if msg else []
 
 
+def _no_month(what: str, budget: float, jobs: Iterable[str]) -> str:
+    return (
+        f"{what} has a budget of {usd(budget)}/month but the run cost of {', '.join(jobs)} is "
+        "unknown (no expected duration: set expectedStepSeconds)"
+    )
+
+
 def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
     out: list[Finding] = []
     for j in report.jobs:
@@ -285,21 +272,18 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
         if cap is None:
             continue
         c, where = j.choice, ""
-        if j.runs:  # a fleet's job: the cap must hold on every worker that may run it
+        if j.runs:  # a fleet's job: the cap holds on every worker that may run it
             dear = max(j.runs, key=lambda r: r.hourly or 0.0)
             c = dear.cost.choice if dear.cost else None
             where = f" on worker {dear.worker}, the dearest that may run it"
         price = j.missing_price(report.region)
         out += _judge(
-            j.resource,
+            (j.resource, frozenset({j.name, j.resource}), f"job {j.name}"),
             "TF_COST_JOB_CAP",
-            frozenset({j.name, j.resource}),
-            f"job {j.name}",
             f"{usd(cap)}/h",
             [price] if price else [],
             _unpriced_job(j, cap) if j.hourly is None else "",
-            f"job {j.name} costs {usd(j.hourly)}/h on-demand{where} ("
-            f"{c.price_words()}), over "
+            f"job {j.name} costs {usd(j.hourly)}/h on-demand{where} ({c.price_words()}), over "
             f"the {usd(cap)}/h cap for team {j.team}"
             if c and j.hourly is not None and j.hourly > cap
             else None,
@@ -307,21 +291,19 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
     for t in report.teams:
         _, cap = caps.for_team(t.name)
         team = f"team/{t.name}"
-        names = frozenset({t.name, t.namespace, team})
+        who = (team, frozenset({t.name, t.namespace, team}), f"team {t.name}")
         mine = [j for j in report.jobs if j.team == t.name]
+        dear = DEAREST if any(j.dispatched for j in mine) else ""
         if cap is not None and t.jobs:
             waits = f"; waiting, not counted: {', '.join(t.waiting)}" if t.waiting else ""
             out += _judge(
-                team,
+                who,
                 "TF_COST_TEAM_CAP",
-                names,
-                f"team {t.name}",
                 f"{usd(cap)}/h",
                 [p for j in mine if j.runs_at_once and (p := j.missing_price(report.region))],
                 _unpriced_team(t.name, cap, mine) if t.jobs_hourly is None else "",
                 f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
-                f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}"
-                f"{DEAREST if any(j.dispatched for j in mine) else ''}), over its "
+                f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}{dear}), over its "
                 f"{usd(cap)}/h cap{waits}"
                 if t.jobs_hourly is not None and t.jobs_hourly > cap
                 else None,
@@ -330,19 +312,12 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
         if budget is None or not mine:
             continue
         out += _judge(
-            team,
+            who,
             "TF_COST_TEAM_BUDGET",
-            names,
-            f"team {t.name}",
             f"{usd(budget)}/month",
             [p for j in mine if (p := j.missing_price(report.region))],
-            f"team {t.name} has a budget of {usd(budget)}/month but the run cost of "
-            f"{', '.join(t.month_unknown)} is unknown (no expected duration: set "
-            "expectedStepSeconds)"
-            if t.month is None
-            else "",
-            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once"
-            f"{DEAREST if any(j.dispatched for j in mine) else ''}: "
+            _no_month(f"team {t.name}", budget, t.month_unknown) if t.month is None else "",
+            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once{dear}: "
             + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
             + f"), over its {usd(budget)}/month budget"
             if t.month is not None and t.month > budget
@@ -351,19 +326,14 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
     budget = caps.cluster_per_month
     if budget is not None:
         month = cluster_month(report)
+        unknown = [n for t in report.teams for n in t.month_unknown]
         out += _judge(
-            "cluster",
+            ("cluster", frozenset({"cluster"}), "the cluster"),
             "TF_COST_CLUSTER_BUDGET",
-            frozenset({"cluster"}),
-            "the cluster",
             f"{usd(budget)}/month",
             report.fixed_missing()
             + [p for j in report.jobs if (p := j.missing_price(report.region))],
-            f"the cluster has a budget of {usd(budget)}/month but the run cost of "
-            f"{', '.join(n for t in report.teams for n in t.month_unknown)} is unknown (no "
-            "expected duration: set expectedStepSeconds)"
-            if month is None
-            else "",
+            _no_month("the cluster", budget, unknown) if month is None else "",
             f"the cluster costs {usd(month)} in a month (platform "
             f"{usd(report.fixed_hourly_known * P.HOURS_PER_MONTH)}/month + every declared job "
             f"run once), over its {usd(budget)}/month budget"
@@ -374,8 +344,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
 
 
 def _unpriced_team(team: str, cap: float, jobs: list[C.JobCost]) -> str:
-    """Why a team's cap cannot be checked when no price is missing: each of its jobs that run
-    at once without a node says why (`JobCost.why_no_node`)."""
+    """Why a team's cap cannot be checked though no price is missing."""
     whys = [f"job {j.name}: {j.why_no_node}" for j in jobs
             if j.runs_at_once and j.hourly is None and not j.dispatched]  # fmt: skip
     why = "; ".join(whys) or "no type of a pool fits a pod of its jobs"
@@ -383,8 +352,7 @@ def _unpriced_team(team: str, cap: float, jobs: list[C.JobCost]) -> str:
 
 
 def _unpriced_job(j: C.JobCost, cap: float) -> str:
-    """Why a job's cap cannot be checked when no price is missing: no type fits a pod (of its
-    pool, or of a fleet's worker), or no worker of the fleet admits it."""
+    """Why a job's cap cannot be checked though no price is missing."""
     head = f"job {j.name} ({j.pool}) has a cap of {usd(cap)}/h but"
     if j.runs == ():
         return f"{head} no worker of the fleet admits it, so the cap cannot be checked"
@@ -395,8 +363,7 @@ def _unpriced_job(j: C.JobCost, cap: float) -> str:
 
 
 def cluster_month(report: C.CostReport) -> float | None:
-    """A month of everything tagged with the cluster: the platform's always-on cost plus every
-    team's declared jobs, each run once (None: a figure is unknown)."""
+    """The platform's month plus every declared job run once (None: a figure is unknown)."""
     if report.fixed_unknown or any(t.month is None for t in report.teams):
         return None
     return report.fixed_hourly_known * P.HOURS_PER_MONTH + sum(t.month or 0 for t in report.teams)

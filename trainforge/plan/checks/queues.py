@@ -1,12 +1,9 @@
-"""Plan check: how each team's Kueue queue admits the declared jobs, and when.
-
-Why: a nominal quota is a guarantee only if the queue gives it back in time. Every declared
-job is submitted at once into an idle cluster and run over time through Kueue's admission
-(v0.19, classic preemption) on the objects the plan rendered; the placement of work that
-names no pool (`placement`) and one job object as any client wrote it (`admit_object`) are
-rehearsed on the same model (trainforge.plan.kueue, its one admission entry `K.admit`). What
-the simulation models and what it does not: docs/teams.md, "How the plan simulates the
-queue". Findings (waivable): RULES below.
+"""Plan check: how each team's Kueue queue admits the declared jobs, and when (a nominal quota
+is a guarantee only if the queue gives it back in time). Every declared job is submitted at
+once into an idle cluster and run over time through Kueue 0.19's admission (classic
+preemption) on the rendered objects; work that names no pool (`placement`) and one object as
+any client wrote it (`admit_object`) are rehearsed on the same model (`K.admit`). What it
+models: docs/teams.md, "How the plan simulates the queue".
 """
 
 from __future__ import annotations
@@ -72,19 +69,17 @@ class Workload:
     priority: int = 0
     priority_class: str = ""
     need: dict[str, Fraction] = field(default_factory=dict)
-    state: str = "pending"  # pending | admitted | never
+    state: str = "pending"  # pending | admitted | never | finished
     borrowing: dict[str, Fraction] = field(default_factory=dict)
     reason: str = ""
-    invalid: str = ""  # Kueue's ValidateResources error, where that keeps it out (K.admit)
+    invalid: str = ""  # Kueue's ValidateAdmissibility error, where that keeps it out
     preempted_by: str | None = None
     preempted_why: str = ""
     admitted_at: int = -1
     sizing: str = ""
-    pods: int = 1  # the gang's pods, as Kueue counts them
-    # its pods as Karpenter packs them (`capacity.gang` of its object's pod templates: each
-    # pod's CPU, memory, GPUs and EFA devices, and their cap per node): what `_launch` places
-    gang: capacity.Gang = field(default_factory=lambda: capacity.Gang(()))
-    # time, in seconds from the first submission (`Simulation.run_timed`)
+    pods: int = 1
+    gang: capacity.Gang = field(default_factory=lambda: capacity.Gang(()))  # what `_launch` places
+    # times in seconds from the first submission
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
     duration_note: str = ""  # where the figure comes from, when not the job's own pool
@@ -92,11 +87,11 @@ class Workload:
     started: float | None = None  # first admission
     running_since: float | None = None
     ends: float | None = None
-    at_once: str = ""  # the state right after submission: admitted | pending | never
+    at_once: str = ""  # the state right after submission
     borrowed_at_once: dict[str, Fraction] = field(default_factory=dict)
     queue_name: str = ""  # the LocalQueue it went through
     reason_at_once: str = ""
-    # what Kueue reads of its pods; None: a workload whose flavor is given (`flavor`)
+    # what Kueue reads of its pods; None: its flavor is given
     podsets: list[K.PodSet] | None = None
 
 
@@ -113,24 +108,18 @@ class Simulation:
         self.queues = queues
         self.flavors = flavors
         self.hard = hard or {}  # namespace -> resource -> its ResourceQuota's hard limit
-        # Kueue's arithmetic (trainforge.plan.kueue.quota) on the queues' live usage; `shared`:
-        # cohort -> flavor -> resource, the Cohort object's own nominal quota
-        self.quotas = K.Quotas(queues, shared)
-        # flavor -> its pool, for the pools with GPUs (what an admitted gang must launch on)
-        self.rooms = {p.name: p for p in pools if p.gpus_per_node}
+        self.quotas = K.Quotas(queues, shared)  # `shared`: each Cohort's own nominal quota
+        self.rooms = {p.name: p for p in pools if p.gpus_per_node}  # flavor -> its GPU pool
         self.ns_usage: dict[str, dict[str, Fraction]] = {}
         self.clock = 0
         self.now = 0.0
-        # admitted gangs their pool could not launch: "job: why" (must stay empty)
-        self.unlaunchable: list[str] = []
-        # on-demand $/h per instance type, which ranks the type a NodeClaim launches
-        # (`packing.launch`; None: no prices, so the first candidate stands in)
+        self.unlaunchable: list[str] = []  # "job: why" of admitted gangs no node holds
+        # on-demand $/h per type, which ranks a NodeClaim's type (None: the first stands in)
         self.price = price or (lambda _: None)
         # job -> the nodes its gang launched, with the GPUs its pods use on each
         self._nodes: dict[str, list[tuple[NodeShape, int]]] = {}
         self.running: list[Workload] = []  # admitted, in the order they were
 
-    # -- the namespace backstop -----------------------------------------------------------
     def over_backstop(self, w: Workload) -> str | None:
         """None, or why the namespace's ResourceQuota would refuse the job's pods now."""
         hard = self.hard.get(w.namespace, {})
@@ -145,9 +134,7 @@ class Simulation:
                 )
         return None
 
-    # -- quota ------------------------------------------------------------------------------
     def fits(self, w: Workload) -> bool:
-        """Whether the job's need is available to its queue in its flavor now."""
         q, f, quotas = self.queues[w.queue or ""], w.flavor or "", self.quotas
         return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
 
@@ -158,7 +145,7 @@ class Simulation:
         return {r: min(v, w.need[r]) for r, v in over.items() if v > 0}
 
     def _charge(self, w: Workload, sign: int) -> None:
-        """Add (1) or give back (-1) the job's need to its queue's and namespace's usage."""
+        """Charge (1) or give back (-1) the job's need to its queue and namespace."""
         use = self.queues[w.queue or ""].usage.setdefault(w.flavor or "", {})
         ns = self.ns_usage.setdefault(w.namespace, {})
         for r, need in w.need.items():
@@ -200,13 +187,12 @@ class Simulation:
         self._launch(w)
 
     def _launch(self, w: Workload) -> None:
-        """Place the gang's pods on its pool (GPUs in all; a node group's nodes, first fit,
-        largest pods first, each node holding its GPUs and EFA devices) and remember an
-        admitted gang the pool could not launch."""
+        """Record an admitted gang its pool cannot launch: over its GPUs, over Karpenter's
+        limits, or over a node group's nodes (first fit, largest pods first, GPUs and EFA)."""
         room = self.rooms.get(w.flavor or "")
         if room is None or not w.need.get(GPU):
             return
-        placed = [  # the GPUs and EFA devices of each pod of the pool's admitted gangs
+        placed = [  # each pod of the pool's admitted gangs: GPUs, EFA devices
             (p.gpus, p.efa)
             for x in self.running
             if x.flavor == w.flavor and x.need.get(GPU)
@@ -237,13 +223,11 @@ class Simulation:
             self.unlaunchable.append(f"{w.job}: {why}")
 
     def _karpenter(self, w: Workload, pool: PoolFacts) -> str:
-        """Why Karpenter cannot launch the gang on its pool now ("": it can): the NodeClaims
-        it makes for the gang's pods (trainforge.jobs.packing) within what the pool's limits
-        leave after the nodes of the gangs already running there (each at the type it
-        launched). Pods that fit in those nodes' spare GPUs (Karpenter tries existing nodes
-        first) are not reported."""
+        """Why Karpenter cannot launch the gang now ("": it can): its NodeClaims (jobs.packing)
+        within what the pool's limits leave after the running gangs' nodes; pods that fit in
+        those nodes' spare GPUs (Karpenter tries existing nodes first) are not reported."""
         rooms = capacity.rooms(capacity.packing_pool(pool))  # the node shapes the cost reads
-        held: list[tuple[NodeShape, int]] = []  # the running gangs' nodes, GPUs their pods use
+        held: list[tuple[NodeShape, int]] = []  # the running gangs' nodes, GPUs used
         for x in self.running:
             if x is not w and x.flavor == w.flavor and x.need.get(GPU):
                 if x.job not in self._nodes:
@@ -268,8 +252,7 @@ class Simulation:
     def _launched(
         self, x: Workload, pool: PoolFacts, rooms: list[capacity.NodeRoom]
     ) -> list[tuple[NodeShape, int]]:
-        """The nodes a gang's NodeClaims launched, as the cost table has them
-        (`capacity.launch`), with the GPUs its pods use on each."""
+        """A gang's launched nodes as the cost table has them, with the GPUs its pods use."""
         shapes = {r.node.instance_type: r.node for r in rooms}
         pk = capacity.launch(pool, x.gang)
         return [
@@ -282,24 +265,20 @@ class Simulation:
         w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
         if w.remaining is not None and w.running_since is not None:
-            # it resumes from its checkpoint: what it ran is not run again (the steps since
-            # the last checkpoint are, which this does not count)
+            # it resumes from its checkpoint (the steps since it are not counted)
             w.remaining = max(w.remaining - (self.now - w.running_since), 0.0)
         w.ends = None
         self.running.remove(w)
 
     def finish(self, w: Workload) -> None:
-        """The job ends: its quota and its pods go back."""
         self._charge(w, -1)
         w.state, w.remaining, w.borrowing = "finished", 0.0, {}
         self.running.remove(w)
 
     def run_timed(self, workloads: list[Workload], horizon: float = 90 * 24 * 3600.0) -> None:
-        """The queue over time: jobs arrive at `submitted`, run for their `duration`, and
-        what waits is admitted when quota frees up (Kueue requeues inadmissible jobs when a
-        job of the cohort finishes). Each job gets `at_once` (its state right after it is
-        submitted), `started` and `ends` (None: not within the horizon, or after a job of
-        unknown duration)."""
+        """Jobs arrive at `submitted`, run for `duration`, and what waits is admitted as quota
+        frees up (Kueue requeues inadmissible jobs when one of the cohort finishes); `started`
+        and `ends` None: not within the horizon, or after a job of unknown duration."""
         arrivals = sorted({w.submitted for w in workloads})
         while True:
             live = [w for w in workloads if w.submitted <= self.now]
@@ -319,7 +298,6 @@ class Simulation:
                 if w.state == "admitted" and w.ends is not None and w.ends <= self.now:
                     self.finish(w)
 
-    # -- preemption (classic) ---------------------------------------------------------------
     def try_preempt(self, w: Workload, admitted: list[Workload]) -> bool:
         """Evict the fewest victims that make room for `w` in its flavor, and admit it."""
         chosen = self.victims(w, admitted)
@@ -331,8 +309,8 @@ class Simulation:
         return True
 
     def victims(self, w: Workload, admitted: list[Workload]) -> list[tuple[Workload, str]]:
-        """The jobs classic preemption would evict to admit `w` in its flavor (empty: none
-        would make room)."""
+        """What classic preemption would evict to admit `w` in its flavor (empty: nothing
+        makes room)."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         pol = q.preemption
@@ -369,11 +347,7 @@ class Simulation:
                 ):
                     cands.append((v, "a borrowing job of higher priority"))
         cands.sort(
-            key=lambda c: (
-                c[0].queue not in borrowing_queues,
-                c[0].priority,
-                -c[0].admitted_at,
-            )
+            key=lambda c: (c[0].queue not in borrowing_queues, c[0].priority, -c[0].admitted_at)
         )
         # each candidate's quota is given back while its set is tried, then charged again
         chosen: list[tuple[Workload, str]] = []
@@ -396,7 +370,6 @@ class Simulation:
             for v, _ in chosen:
                 self._charge(v, 1)
 
-    # -- the loop -----------------------------------------------------------------------------
     def run(self, workloads: list[Workload]) -> None:
         """Kueue's scheduling cycles: each takes the next job of every queue at once."""
         live = [w for w in workloads if w.state == "pending"]
@@ -423,11 +396,9 @@ class Simulation:
                 inadmissible.clear()
 
     def _place(self, w: Workload, admitted: list[Workload]) -> bool:
-        """Give a workload read from its pods (`podsets`) the flavor Kueue's flavor
-        assignment gives it now, its preemption oracle asking this simulation's classic
-        preemption whether victims exist in a flavor; False when none fits even by
-        preempting (it keeps the flavor it was last given, which its wait is explained
-        against)."""
+        """Give a workload read from its pods the flavor Kueue's assignment gives it now, the
+        oracle asking this simulation's preemption; False when none fits even by preempting
+        (it keeps its last flavor, which its wait is explained against)."""
         if w.podsets is None:
             return True
         q = self.queues[w.queue or ""]
@@ -474,9 +445,8 @@ class Simulation:
         return heads
 
     def why_waiting(self, w: Workload) -> str:
-        """What the job waits for, in its own terms: a GPU job's GPUs when they are short
-        (the CPU and memory that come with them are short with them), in GPUs and cores;
-        after the preemption that sent it back, if any."""
+        """What the job waits for, in its own terms: a GPU job's GPUs alone when they are short
+        (its CPU and memory come with them); after the preemption that sent it back, if any."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         parts = []
@@ -488,7 +458,6 @@ class Simulation:
                 f"{amount(r, q.nominal[f][r])} there and uses {amount(r, q.use(f, r))}"
             )
             if q.cohort:
-                # what the whole cohort has unused (a borrower already took its part of it)
                 idle = self.quotas.cohort_quota(q, f, r) - self.quotas.cohort_usage(q, f, r)
                 text += f"; cohort {q.cohort} has {amount(r, max(idle, Fraction(0)))} idle"
                 limit = q.borrow_limit[f][r]
@@ -503,9 +472,6 @@ class Simulation:
         if w.preempted_by:
             return f"preempted by {w.preempted_by} ({w.preempted_why}), {text}"
         return text
-
-
-# --- reading the rendered objects ----------------------------------------------------------
 
 
 _HARD = {f"requests.{GPU}": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
@@ -527,22 +493,17 @@ def _backstops(ctx: PlanContext) -> dict[str, dict[str, Fraction]]:
 
 
 def workload_object(ctx: PlanContext, name: str, namespace: str) -> Any:
-    """The object declared job `name` became: its trainforge.io/job label and a pod template
-    of its own, whatever its backend's kind (what the queue's and the cost's findings name)."""
+    """The object declared job `name` became: its JOB_LABEL and a kind with a backend shape
+    (what the queue's and the cost's findings name)."""
     for o in ctx.objects:
         labels = (o.doc.get("metadata") or {}).get("labels") or {}
-        if (
-            o.namespace == namespace
-            and labels.get(JOB_LABEL) == name
-            and job_shape(o.doc) is not None  # the job's workload, by its backend's shape
-        ):
+        if o.namespace == namespace and labels.get(JOB_LABEL) == name and job_shape(o.doc):
             return o
     return None
 
 
 def limit_ranges(ctx: PlanContext, namespace: str) -> list[dict[str, Any]]:
-    """The LimitRange documents of `namespace` in the plan (what Kueue and the API server
-    default a pod's missing requests from)."""
+    """`namespace`'s LimitRanges (what Kueue and the API server default requests from)."""
     return _limit_ranges_in([o.doc for o in ctx.objects], namespace)
 
 
@@ -552,11 +513,8 @@ def _limit_ranges_in(docs: list[dict[str, Any]], namespace: str) -> list[dict[st
 
 
 def object_gang(ctx: PlanContext, obj: Any, spec: Any, pool: PoolFacts) -> capacity.Gang:
-    """A declared job's gang as Karpenter packs it: its object's pod templates, with the pods
-    a controller builds (`capacity.gang`), each template's replicas x its pod's requests; as
-    its spec says (`capacity.job_gang`) when it has no object or no pod of it can be read.
-    One per job and plan (`ctx.memo`): the queue's launch check, the cost table and the
-    estimates read this one."""
+    """A declared job's gang as Karpenter packs it (`_gang` of its object's built pods), once
+    per plan: the launch check, the cost table and the estimates read this one."""
     memo = ctx.memo.setdefault("queues.gangs", {})
     key = (spec.team, spec.name)
     if key not in memo:
@@ -566,16 +524,14 @@ def object_gang(ctx: PlanContext, obj: Any, spec: Any, pool: PoolFacts) -> capac
 
 
 def _gang(templates: list[Any], lrs: list[dict[str, Any]], spec: Any, pool: PoolFacts):
-    """The gang of an object's pod templates (`capacity.gang`); the spec's when none of its
-    pods can be read (`capacity.job_gang`)."""
+    """`capacity.gang` of the pod templates; the spec's (`job_gang`) when no pod is read."""
     got = capacity.gang(templates, lrs)
     return got if got.pods else capacity.job_gang(spec, pool, got.most)
 
 
 def job_run(ctx: PlanContext, d: Any) -> C.JobCost:
-    """Declared job `d` on its pool as its object has it (`object_gang`): the nodes Karpenter
-    launches, their prices and the run timed on them. One per job and plan (`ctx.memo`): the
-    queue's durations and the Cost's row are this one, never the spec's own figure."""
+    """Declared job `d`'s `object_gang` on its pool: nodes, prices and run time, once per plan
+    (the queue's durations and the Cost's row read it)."""
     memo = ctx.memo.setdefault("queues.runs", {})
     key = (d.spec.team, d.spec.name)
     if key not in memo:
@@ -588,9 +544,8 @@ def job_run(ctx: PlanContext, d: Any) -> C.JobCost:
 
 
 def _pod_need(spec: Any, pod: Mapping[str, Any] | None, lrs: list[dict[str, Any]]):
-    """What Kueue charges for one pod of a template (its requests once the namespace's
-    LimitRanges defaulted them, `K.pod_requests`), in the quota's resources; as the job's spec
-    says (`K.pod_need`) only where no pod of its object can be read."""
+    """What Kueue charges for one pod (`K.pod_requests`), in the quota's resources; the spec's
+    (`K.pod_need`) where no pod is read."""
     if pod is None:
         return {r: v for r, v in K.pod_need(spec).items() if v}
     return {r: v for r, v in K.pod_requests(pod, lrs).items() if r in RESOURCES and v}
@@ -598,15 +553,13 @@ def _pod_need(spec: Any, pod: Mapping[str, Any] | None, lrs: list[dict[str, Any]
 
 @dataclass(frozen=True)
 class ObjectWorkload:
-    """Kueue's Workload of one job object (`object_workload`): what its queue admits."""
+    """Kueue's Workload of one job object (`object_workload`)."""
 
-    queue: str | None  # its queue label (None: none)
+    queue: str | None  # its queue label
     priority_class: str
-    pods: int  # its pods, as its backend counts them
-    need: dict[str, Fraction]  # all its pods together, in the quota's resources
-    # one pod set per pod template (its replicas' pods), which the flavor assignment reads;
-    # a TrainJob's: `main` alone (its pods are built elsewhere)
-    sets: list[K.PodSet]
+    pods: int  # as its backend counts them
+    need: dict[str, Fraction]  # all its pods, in the quota's resources
+    sets: list[K.PodSet]  # one per pod template; a TrainJob's: `main` alone
     main: K.PodSet  # all its pods as its first pod's, which the simulation runs over time
     checked: list[K.PodSet] | None  # the pod sets Kueue validates where not `sets`
 
@@ -614,21 +567,17 @@ class ObjectWorkload:
 def object_workload(
     doc: dict[str, Any], spec: Any, lrs: list[dict[str, Any]], runtimes: Mapping[str, Any]
 ) -> ObjectWorkload:
-    """The Workload Kueue builds from job object `doc` in a cluster with LimitRanges `lrs`
-    (of its namespace) and TrainJob `runtimes`: the queue simulation's and each fleet
-    worker's (`dispatches`), one reading."""
+    """The Workload Kueue builds from `doc` with its namespace's LimitRanges `lrs` and TrainJob
+    `runtimes`: the simulation's and each fleet worker's (`dispatches`)."""
     shape = job_shape(doc) or Shape()
     pods = shape.pod_count(doc)
     templates = pod_templates(doc, build=False)
-    # what each pod asks, read from the object's pods (a TrainJob's as the Trainer builds
-    # them from its runtime), as Kueue's Workload and the Cost's gang read them
+    # what each pod asks, from the built pods (a TrainJob's from its runtime)
     built = pod_templates(doc, runtimes=runtimes)
     per_pod = _pod_need(spec, built[0].spec if built else None, lrs)
     main = K.podset(templates[0].template if templates else {}, per_pod, pods, lrs)
-    # Kueue reads every pod template as a pod set of its own (its replicas' pods) and
-    # assigns each its flavors (one pod set: a TrainJob's pods, built elsewhere); it names
-    # it in lower case (kubeflowjob_controller.go:117 NewPodSetReference, release-0.19
-    # c90ed70), as its QuotaReserved message then does ("pod set master")
+    # a pod set per template, named in lower case (kubeflowjob_controller.go:117
+    # NewPodSetReference, release-0.19 c90ed70), as its message then does ("pod set master")
     sets = [
         replace(
             K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
@@ -638,9 +587,10 @@ def object_workload(
     ]
     checked = None
     if doc.get("kind") == trainjob.KIND:
-        # Kueue validates the pods its controller builds (a TrainJob's, from its runtime:
-        # a pod set per replicatedJob of the JobSet, in its order), whatever its numNodes
+        # Kueue validates the pods the Trainer builds, whatever its numNodes, and names the
+        # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`)
         checked = K.trainjob_podsets(doc, runtimes, lrs) or []
+        main = replace(main, name=trainjob.REPLICATED_JOB)
         sets = [main]
     need: dict[str, Fraction] = {}
     for p in sets:
@@ -653,8 +603,7 @@ def object_workload(
 
 
 def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
-    """Fields of the job's object that Kueue owns once it manages the job; `flavor` is the one
-    its first pod template's pods land on, which the plan runs the whole job on."""
+    """Fields of the object Kueue owns once it manages the job; `flavor`: its first pod set's."""
     out = []
     suspend = (job_shape(obj.doc) or Shape()).suspend  # where its kind keeps `suspend`
     if get(obj.doc, *suspend) is not None:
@@ -675,14 +624,11 @@ def _owned_fields(obj: Any, flavor: K.Flavor | None) -> list[str]:
 
 
 def simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
-    """Every declared job as a Kueue workload, run through the queue over time: computed
-    once per plan (the queue section, the cost report and the verdict read the same run)."""
-    if _MEMO not in ctx.memo:
-        ctx.memo[_MEMO] = _simulate(ctx)
-    return ctx.memo[_MEMO]
-
-
-_MEMO = "kueue.simulate"
+    """Every declared job run through the queue over time, once per plan (the queue section,
+    the cost report and the verdict read the same run)."""
+    if "kueue.simulate" not in ctx.memo:
+        ctx.memo["kueue.simulate"] = _simulate(ctx)
+    return ctx.memo["kueue.simulate"]
 
 
 def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulation | None]:
@@ -693,22 +639,16 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     findings: list[Finding] = []
     workloads: list[Workload] = []
 
-    # (team, job) -> the fix of a job whose pod fits no node of its pool (`node_fit`): its
-    # queue findings name that, not quota
+    # (team, job) -> `node_fit`'s fix, which its queue findings name instead of quota
     unfit: dict[tuple[str, str], str] = {}
 
     def finding(w: Workload, rule: str, message: str, obj: Any = None) -> None:
         ident = obj.ident if obj is not None else f"{w.namespace}/job/{w.job}"
         why = unfit.get((w.team, w.job)) if rule in (RULE_NEVER, RULE_UNLAUNCHABLE) else None
+        text = f"job {w.job} (team {w.team}): {message}"
+        urn = getattr(obj, "urn", "") or ""
         findings.append(
-            Finding(
-                resource=ident,
-                rule=rule,
-                message=f"job {w.job} (team {w.team}): {message}",
-                fix=why or RULES[rule],
-                urn=getattr(obj, "urn", "") or "",
-                names=frozenset({w.job, ident}),
-            )
+            Finding(ident, rule, text, why or RULES[rule], urn, frozenset({w.job, ident}))
         )
 
     def never(w: Workload, rule: str, reason: str, obj: Any) -> None:
@@ -726,15 +666,13 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             unfit[(spec.team, spec.name)] = fit
         fleet = getattr(ctx, "fleet_workers", None)
         where = dispatches(ctx).get((spec.team, spec.name)) if fleet else None
-        if where is not None:
-            # a fleet manager: the job holds its quota here while it runs on a worker
+        if where is not None:  # a fleet manager holds its quota while a worker runs it
             w.duration, w.duration_note = _longest_run(where)
         else:
             w.duration = job_run(ctx, dj).duration.seconds
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
-        shape = job_shape(obj.doc) if obj is not None else None
-        if obj is None or shape is None:
+        if obj is None:
             never(w, RULE_NO_OBJECT, no_object(spec.name, target.namespace), obj)
             continue
         w.gang = object_gang(ctx, obj, spec, target.pool)
@@ -752,12 +690,10 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             never(w, RULE_OVER_LIMITS if got.invalid else RULE_NEVER, got.reason, obj)
             continue
         all_tas = K.only_tas(q, m.flavors)
-        # a pod set that no flavor takes is never admitted, whichever template it is
         skips_of = [
             {f: K.flavor_fits_podset(p, m.flavors.get(f), all_tas, f) for f in q.flavors}
             for p in sets
         ]
-        # the flavor its wait is explained against: the first its pods may land on
         w.flavor = next((f for f, why in skips_of[0].items() if why is None), None)
         stuck = next((i for i, sk in enumerate(skips_of) if all(sk.values())), None)
         owned = _owned_fields(obj, m.flavors.get(w.flavor or "")) if stuck is None else []
@@ -803,10 +739,9 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
 
 def node_fit(spec: Any, pool: PoolFacts) -> str | None:
-    """The fix of a declared job's queue finding where its pod fits no node of its pool (the
-    scheduling rehearsal, `capacity.rehearse`, on what the emitter writes: the one node fit,
-    which TRAINFORGE_JOB_CANNOT_SCHEDULE reports): no quota helps there. None where a node
-    holds one (quota, or the pool's size, is then what keeps it out)."""
+    """The fix of a job's queue finding where its pod fits no node of its pool
+    (`capacity.rehearse`, as the scheduling check reports it): no quota helps. None where a
+    node holds one."""
     r = capacity.rehearse(capacity.job_request(spec, pool), spec.min_workers, pool)
     if not any(p.key != "workers" for p in r.problems):
         return None
@@ -818,8 +753,7 @@ def node_fit(spec: Any, pool: PoolFacts) -> str | None:
 
 
 def no_object(job: str, namespace: str) -> str:
-    """A declared job the plan finds no object of (`workload_object`): there is no queue
-    label to speak of, nothing reaches Kueue."""
+    """A declared job without an object (`workload_object`): nothing reaches Kueue."""
     return (
         f"no object labelled {JOB_LABEL}={job} with a pod template of its backend's kind is "
         f"rendered in namespace {namespace}: nothing reaches Kueue"
@@ -827,10 +761,9 @@ def no_object(job: str, namespace: str) -> str:
 
 
 def kueue_refusal(queue: str, a: K.Assignment) -> str:
-    """Why idle ClusterQueue `queue` gives a Workload no one flavor: where no flavor takes a
-    pod set, Kueue's own QuotaReserved message (`Assignment.message`), the text the Workload
-    carries, which `kubectl describe`, `status` and `why` show and `pending.outlook` reads;
-    else the flavors its resources take (none: it requests nothing the queue covers)."""
+    """Why idle ClusterQueue `queue` gives a Workload no one flavor: Kueue's own QuotaReserved
+    message where no flavor takes a pod set (what `status` and `why` show), else the flavors
+    its resources take."""
     if a.mode == K.NO_FIT:
         return (
             f"no flavor of ClusterQueue {queue} fits; on idle queues Kueue would say: " + a.message
@@ -842,12 +775,9 @@ def kueue_refusal(queue: str, a: K.Assignment) -> str:
 
 @dataclass
 class ObjectAdmission:
-    """What Kueue does with one job object on its own (`admit_object`)."""
-
     workload: Workload
     local_queue: str | None  # the LocalQueue it went through (`default` when unlabelled)
-    # what Kueue adds to the pod templates on admission: the flavor's node labels and
-    # tolerations (only those not already there)
+    # what Kueue adds to the pods on admission: the flavor's node labels and new tolerations
     node_selector: dict[str, str] = field(default_factory=dict)
     tolerations: list[dict[str, Any]] = field(default_factory=list)
 
@@ -860,20 +790,18 @@ def admit_object(
     need: dict[str, Fraction],
     pods: int = 1,
     validated: list[K.PodSet] | None = None,
+    name: str = "main",
 ) -> ObjectAdmission:
-    """Admit one job, as any client wrote it (a Kubeflow SDK TrainJob, a hand-written Job),
-    against the platform's rendered Kueue objects, into an idle cluster (`K.admit`: its
-    queue, priority and flavor), and whether its gang `need` (all pods together, `pods`
-    pods alike) fits. The workload's state is "admitted", "pending" or "never", with its
-    reason. `validated`: Kueue's pod sets where they are not `pod`'s alone (`K.admit`)."""
+    """Admit one job as any client wrote it (an SDK TrainJob, a hand-written Job) on the
+    rendered Kueue objects into an idle cluster (`K.admit`), its gang `need` (all `pods` pods);
+    state "admitted", "pending" or "never" with its reason. `validated`: as `K.admit`; `name`:
+    its pod set's, as Kueue's Workload names it."""
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
-    lrs = [
-        d for d in docs
-        if d.get("kind") == "LimitRange" and get(d, "metadata", "namespace") == namespace
-    ]  # fmt: skip
+    lrs = _limit_ranges_in(docs, namespace)
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
+    ps = replace(ps, name=name)
     queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
     got = K.admit(m, namespace, queue, pclass, [ps], validated)
     out = ObjectAdmission(w, got.local_queue)
@@ -894,22 +822,13 @@ def admit_object(
     return out
 
 
-# --- a fleet manager's jobs on its workers (MultiKueue) ----------------------------------------
-
-
 def _run(spec: Any, obj: Any, w: Any, flavor: str, pool: Any) -> C.WorkerRun:
-    """The job's object on worker `w`'s pool in its region, priced and timed as `job_run`
-    prices a job (`cost.job_cost` of the object's gang: the pods the worker's controllers
-    build, with the worker's LimitRanges; no object: the spec's), with the words the fleet
-    section prints."""
+    """A fleet manager's job on worker `w`'s pool, priced and timed as `job_run` does with the
+    worker's runtimes and LimitRanges, with the words the fleet section prints."""
     worker, region = w.name, w.region
-    if pool is None:
-        why = "cost unknown: the worker declares no pool of that name"
-        return C.WorkerRun(worker, flavor, region, None, why)
-    if region is None:
-        return C.WorkerRun(
-            worker, flavor, None, None, "cost unknown: the worker's stack sets no aws:region"
-        )
+    if pool is None or region is None:
+        why = "declares no pool of that name" if pool is None else "'s stack sets no aws:region"
+        return C.WorkerRun(worker, flavor, region, None, f"cost unknown: the worker{why}")
     runtimes = trainjob.runtimes_in(w.docs)
     templates = pod_templates(obj.doc, runtimes=runtimes) if obj is not None else []
     lrs = _limit_ranges_in(w.docs, obj.namespace if obj is not None else "")
@@ -926,8 +845,7 @@ def _run(spec: Any, obj: Any, w: Any, flavor: str, pool: Any) -> C.WorkerRun:
 
 @dataclass(frozen=True)
 class Dispatch:
-    """Where MultiKueue may run one job of the manager: the planned workers that admit it
-    (each with its run there) and the others with Kueue's reason."""
+    """Where MultiKueue may run one job: the workers that admit it, the others with why."""
 
     runs: tuple[C.WorkerRun, ...]
     refused: tuple[str, ...]
@@ -935,9 +853,8 @@ class Dispatch:
 
 
 def _worker_flavor(m: K.Kueue, namespace: str, wl: ObjectWorkload) -> tuple[str | None, str]:
-    """The flavor a worker's Kueue objects `m` give the Workload on an idle worker (`K.admit`:
-    its queue, validation and flavor assignment; where its pod sets get different flavors,
-    the first pod set's), or None and why that worker's ClusterQueue can never admit it."""
+    """The flavor (the first pod set's) a worker's Kueue `m` gives the Workload when idle, or
+    None and why it never admits it."""
     got = K.admit(m, namespace, wl.queue, wl.priority_class, wl.sets, wl.checked)
     if got.reason or got.queue is None or got.assignment is None:
         return None, got.reason
@@ -949,19 +866,14 @@ def _worker_flavor(m: K.Kueue, namespace: str, wl: ObjectWorkload) -> tuple[str 
 
 
 def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
-    """(team, job) -> where it may run, for every job of a fleet manager whose object the
-    plan rendered ({} for any other stack): each planned worker's Kueue objects admit the
-    Workload its Kueue builds from the object (`object_workload` with that worker's
-    LimitRanges and runtimes, as the queue simulation builds it) or not, and where they do it
-    is priced on the flavor's pool in the worker's region. Computed once per plan
-    (`ctx.memo`): the fleet section, the cost section and this simulation (the manager's
-    quota, `_longest_run`) read the same answer."""
+    """(team, job) -> where a fleet manager's job may run ({} for any other stack): each
+    planned worker admits `object_workload` of its copy or not, priced where it does. Once
+    per plan: the fleet section, the cost section and the simulation read it."""
     if "fleet.dispatches" in ctx.memo:
         return ctx.memo["fleet.dispatches"]
     out: dict[tuple[str, str], Dispatch] = {}
     workers = getattr(ctx, "fleet_workers", None) or {}
     planned = {n: w for n, w in workers.items() if w.planned}
-    # each worker's Kueue objects and TrainJob runtimes, read once
     kueues = {n: (K.read(w.docs), trainjob.runtimes_in(w.docs)) for n, w in planned.items()}
     for dj in (getattr(ctx.declared, "jobs", None) or []) if workers else []:
         spec, target = dj.spec, dj.target
@@ -971,7 +883,6 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
         runs: list[C.WorkerRun] = []
         refused: list[str] = []
         for name, w in planned.items():
-            # the Workload the worker's Kueue builds from the object MultiKueue copies there
             m, runtimes = kueues[name]
             lrs = _limit_ranges_in(w.docs, target.namespace)
             wl = object_workload(obj.doc, spec, lrs, runtimes)
@@ -988,8 +899,8 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
 
 
 def _longest_run(where: Dispatch) -> tuple[float | None, str]:
-    """A fleet manager's job's expected run: the longest on a worker that may run it (its
-    quota on the manager is held until it ends, wherever it runs); None when one is unknown."""
+    """A fleet job's expected run: the longest on a worker that may run it (its quota on the
+    manager is held until it ends); None when one is unknown."""
     seconds = [r.cost.duration.seconds if r.cost else None for r in where.runs]
     if not seconds or any(s is None for s in seconds):
         return None, ""
@@ -999,9 +910,7 @@ def _longest_run(where: Dispatch) -> tuple[float | None, str]:
 
 
 def outcomes(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
-    """(team, job) -> what the queue does with the job, all declared jobs submitted at once:
-    "runs" (admitted at once), "waits" (admitted later, or not within the horizon) or
-    "never", and why it does not run at once (the cost report reads it)."""
+    """(team, job) -> ("runs" | "waits" | "never", why it does not run at once)."""
     return {(w.team, w.job): _outcome(w) for w in simulate(ctx)[0]}
 
 
@@ -1022,8 +931,6 @@ def check(ctx: PlanContext) -> CheckResult:
     return CheckResult(findings=findings + placed.findings, sections=sections)
 
 
-# --- work that names no pool: where Kueue puts it ------------------------------------------------
-
 PLACEMENT_TITLE = "Queue placement of work that names no pool (kubectl, CronJobs, Kubeflow SDK)"
 RULE_PLACEMENT = "TRAINFORGE_QUEUE_PLACEMENT"
 RULES[RULE_PLACEMENT] = (
@@ -1031,16 +938,15 @@ RULES[RULE_PLACEMENT] = (
     "nominal GPUs, with flavorFungibility MayStopSearch (trainforge.platform.queues."
     "flavor_order); or give such jobs a nodeSelector"
 )
-# The probes: what a client that names no pool sends (no nodeSelector, no tolerations), one pod
+# what a client that names no pool sends (no nodeSelector, no tolerations), one pod
 CPU_PROBE = {"cpu": Fraction(2), "memory": Fraction(8 * 2**30)}
 GPU_PROBE = {GPU: Fraction(1), "cpu": Fraction(1), "memory": Fraction(4 * 2**30)}
 
 
 def placement(ctx: PlanContext) -> CheckResult:
-    """For every team namespace with a LocalQueue `default`, where Kueue's flavor assignment
-    puts a CPU-only pod and a 1-GPU pod that name no pool, on idle queues: a CPU-only one on
-    a GPU pool while the queue has a CPU pool, or a GPU one that borrows while the team has
-    nominal GPUs in a pool it could land on, is a finding."""
+    """Where Kueue puts a CPU-only and a 1-GPU pod that name no pool, per namespace with a
+    LocalQueue `default`, on idle queues: CPU-only on a GPU pool while there is a CPU pool, or
+    a GPU pod borrowing while the team has nominal GPUs where it could land, is a finding."""
     m = K.read(o.doc for o in ctx.objects)
     lines: list[str] = []
     data: list[dict[str, Any]] = []
@@ -1098,7 +1004,7 @@ def placement(ctx: PlanContext) -> CheckResult:
 
 
 def _gpu_flavor(m: K.Kueue, f: str) -> bool:
-    """A flavor of a GPU pool: some queue or cohort has GPU quota in it."""
+    """Some queue or cohort has GPU quota in it."""
     return any(K.Quotas.nominal(q, f, GPU) > 0 for q in m.queues.values()) or any(
         per.get(f, {}).get(GPU, 0) > 0 for per in m.shared.values()
     )
@@ -1114,7 +1020,6 @@ def amount(resource: str, v: Fraction) -> str:
 
 
 def summary(workloads: list[Workload]) -> str:
-    """One line: every job admitted at once, or which wait (or never run) and why."""
     waiting = [w for w in workloads if w.at_once != "admitted"]
     if not waiting:
         return f"all {len(workloads)} job(s) are admitted at once"
@@ -1137,7 +1042,6 @@ def _waiting_text(w: Workload) -> str:
 
 
 def _reclaimers(owners: list[str]) -> str:
-    """Who may take back what a borrowing job borrows (`Quotas.reclaimers`), and when."""
     if not owners:
         return "nobody reclaims it (what it borrows is the cohort's own share)"
     return (
@@ -1176,38 +1080,25 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         lines.append(f"{label}{prio}: {text}")
         if w.sizing:
             lines.append(f"  sizing: {w.sizing}")
-        data.append(
-            {
-                "job": w.job,
-                "team": w.team,
-                "queue": w.queue,
-                "flavor": w.flavor,
-                "priority": w.priority_class,
-                "state": state,
-                "borrowing": {r: str(v) for r, v in borrowing.items()},
-                "cohort": q.cohort if q is not None else None,
-                "reclaimers": owners,
-                "preemptedBy": w.preempted_by,
-                "reason": reason,
-                "sizing": w.sizing,
-                "expectedStartSeconds": None if state == "never" else w.started,
-                "expectedEndSeconds": None if state == "never" or w.started is None else w.ends,
-                "durationSeconds": w.duration,
-            }
-        )
+        never = state == "never"
+        data.append({
+            "job": w.job, "team": w.team, "queue": w.queue, "flavor": w.flavor,
+            "priority": w.priority_class, "state": state,
+            "borrowing": {r: str(v) for r, v in borrowing.items()},
+            "cohort": q.cohort if q is not None else None, "reclaimers": owners,
+            "preemptedBy": w.preempted_by, "reason": reason, "sizing": w.sizing,
+            "expectedStartSeconds": None if never else w.started,
+            "expectedEndSeconds": None if never or w.started is None else w.ends,
+            "durationSeconds": w.duration,
+        })  # fmt: skip
     return Section(QUEUE_TITLE, lines, data)
-
-
-# --- a workload submitted from outside the stack (the Kubeflow SDK, kubectl) ---------------------
 
 
 def submitted_requests(
     ctx: PlanContext, doc: dict[str, Any], pod: dict[str, Any]
 ) -> dict[str, Fraction]:
-    """One pod's requests of `doc` (a workload the stack does not declare, whose pods look
-    like `pod`) as Kueue counts them: the namespace's LimitRange defaults and limits stand for
-    missing requests (trainforge.plan.kueue.workload), so an SDK job naming none is not
-    "empty"."""
+    """One pod's requests of undeclared workload `doc` as Kueue counts them, with its
+    namespace's LimitRanges (an SDK job naming none is not "empty")."""
     ns = (doc.get("metadata") or {}).get("namespace") or ""
     spec = pod.get("spec") or {}
     return {r: v for r, v in K.pod_requests(spec, limit_ranges(ctx, ns)).items() if r in RESOURCES}
@@ -1220,12 +1111,10 @@ def admit_submitted(
     pods: int,
     per_pod: dict[str, Fraction] | None = None,
 ) -> Workload:
-    """Would Kueue admit `doc` (a TrainJob, Job, ... the stack does not declare), whose `pods`
-    pods look like `pod` (its effective pod template), on this plan's queues, alone on idle
-    queues (`admit_object`)? Then, with the labels and tolerations Kueue adds on admission,
-    do its pods tolerate the taints of the pool the flavor selects (the Karpenter NodePool's
-    template)? A workload Kueue admits onto nodes its pods cannot land on holds quota and
-    never starts. `per_pod`: the caller's `submitted_requests` of the pod, when it has them."""
+    """Would Kueue admit undeclared `doc`, `pods` pods like `pod`, alone on idle queues
+    (`admit_object`), and would its pods, with what Kueue adds, tolerate the taints of the
+    pool the flavor selects? Admitted onto nodes it cannot land on, it holds quota and never
+    starts. `per_pod`: the caller's `submitted_requests`, when it has them."""
     meta = doc.get("metadata") or {}
     ns = meta.get("namespace") or ""
     labels = dict(meta.get("labels") or {})
@@ -1234,13 +1123,12 @@ def admit_submitted(
         per_pod = submitted_requests(ctx, doc, pod)
     need = {r: v * pods for r, v in per_pod.items() if v}
     labels.setdefault(JOB_LABEL, str(meta.get("name")))
-    # a TrainJob's pod sets, as Kueue validates them: one per replicatedJob of its runtime's
-    # JobSet, in order (an initializer's before the node's), as the queue check reads them
-    checked = None
+    checked, name = None, "main"
     if doc.get("kind") == trainjob.KIND:
         checked = K.trainjob_podsets(doc, runtime_docs(ctx), limit_ranges(ctx, ns))
+        name = trainjob.REPLICATED_JOB  # Kueue's name of the trainer's pod set
     docs = [o.doc for o in ctx.objects]
-    admission = admit_object(docs, ns, labels, spec, need, pods, checked)
+    admission = admit_object(docs, ns, labels, spec, need, pods, checked, name)
     w = admission.workload
     if w.state == "never" or w.flavor is None:
         return w
@@ -1259,8 +1147,7 @@ def admit_submitted(
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:
-    """The taints of the Karpenter NodePool whose nodes carry `node_labels` (a flavor's
-    nodeLabels, against the pool template's labels); none when no NodePool matches."""
+    """The taints of the NodePool whose template carries `node_labels` (none: no match)."""
     for o in ctx.objects:
         if o.kind != "NodePool":
             continue

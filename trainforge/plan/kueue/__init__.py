@@ -1,9 +1,6 @@
-"""The one model of Kueue admission in the plan: Kueue's objects (`objects`), its quota
-arithmetic (`quota`), its flavor assignment (`assign`) and what it reads of a workload and
-where it takes it (`workload`: `admit`, the one admission entry). The queue section, the cost
-report's admission, the SDK/kubectl placement rehearsal and `trainforge status/why/wait` all
-read it (trainforge.plan.checks.queues runs the queue over time on top of it). Tested against
-Kueue's own cases (tests/plan/test_kueue_model.py)."""
+"""The one model of Kueue admission (docs/architecture.md): objects, quota arithmetic, flavor
+assignment, workloads and `admit`, the one admission entry; checks.queues runs the queue over
+time on it. Tested on Kueue's own cases (tests/plan/test_kueue_model.py)."""
 
 from trainforge.plan.kueue.assign import (
     FIT,

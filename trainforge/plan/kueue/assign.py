@@ -1,15 +1,10 @@
-"""Kueue's flavor assignment: which ResourceFlavor of its ClusterQueue each resource of a
-workload gets, and how (Fit, Preempt, NoFit; borrowing or not).
-
-Modelled on pkg/scheduler/flavorassigner/flavorassigner.go (`findFlavorForPodSets`,
-`checkFlavorForPodSets`, `fitsResourceQuota`, `shouldTryNextFlavor`, `isPreferred`,
-`flavorSelector`) and tas_flavorassigner.go (`checkPodSetAndFlavorMatchForTAS`) at
-release-0.19 c90ed70 (read 2026-11-29; the tag v0.19.2 already has all of it, and v0.20
-development, main at ff69552 2026-08-22, changes only bookkeeping there). Each function names
-the upstream one it follows. Not modelled: partial admission, reclaimable pods, the
-last-tried-flavor memory across scheduling cycles, pod-set groups (leader/worker sets), fair
-sharing, nested cohorts. Its reasons are Kueue's own text (`words`), as Kueue's tests want
-them (tests/plan/fixtures/kueue_flavorassigner.yaml `reasons`).
+"""Kueue's flavor assignment: which ResourceFlavor each resource of a workload gets (Fit,
+Preempt, NoFit; borrowing or not). Each function names the one it follows in pkg/scheduler/
+flavorassigner/flavorassigner.go and tas_flavorassigner.go at release-0.19 c90ed70 (read
+2026-11-29; v0.19.2 has all of it; main at ff69552 2026-08-22 changes only bookkeeping). Not
+modelled: partial admission, reclaimable pods, the last-tried flavor across cycles, pod-set
+groups, fair sharing, nested cohorts. Reasons are Kueue's text (`words`), as its tests want them
+(tests/plan/fixtures/kueue_flavorassigner.yaml).
 """
 
 from __future__ import annotations
@@ -38,27 +33,19 @@ _BIG = 1 << 30
 Oracle = Callable[[ClusterQueue, str, str, Fraction], tuple[str, int]]
 
 
-def no_candidates(q: ClusterQueue, f: str, r: str, val: Fraction) -> tuple[str, int]:
-    """The oracle of an idle cluster: nothing admitted, so nothing to preempt."""
-    return NO_CANDIDATES, 0
-
-
 @dataclass(frozen=True)
 class PodSet:
-    """What Kueue reads of one pod set: `count` pods, each requesting `requests`."""
-
     name: str
     count: int
     requests: Mapping[str, Fraction]  # per pod
     node_selector: Mapping[str, str] = field(default_factory=dict)
-    # required node affinity: nodeSelectorTerms (ORed), each a list of matchExpressions
+    # required nodeSelectorTerms (ORed), each a list of matchExpressions
     affinity: tuple[tuple[Mapping[str, Any], ...], ...] = ()
     tolerations: tuple[Mapping[str, Any], ...] = ()
     topology: bool = False  # asks for topology-aware scheduling
-    # Kueue's ValidateResources of its adjusted pod template (trainforge.core.pods
-    # `requests_over_limits`): (field, resources requested over their limit), where any
+    # ValidateResources (core.pods `requests_over_limits`): (field, resources over their limit)
     over_limits: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    # its ValidateLimitRange (`outside_limit_range`): (field, resources, detail), where any
+    # ValidateLimitRange (`outside_limit_range`): (field, resources, detail)
     outside_limit_range: tuple[tuple[str, tuple[str, ...], str], ...] = ()
 
     def total(self) -> dict[str, Fraction]:
@@ -67,7 +54,7 @@ class PodSet:
 
 @dataclass(frozen=True)
 class Choice:
-    """One resource's flavor: its mode (Fit/Preempt) and borrowing level (0: none)."""
+    """One resource's flavor, mode (Fit/Preempt) and borrowing level (0: none)."""
 
     flavor: str
     mode: str
@@ -76,26 +63,24 @@ class Choice:
 
 @dataclass
 class Assignment:
-    """The flavor of every requested resource of every pod set up to the first that gets
-    none (Kueue stops there), or why there is none."""
+    """Every pod set's choices up to the first that gets none (Kueue stops there)."""
 
     podsets: dict[str, dict[str, Choice]]  # pod set -> resource -> choice (empty: NoFit)
     reasons: list[str]  # every flavor's reasons: the pod sets' attempts and Status
-    # pod set -> its Status reasons, where it has any: a failing resource group's alone, else
-    # those of each group whose best flavor needs preemption (a Fit group returns no Status)
+    # pod set -> its Status reasons: a failing resource group's alone, else each group's whose
+    # best flavor needs preemption (a Fit group returns no Status)
     status: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def message(self) -> str:
-        """Kueue's QuotaReserved message of this assignment (`words.message`)."""
+        """Kueue's QuotaReserved message."""
         return W.message(self.status)
 
     @property
     def mode(self) -> str:
-        """The worst mode of all pod sets (Assignment.RepresentativeMode; no pod set: NoFit).
-        A pod set's (PodSetAssignment.RepresentativeMode, flavorassigner.go:386, release-0.19
-        c90ed70): Fit without Status reasons, whatever its flavors (one that requests nothing
-        gets none and is Fit), else NoFit without flavors, else its worst resource's mode."""
+        """Assignment.RepresentativeMode (no pod set: NoFit) over PodSetAssignment's
+        (flavorassigner.go:386, release-0.19 c90ed70): Fit without Status reasons, whatever
+        its flavors, else NoFit without flavors, else its worst resource's mode."""
         if not self.podsets:
             return NO_FIT
         modes = {
@@ -111,7 +96,7 @@ class Assignment:
 
     @property
     def flavor(self) -> str | None:
-        """The flavor, when every resource got the same one."""
+        """The one flavor every resource got (else None)."""
         names = {c.flavor for per in self.podsets.values() for c in per.values()}
         return next(iter(names)) if len(names) == 1 and self.mode != NO_FIT else None
 
@@ -143,19 +128,15 @@ def _try_next(mode: tuple[int, int], q: ClusterQueue) -> bool:
 
 
 def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
-    """flavorSelector + RequiredNodeAffinity.Match against the flavor's nodeLabels, with
-    the pod's selector and affinity restricted to the flavor's own label keys (Kueue's
-    pkg/scheduler/flavorassigner `flavorSelector` at release-0.19); the kept terms are
-    matched by the one node selector model (`core.taints.node_selector_terms`: an invalid
-    requirement selects nothing)."""
-    keys = set(flavor.labels)
+    """flavorSelector + RequiredNodeAffinity.Match on the flavor's nodeLabels, the pod's
+    selector and terms cut to the flavor's label keys; the kept terms matched by
+    `core.taints.node_selector_terms` (an invalid requirement selects nothing)."""
     labels = flavor.labels
-    for k, v in ps.node_selector.items():
-        if k in keys and labels.get(k) != v:
-            return False
+    if any(k in labels and labels[k] != v for k, v in ps.node_selector.items()):
+        return False
     terms = []
     for term in ps.affinity:
-        kept = [e for e in term if e.get("key") in keys]
+        kept = [e for e in term if e.get("key") in labels]
         if not kept:
             return True  # an emptied term matches any flavor (terms are ORed)
         terms.append(kept)
@@ -165,13 +146,13 @@ def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
 
 
 def only_tas(q: ClusterQueue, flavors: Mapping[str, Flavor]) -> bool:
-    """Whether every flavor of the queue is topology-aware (then every pod set asks for TAS)."""
+    """Every flavor is topology-aware (then every pod set asks for TAS)."""
     return all((fl := flavors.get(f)) is not None and fl.topology is not None for f in q.flavors)
 
 
 def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool, name: str) -> str | None:
-    """None, or why flavor `name` (None: the queue names one that does not exist) is skipped
-    for the pod set, in Kueue's words (checkFlavorForPodSets)."""
+    """None, or why flavor `name` (`flavor` None: it does not exist) is skipped for the pod
+    set, in Kueue's words (checkFlavorForPodSets)."""
     if flavor is None:
         return W.not_found(name)
     wants_tas = ps.topology or all_tas
@@ -188,17 +169,12 @@ def flavor_fits_podset(ps: PodSet, flavor: Flavor | None, all_tas: bool, name: s
 
 
 class Assigner:
-    """Flavor assignment for workloads of one set of ClusterQueues and flavors."""
-
     def __init__(
-        self,
-        quotas: Quotas,
-        flavors: Mapping[str, Flavor],
-        oracle: Oracle = no_candidates,
+        self, quotas: Quotas, flavors: Mapping[str, Flavor], oracle: Oracle | None = None
     ) -> None:
         self.quotas = quotas
         self.flavors = flavors
-        self.oracle = oracle
+        self.oracle = oracle or (lambda *_: (NO_CANDIDATES, 0))  # idle: nothing to preempt
 
     def _fits_quota(
         self, q: ClusterQueue, f: str, r: str, assumed: Fraction, request: Fraction
@@ -227,8 +203,8 @@ class Assigner:
         assumed: dict[tuple[str, str], Fraction],
         reasons: list[str],
     ) -> tuple[dict[str, Choice] | None, bool]:
-        """findFlavorForPodSets for one resource group: (its choices, whether the best flavor
-        fits without preemption, when Kueue returns no Status)."""
+        """findFlavorForPodSets for one resource group: (choices, whether the best flavor
+        fits without preemption: then Kueue returns no Status)."""
         all_tas = only_tas(q, self.flavors)
         best: dict[str, Choice] | None = None
         best_mode = (_NO_FIT, _BIG)
@@ -240,8 +216,8 @@ class Assigner:
             rep = (_FIT, 0)
             choices: dict[str, Choice] = {}
             for r, val in requests.items():
-                # every resource is checked (and worded) even once one does not fit: Kueue's
-                # requests.ForEach callback returns, it does not stop the loop
+                # every resource is checked and worded: Kueue's ForEach callback returns, the
+                # loop goes on
                 mode, borrow, why = self._fits_quota(q, f, r, assumed.get((f, r), Fraction(0)), val)
                 if why:
                     reasons.append(why)
@@ -262,7 +238,6 @@ class Assigner:
         for ps in podsets:
             requests = ps.total()
             if q.group_of("pods") is not None:
-                # a queue that covers `pods` counts the pod set's pods as a resource
                 requests.setdefault("pods", Fraction(ps.count))
             chosen: dict[str, Choice] = {}
             ok, mine, status = True, [], []
@@ -289,8 +264,8 @@ class Assigner:
             if said:
                 out.status[ps.name] = said
             if not ok:
-                # assignFlavors returns at the first pod set no flavor takes: the pod sets
-                # after it are neither tried nor named (flavorassigner.go:846-850, release-0.19 c90ed70)
+                # assignFlavors returns here: later pod sets are neither tried nor named
+                # (flavorassigner.go:846-850, release-0.19 c90ed70)
                 break
             for r, c in chosen.items():
                 assumed[(c.flavor, r)] = assumed.get((c.flavor, r), Fraction(0)) + requests[r]

@@ -1,13 +1,9 @@
-"""Kueue's objects as the admission model reads them: ResourceFlavors, ClusterQueues (quota per
-flavor and resource, cohort, flavorFungibility, preemption), Cohorts, LocalQueues and
-WorkloadPriorityClasses, read from rendered documents (kueue.x-k8s.io/v1beta2 shape; the
-v1beta1 field names that differ are read too).
-
-Defaults are the CRD's (kueue.x-k8s.io_clusterqueues.yaml at v0.19.5 and apis/kueue/v1beta2/
-clusterqueue_types.go at release-0.19 c90ed70, read 2026-11-29): `queueingStrategy`
-BestEffortFIFO; `flavorFungibility.whenCanBorrow` MayStopSearch and `whenCanPreempt`
-TryNextFlavor (v1beta1 spelt MayStopSearch `Borrow` and `Preempt`; both are read as
-MayStopSearch). A flavor missing from a ClusterQueue's resource group has no quota there.
+"""Kueue's objects as the admission model reads them (kueue.x-k8s.io/v1beta2; v1beta1's
+differing field names too). Defaults are the CRD's (kueue.x-k8s.io_clusterqueues.yaml at
+v0.19.5, apis/kueue/v1beta2/clusterqueue_types.go at release-0.19 c90ed70, read 2026-11-29):
+queueingStrategy BestEffortFIFO; flavorFungibility whenCanBorrow MayStopSearch, whenCanPreempt
+TryNextFlavor (v1beta1's `Borrow`/`Preempt` read as MayStopSearch). A flavor missing from a
+resource group has no quota there.
 """
 
 from __future__ import annotations
@@ -23,9 +19,7 @@ from trainforge.core.quantity import counted, parse_quantity
 
 GPU = GPU_RESOURCE
 RESOURCES = ("cpu", "memory", GPU)
-MAY_STOP = "MayStopSearch"
-TRY_NEXT = "TryNextFlavor"
-# v1beta1's names for MayStopSearch (apis/kueue/v1beta1 at release-0.19)
+MAY_STOP, TRY_NEXT = "MayStopSearch", "TryNextFlavor"
 _LEGACY = {"Borrow": MAY_STOP, "Preempt": MAY_STOP}
 
 
@@ -35,20 +29,16 @@ def quantity(v: Any) -> Fraction:
 
 @dataclass
 class Flavor:
-    """A ResourceFlavor: the nodes a flavor stands for."""
-
     name: str
     labels: dict[str, str]
     taints: list[dict[str, Any]]
     topology: str | None
-    # Kueue counts them against the taints, and adds them to the pods of a job it admits
+    # counted against the taints; Kueue adds them to the pods of a job it admits
     tolerations: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
 class Fungibility:
-    """ClusterQueue.spec.flavorFungibility, with the CRD's defaults."""
-
     when_can_borrow: str = MAY_STOP
     when_can_preempt: str = TRY_NEXT
     preference: str | None = None
@@ -65,9 +55,8 @@ class Fungibility:
 
 @dataclass
 class ClusterQueue:
-    """A ClusterQueue: its quota per flavor (nominal, borrowingLimit and lendingLimit per
-    resource; None: no limit), its flavors in order per resource group, and the usage of
-    the workloads it has admitted (what the simulation changes)."""
+    """Quota per flavor and resource (borrowingLimit/lendingLimit None: no limit), flavors in
+    order, and the usage of what it admitted (what the simulation changes)."""
 
     name: str
     cohort: str | None
@@ -84,8 +73,7 @@ class ClusterQueue:
     fungibility: Fungibility = field(default_factory=Fungibility)
 
     def admits(self, namespace: str) -> bool:
-        """Whether the namespaceSelector selects `namespace` (by the label every namespace
-        has, kubernetes.io/metadata.name; any other label is not known offline)."""
+        """By kubernetes.io/metadata.name, the one namespace label known offline."""
         return all(k == NAMESPACE_NAME and v == namespace for k, v in self.namespaces.items())
 
     def use(self, flavor: str, resource: str) -> Fraction:
@@ -97,8 +85,6 @@ class ClusterQueue:
 
 @dataclass
 class Kueue:
-    """Every Kueue object of a rendered platform, read once."""
-
     queues: dict[str, ClusterQueue] = field(default_factory=dict)
     flavors: dict[str, Flavor] = field(default_factory=dict)
     local: dict[tuple[str, str], str] = field(default_factory=dict)  # (ns, LocalQueue) -> CQ
@@ -108,7 +94,6 @@ class Kueue:
 
 
 def read(docs: Iterable[dict[str, Any]]) -> Kueue:
-    """The Kueue objects among `docs` (anything else is ignored)."""
     out = Kueue()
     for d in docs:
         if not str(d.get("apiVersion", "")).startswith("kueue.x-k8s.io/"):
@@ -135,7 +120,6 @@ def read(docs: Iterable[dict[str, Any]]) -> Kueue:
 
 
 def cluster_queue(doc: dict[str, Any]) -> ClusterQueue:
-    """One ClusterQueue document as the model reads it."""
     spec = doc.get("spec") or {}
     nominal: dict[str, dict[str, Fraction]] = {}
     borrow: dict[str, dict[str, Fraction | None]] = {}
@@ -155,10 +139,9 @@ def cluster_queue(doc: dict[str, Any]) -> ClusterQueue:
             for res in fl.get("resources") or []:
                 r = res["name"]
                 nominal[f][r] = counted(r, quantity(res.get("nominalQuota", 0)))
-                lim = res.get("borrowingLimit")
-                borrow[f][r] = counted(r, quantity(lim)) if lim is not None else None
-                lim = res.get("lendingLimit")
-                lend[f][r] = counted(r, quantity(lim)) if lim is not None else None
+                for key, to in (("borrowingLimit", borrow), ("lendingLimit", lend)):
+                    lim = res.get(key)
+                    to[f][r] = counted(r, quantity(lim)) if lim is not None else None
         groups.append((covered or tuple(sorted({r for f in names for r in nominal[f]})), names))
     sel = ((spec.get("namespaceSelector") or {}).get("matchLabels")) or {}
     return ClusterQueue(

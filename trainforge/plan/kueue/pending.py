@@ -1,42 +1,25 @@
-"""What a Workload Kueue has not admitted says of its future: never, as things stand (its
-queue or namespace, its resources, or no flavor of its ClusterQueue can ever hold it), held
-(its queue is inactive), or nothing (it waits its turn or for quota).
+"""What a Workload Kueue has not admitted says of its future: never as things stand, held (an
+inactive queue), or nothing (it waits its turn or for quota).
 
-Kueue writes why it does not admit a Workload as its QuotaReserved False condition, and at
-0.19's default feature gates (UnadmittedWorkloadsObservability and
-UnadmittedWorkloadsExplicitStatus beta and off, which the platform keeps) the reason says
-little: the scheduler writes "Pending" (`requeueAndUpdate`: UnadmittedWorkloadReasonWithFallback),
-the workload controller "Inadmissible" for a queue that is missing or inactive
-(`resolveLegacyUnadmittedQuotaReservedCondition`). So the message decides, as Kueue words it
-(kubernetes-sigs/kueue release-0.19 c90ed700c1, read 2026-11-30):
-- pkg/controller/core/workload_controller.go `getQueueBlocker`: "LocalQueue %s doesn't
-  exist", "ClusterQueue %s doesn't exist" (never; an empty name leaves two spaces, its own
-  test's case), "LocalQueue %s is inactive" (its stopPolicy), "ClusterQueue %s is
-  inactive" (held: Kueue requeues it once the queue is active again); for one whose quota
-  it reserved, not yet admitted, `reconcileOn{Local,Cluster}QueueActiveState`: "... is
-  terminating or missing" (never), "... is stopped" (held);
-- pkg/scheduler/scheduler.go `nominate`: "ClusterQueue %s not found" (never), "ClusterQueue
-  %s is inactive" (held), and ValidateAdmissibility's errors (pkg/workload/resources.go):
-  ErrNamespaceMismatch, ErrInvalidWLResources, ErrLimitRangeConstraintsUnsatisfiedResources
-  (never: `refusal` computes the last two from the Workload itself);
-- pkg/scheduler/flavorassigner/flavorassigner.go `Assignment.Message`: "couldn't assign
-  flavors to pod set %s: " and its reasons, sorted and joined by ", ", for each pod set with
-  any, joined by "; " (`words.message`). `assignFlavors` returns at the first pod set no
-  flavor takes (:846-850), so that pod set is the last one named; one named before it took
-  flavors and says why it needs preemption. The last pod set is never admitted when none of
-  its reasons can change without a change of the ClusterQueue, its flavors or the job
-  (`_FOR_GOOD`: an untolerated taint, a corev1.Taint value as Go's %s prints it; a node
-  affinity the flavor does not match; a flavor or resource the queue does not have; a
-  topology the flavor does not offer), or of the usage (`_over`: the pod set's own request
-  over the flavor's maximum capacity, nominal plus what the cohort may lend). Where earlier
-  pod sets' requests (the "previously considered podsets", :1350) put it over while its own
-  is within, it is not never from the message: they took that flavor this cycle, and which
-  flavor each takes changes with the queue's usage (a flavor that needs preemption or
-  borrowing is passed for the next, `shouldTryNextFlavor`); nor does the message show that
-  they had no other, since the scan of flavors resumes where the last cycle stopped
-  (FlavorFungibilityPreserveScanProgress, beta and on at 0.19), so a pod set need not name
-  every flavor of its group. The scheduler may add ". Pending the preemption of N
-  workload(s)" (`markPreemptionOutcome`): not never.
+At 0.19's default gates (UnadmittedWorkloadsObservability and UnadmittedWorkloadsExplicitStatus
+beta and off, as the platform keeps them) the QuotaReserved False reason says little
+("Pending", "Inadmissible"), so the message decides, as Kueue words it (kubernetes-sigs/kueue
+release-0.19 c90ed700c1, read 2026-11-30):
+- pkg/controller/core/workload_controller.go `getQueueBlocker`: "LocalQueue|ClusterQueue %s
+  doesn't exist" (never; an empty name leaves two spaces, its test's case), "... is inactive"
+  (held); `reconcileOn{Local,Cluster}QueueActiveState`: "... is terminating or missing"
+  (never), "... is stopped" (held);
+- pkg/scheduler/scheduler.go `nominate`: "ClusterQueue %s not found" (never), "... is inactive"
+  (held), ValidateAdmissibility's errors (pkg/workload/resources.go: never; `refusal` computes
+  the resource ones from the Workload itself);
+- flavorassigner.go `Assignment.Message` (`words.message`): `assignFlavors` returns at the
+  first pod set no flavor takes (:846-850), the last one named. It is never admitted when
+  none of its reasons can change without a change of the queue, its flavors or the job
+  (`_FOR_GOOD`), or of usage (`_over`: its own request over the flavor's maximum capacity).
+  Over only with the "previously considered podsets" (:1350) is not never: which flavor each
+  takes changes with usage (`shouldTryNextFlavor`), and the scan resumes where the last cycle
+  stopped (FlavorFungibilityPreserveScanProgress, beta and on at 0.19). ". Pending the
+  preemption of N workload(s)" (`markPreemptionOutcome`) is not never.
 Tested with Kueue's own expected messages (tests/live/test_kueue_words.py).
 """
 
@@ -82,8 +65,7 @@ _OVER = re.compile(
 
 
 def _over(m: re.Match[str]) -> str:
-    """An over-capacity reason, removed ("") where the pod set's own request is over the
-    maximum capacity: never, whatever the other pod sets take."""
+    """ "" where the pod set's own request is over the maximum capacity (never)."""
     try:
         return "" if parse_quantity(m[1]) > parse_quantity(m[2]) else m[0]
     except ValueError:
@@ -91,8 +73,7 @@ def _over(m: re.Match[str]) -> str:
 
 
 def _fits_never(message: str) -> bool:
-    """Whether Kueue's flavor assignment message says no flavor can ever hold the pod set it
-    stopped at (the last one it names)."""
+    """Whether the message says no flavor can ever hold the last pod set it names."""
     if not message.startswith(W.POD_SET):
         return False
     _, sep, reasons = message.rpartition(f"; {W.POD_SET}")[2].partition(": ")
@@ -101,12 +82,15 @@ def _fits_never(message: str) -> bool:
     return _FOR_GOOD.sub("", _OVER.sub(_over, reasons)).replace(", ", "") == ""
 
 
-def outlook(wl: Mapping[str, Any] | None) -> tuple[str, str]:
-    """(NEVER, HELD or "", Kueue's message) from the Workload's QuotaReserved False condition;
-    ("", "") when it is admitted, has none, or waits its turn or for quota."""
+def _condition(wl: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any]:
     conds = ((wl or {}).get("status") or {}).get("conditions") or []
-    c = next((c for c in conds if c.get("type") == "QuotaReserved"), None)
-    if c is None or c.get("status") != "False":
+    return next((c for c in conds if c.get("type") == kind), {})
+
+
+def outlook(wl: Mapping[str, Any] | None) -> tuple[str, str]:
+    """(NEVER, HELD or "", Kueue's message) of a QuotaReserved False condition; else ("", "")."""
+    c = _condition(wl, "QuotaReserved")
+    if c.get("status") != "False":
         return "", ""
     message = str(c.get("message") or "")
     if any(p.match(message) for p in _NEVER_MESSAGES) or _fits_never(message):
@@ -116,49 +100,40 @@ def outlook(wl: Mapping[str, Any] | None) -> tuple[str, str]:
     return "", ""
 
 
-def reason(wl: Mapping[str, Any] | None) -> str:
-    """The reason of the Workload's QuotaReserved condition ("" without one)."""
-    conds = ((wl or {}).get("status") or {}).get("conditions") or []
-    c = next((c for c in conds if c.get("type") == "QuotaReserved"), None)
-    return str((c or {}).get("reason") or "")
-
-
 def deactivated(wl: Mapping[str, Any] | None) -> bool:
-    """Whether the Workload's spec.active is false: Kueue queues only an active one until it
-    is set true again (release-0.19 c90ed700c1 pkg/workload/workload.go `IsAdmissible` ->
-    `IsActive`, which pkg/cache/queue/manager.go asks before it queues a Workload): a person
-    set it so, or Kueue past a requeuing backoffLimitCount (the platform sets none)."""
+    """spec.active false: Kueue queues only an active Workload (release-0.19 c90ed700c1
+    pkg/workload/workload.go `IsAdmissible` -> `IsActive`, asked by pkg/cache/queue/
+    manager.go); set by a person, or by Kueue past a backoffLimitCount (the platform sets none)."""
     return ((wl or {}).get("spec") or {}).get("active") is False
 
 
 def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
-    """What `status`, `why` and `wait` say of a Workload Kueue never admits as things stand,
-    "" when it may: Kueue's own condition where `outlook` says never (with its reason), else
-    the model's refusal of its resources with the namespace's `limit_ranges` (`refusal`:
-    what the scheduler writes at its next try). Without the LimitRanges the model misses
-    only what their defaults and bounds add; it refuses nothing Kueue admits."""
+    """What `status`, `why` and `wait` say of a Workload Kueue never admits as things stand
+    ("" when it may): its condition where `outlook` says never, else the model's `refusal`
+    with the namespace's `limit_ranges` (what the scheduler writes at its next try)."""
     if wl is None:
         return ""
     if deactivated(wl):
-        conds = (wl.get("status") or {}).get("conditions") or []
-        ev = next(
-            (c for c in conds if c.get("type") == "Evicted" and c.get("status") == "True"), {}
+        ev = _condition(wl, "Evicted")
+        said = (
+            f"; Evicted, reason {ev.get('reason')}: {ev.get('message')}"
+            if ev.get("status") == "True"
+            else ""
         )
-        said = f"; Evicted, reason {ev.get('reason')}: {ev.get('message')}" if ev else ""
         return (
             f"Kueue never admits it while it is deactivated (its spec.active is false{said}): "
             "Kueue queues it again only once its spec.active is true"
         )
     kind, message = outlook(wl)
     if kind == NEVER:
-        return f"Kueue never admits it (QuotaReserved False, reason {reason(wl)}): {message}"
+        why = _condition(wl, "QuotaReserved").get("reason") or ""
+        return f"Kueue never admits it (QuotaReserved False, reason {why}): {message}"
     invalid = workload_invalid(wl, limit_ranges)
     return f"{NEVER_ADMITS} {invalid}" if invalid else ""
 
 
 def held(wl: Mapping[str, Any] | None) -> str:
-    """Kueue's message for a Workload its inactive LocalQueue or ClusterQueue holds, with what
-    happens next; "" when none does."""
+    """Kueue's message for a Workload an inactive queue holds ("" when none does)."""
     kind, message = outlook(wl)
     if kind != HELD:
         return ""
@@ -166,6 +141,6 @@ def held(wl: Mapping[str, Any] | None) -> str:
 
 
 def for_resources(text: str) -> bool:
-    """Whether a `refused` text is Kueue's refusal of the pods' resources (ValidateResources,
-    ValidateLimitRange), which only a change of the job or the LimitRange helps."""
+    """Whether a `refused` text is about the pods' resources (only the job or the LimitRange
+    can change it)."""
     return text.partition("): ")[2].startswith((INVALID_RESOURCES, OUTSIDE_LIMIT_RANGE))

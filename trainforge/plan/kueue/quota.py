@@ -1,14 +1,10 @@
-"""Kueue's quota arithmetic for one level of cohort: what a ClusterQueue may still take in a
-flavor now (`available`), at most (`potential`), and whether that borrows.
-
-Source: pkg/cache/scheduler/resource_node.go (`available`, `potentialAvailable`,
-`localQuota`, `accumulateFromChild`) and pkg/scheduler/preemption/classical/
-hierarchical_preemption.go (`FindHeightOfLowestSubtreeThatFits`) at release-0.19 c90ed70 (read
-2026-11-29; the same functions on main for v0.20). A member's nominal quota is lent to the
-cohort except what its `lendingLimit` keeps back (its local quota); the cohort holds its own
-nominal quota and what its members lend; a member may take from the cohort what is unused
-there, no more than its `borrowingLimit` beyond its nominal quota. The platform has no nested
-cohorts, so the cohort is the root and borrowing is one level (height 1).
+"""Kueue's quota arithmetic for one level of cohort (the platform nests none, so the cohort is
+the root and borrowing is height 1): pkg/cache/scheduler/resource_node.go (`available`,
+`potentialAvailable`, `localQuota`, `accumulateFromChild`) and pkg/scheduler/preemption/
+classical/hierarchical_preemption.go (`FindHeightOfLowestSubtreeThatFits`) at release-0.19
+c90ed70 (read 2026-11-29; the same on main for v0.20). A member lends its nominal quota to the
+cohort but what its `lendingLimit` keeps back (its local quota), and may take what is unused
+there up to its `borrowingLimit` beyond its nominal quota.
 """
 
 from __future__ import annotations
@@ -22,7 +18,7 @@ ZERO = Fraction(0)
 
 
 class Quotas:
-    """The cohort tree of a set of ClusterQueues (their `usage` is read live)."""
+    """The cohort tree of a set of ClusterQueues (their `usage` read live)."""
 
     def __init__(
         self,
@@ -43,14 +39,14 @@ class Quotas:
 
     @staticmethod
     def local(q: ClusterQueue, f: str, r: str) -> Fraction:
-        """What the member keeps from the cohort: nominal minus its lendingLimit (else 0)."""
+        """Nominal minus its lendingLimit (no limit: 0)."""
         lend = q.lend_limit.get(f, {}).get(r)
         if lend is None:
             return ZERO
         return max(ZERO, Quotas.nominal(q, f, r) - lend)
 
     def cohort_quota(self, q: ClusterQueue, f: str, r: str) -> Fraction:
-        """The cohort's subtree quota: its own and what its members lend."""
+        """Its own and what its members lend."""
         own = self.shared.get(q.cohort or "", {}).get(f, {}).get(r, ZERO)
         lent = sum((self.nominal(m, f, r) - self.local(m, f, r) for m in self.members(q)), ZERO)
         return own + lent
@@ -73,7 +69,7 @@ class Quotas:
         return max(ZERO, local + parent)
 
     def potential(self, q: ClusterQueue, f: str, r: str) -> Fraction:
-        """The most the queue could ever hold, all else idle (PotentialAvailable)."""
+        """All else idle (PotentialAvailable)."""
         if not q.cohort:
             return self.nominal(q, f, r)
         most = self.local(q, f, r) + self.cohort_quota(q, f, r)
@@ -83,10 +79,8 @@ class Quotas:
         return most
 
     def reclaimers(self, q: ClusterQueue, f: str, resources: Iterable[str]) -> list[str]:
-        """The other members of the queue's cohort that may take back what it borrows of
-        `resources` in flavor `f`: a nominal quota of one of them there, and
-        `preemption.reclaimWithinCohort` other than Never (Kueue evicts the borrower when a
-        job of theirs needs it back)."""
+        """The other members with nominal quota of `resources` in `f` and reclaimWithinCohort
+        other than Never: they may evict what `q` borrows there."""
         wanted = list(resources)
         return [
             m.name
@@ -97,9 +91,8 @@ class Quotas:
         ]
 
     def height(self, q: ClusterQueue, f: str, r: str, val: Fraction) -> tuple[int, bool]:
-        """(borrowing level, may reclaim higher up): FindHeightOfLowestSubtreeThatFits for a
-        cohort that is the root (no parent to reclaim from); it borrows when holding `val`
-        more exceeds its nominal quota (BorrowingWith)."""
+        """(borrowing level, may reclaim higher up): FindHeightOfLowestSubtreeThatFits under a
+        root cohort; it borrows when `val` more exceeds its nominal quota (BorrowingWith)."""
         if not q.cohort or q.use(f, r) + val <= self.nominal(q, f, r):
             return 0, bool(q.cohort)
         return 1, False

@@ -1,8 +1,7 @@
-"""The reasons Kueue's flavor assigner writes, in Kueue's words and from the same data, so that
-what the plan prints for a pod set no flavor takes reads as Kueue's own condition message and
-`pending.outlook` reads both alike (tests/plan/test_kueue_model.py runs both on our outputs).
-
-Source: kubernetes-sigs/kueue release-0.19 c90ed700c1 (2026-08-22), read 2026-11-30:
+"""The reasons Kueue's flavor assigner writes, in its words from the same data, so the plan's
+text reads as Kueue's condition message and `pending.outlook` reads both alike
+(tests/plan/test_kueue_model.py). Source: kubernetes-sigs/kueue release-0.19 c90ed700c1
+(2026-08-22), read 2026-11-30:
 pkg/scheduler/flavorassigner/flavorassigner.go:1071 (resource unavailable), :1220 (flavor
 not found), :1243 (untolerated taint), :1252 (node affinity), :1350 and :1368 (quota),
 tas_flavorassigner.go:182 and :200 (topology); the amounts as pkg/resources/
@@ -23,8 +22,8 @@ _BINARY = {1: "Ki", 2: "Mi", 3: "Gi", 4: "Ti", 5: "Pi", 6: "Ei"}
 
 
 def _decimal(mantissa: int, exponent: int) -> str:
-    """Quantity.String of a DecimalSI int64Amount (AsCanonicalBytes): trailing zeros moved
-    into the exponent, which is then lowered to a multiple of 3 for its suffix."""
+    """Quantity.String of a DecimalSI int64Amount (AsCanonicalBytes): trailing zeros into the
+    exponent, lowered to a multiple of 3 for its suffix."""
     if mantissa == 0:
         return "0"
     while mantissa % 10 == 0:
@@ -34,9 +33,9 @@ def _decimal(mantissa: int, exponent: int) -> str:
 
 
 def quantity(resource: str, value: Fraction) -> str:
-    """ResourceFormatter.ResourceQuantityString: cpu in millicores (DecimalSI), memory,
-    ephemeral-storage and hugepages-* in bytes in the canonical of BinarySI (a power-of-1024
-    suffix where exact, else DecimalSI, and DecimalSI under 1024), anything else DecimalSI."""
+    """ResourceQuantityString: cpu in millicores (DecimalSI); memory, ephemeral-storage and
+    hugepages-* in bytes as BinarySI's canonical (a power-of-1024 suffix where exact, else and
+    under 1024 DecimalSI); anything else DecimalSI."""
     if resource == "cpu":
         return _decimal(math.ceil(value * 1000), -3)
     v = math.ceil(value)
@@ -49,21 +48,17 @@ def quantity(resource: str, value: Fraction) -> str:
     return f"{v}{_BINARY[power]}" if power else _decimal(v, 0)
 
 
-# RFC 3339 as Go's time.Parse(time.RFC3339) reads it (metav1.Time.UnmarshalJSON): a fraction of
-# a second is accepted after the seconds (up to 9 digits read), "T" and "Z" upper case
+# RFC 3339 as Go's time.Parse(time.RFC3339) reads it: a fraction after the seconds (9 digits read)
 _RFC3339 = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)")
 
 
 def _go_time(stamp: str) -> str:
     """A metav1.Time as Go's %s prints it: time.Time.String ("2006-01-02 15:04:05.999999999
-    -0700 MST": the fraction only where there is one, its trailing zeros dropped) of the time
-    UnmarshalJSON parsed and moved to the process's Local zone (apimachinery v0.36.2, Kueue
-    0.19's, pkg/apis/meta/v1/time.go:117 `pt.Local()`; metav1.Time has no String of its own:
-    time.Time's is promoted; read 2026-11-30). Kueue's manager runs on
-    gcr.io/distroless/static (release-0.19 Dockerfile:3) and neither its chart nor config/
-    sets TZ, so Local is the image's /etc/localtime, or UTC where it has none: we print UTC.
-    A CRD object is stored as written, so a fraction reaches Kueue as written; a stamp Go
-    cannot parse is not decoded at all (returned as written)."""
+    -0700 MST", trailing fraction zeros dropped) in the Local zone UnmarshalJSON moves it to
+    (apimachinery v0.36.2, Kueue 0.19's, pkg/apis/meta/v1/time.go:117 `pt.Local()`; read
+    2026-11-30). Kueue runs on gcr.io/distroless/static (release-0.19 Dockerfile:3), no TZ
+    set: UTC. A CRD object's fraction reaches Kueue as written; a stamp Go cannot parse is
+    returned as written."""
     m = _RFC3339.fullmatch(stamp)
     if m is None:
         return stamp
@@ -74,9 +69,8 @@ def _go_time(stamp: str) -> str:
 
 
 def taint(t: Mapping[str, Any]) -> str:
-    """A corev1.Taint value as Go's %s prints it (FindMatchingUntoleratedTaint returns the
-    value; Taint's String has a pointer receiver): {key value effect timeAdded}, a nil
-    timeAdded as <nil>, a set one as `_go_time`."""
+    """A corev1.Taint value as Go's %s prints it (Taint's String has a pointer receiver):
+    {key value effect timeAdded}, a nil timeAdded as <nil>."""
     added = t.get("timeAdded")
     when = _go_time(str(added)) if added else "<nil>"
     return f"{{{t.get('key', '')} {t.get('value', '')} {t.get('effect', '')} {when}}}"
@@ -107,7 +101,6 @@ def only_tas(flavor: str) -> str:
 
 
 def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fraction) -> str:
-    """More than the flavor could ever hold of `r` (never, as the queue stands)."""
     return (
         f"insufficient quota for {r} in flavor {f}, previously considered podsets requests "
         f"({quantity(r, assumed)}) + current podset request ({quantity(r, request)}) > "
@@ -116,7 +109,6 @@ def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fr
 
 
 def short(r: str, f: str, needed: Fraction) -> str:
-    """Not enough unused quota now: `needed` more of `r`."""
     return f"insufficient unused quota for {r} in flavor {f}, {quantity(r, needed)} more needed"
 
 
@@ -124,7 +116,6 @@ POD_SET = "couldn't assign flavors to pod set "
 
 
 def message(status: Mapping[str, list[str]]) -> str:
-    """Assignment.Message (flavorassigner.go:228): every pod set with reasons, in order, as
-    POD_SET, its name, ": " and its reasons sorted and joined by ", " (Status.Message), the
-    pod sets joined by "; "."""
+    """Assignment.Message (flavorassigner.go:228): each pod set with reasons, in order, its
+    reasons sorted and joined by ", " (Status.Message), the pod sets by "; "."""
     return "; ".join(f"{POD_SET}{ps}: {', '.join(sorted(r))}" for ps, r in status.items() if r)
