@@ -158,6 +158,43 @@ def shipped_cli_run(tmp_path_factory):
     return ran
 
 
+@pytest.fixture
+def trainforge_here(monkeypatch, capfd):
+    """`python -m trainforge ARGS...` from folder CWD, run in the test process (`cli.main`)
+    with the environment such a test gave its process (no TRAINFORGE_* of the caller's, this
+    checkout on PYTHONPATH, one thread, plus ENV), as a function of (CWD, *ARGS, env=ENV).
+    Returns a CompletedProcess: the exit code, and what the command and everything it started
+    (launcher, ranks) wrote to stdout and stderr. For tests whose subject is what the command
+    starts and prints, not its own process: a `run-local --stack` process spent ~8 CPU s
+    importing the program's libraries (pulumi, the providers) that the test process holds."""
+    import subprocess
+
+    from trainforge import cli
+
+    def run(cwd: pathlib.Path, *args: str, env: dict | None = None):
+        capfd.readouterr()  # what came before is not this command's
+        with monkeypatch.context() as m:
+            for key in [k for k in os.environ if k.startswith("TRAINFORGE_")]:
+                m.delenv(key)
+            for key, value in {
+                "PYTHONPATH": str(ROOT),
+                "OMP_NUM_THREADS": "1",
+                **(env or {}),
+            }.items():
+                m.setenv(key, value)
+            m.chdir(cwd)
+            try:
+                code = cli.main(list(args))
+            except SystemExit as e:  # argparse's usage errors
+                code = e.code if isinstance(e.code, int) else 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["trainforge", *args], code, out, err)
+
+    return run
+
+
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
     from trainforge.plan.mocks import run_mocked
