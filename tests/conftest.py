@@ -158,6 +158,43 @@ def shipped_cli_run(tmp_path_factory):
     return ran
 
 
+@pytest.fixture
+def trainforge_here(monkeypatch, capfd):
+    """`python -m trainforge ARGS...` from folder CWD, run in the test process (`cli.main`)
+    with the environment such a test gave its process (no TRAINFORGE_* of the caller's, this
+    checkout on PYTHONPATH, one thread, plus ENV), as a function of (CWD, *ARGS, env=ENV).
+    Returns a CompletedProcess: the exit code, and what the command and everything it started
+    (launcher, ranks) wrote to stdout and stderr. For tests whose subject is what the command
+    starts and prints, not its own process: a `run-local --stack` process spent ~8 CPU s
+    importing the program's libraries (pulumi, the providers) that the test process holds."""
+    import subprocess
+
+    from trainforge import cli
+
+    def run(cwd: pathlib.Path, *args: str, env: dict | None = None):
+        capfd.readouterr()  # what came before is not this command's
+        with monkeypatch.context() as m:
+            for key in [k for k in os.environ if k.startswith("TRAINFORGE_")]:
+                m.delenv(key)
+            for key, value in {
+                "PYTHONPATH": str(ROOT),
+                "OMP_NUM_THREADS": "1",
+                **(env or {}),
+            }.items():
+                m.setenv(key, value)
+            m.chdir(cwd)
+            try:
+                code = cli.main(list(args))
+            except SystemExit as e:  # argparse's usage errors
+                code = e.code if isinstance(e.code, int) else 1
+            sys.stdout.flush()
+            sys.stderr.flush()
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(["trainforge", *args], code, out, err)
+
+    return run
+
+
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
     from trainforge.plan.mocks import run_mocked
@@ -223,7 +260,9 @@ def prod_own_values() -> dict[str, str]:
 # were sent last, and tests/test_docs_run.py 32nd). The list and its measurements:
 # docs/performance.md, "Test suite".
 RUN_FIRST = (  # CPU s of the file alone (user+sys, pytest and its children); "w": wall s of
-    # its tests among the slowest 60 of a coverage run of the suite (a lower bound)
+    # its tests among the slowest 60 of a coverage run of the suite (a lower bound); "/1.7":
+    # measured 2026-11-30 at load 8-20, divided by 1.7 (what four files measured in both
+    # sessions took then against these figures)
     "tests/test_docs_run.py",  # ~300
     "tests/jobs/test_user_code_runs.py",  # 105
     "tests/training/test_checkpoint_e2e.py",  # 92
@@ -231,26 +270,27 @@ RUN_FIRST = (  # CPU s of the file alone (user+sys, pytest and its children); "w
     "tests/training/test_reliability_e2e.py",  # 58
     "tests/training/test_gpu_check.py",  # 56
     "tests/jobs/test_pod_kill_rehearsal.py",  # 49
-    "tests/plan/test_import_cli.py",  # 41
     "tests/images/test_runtime_image.py",  # 40 (13 with its layer cached)
-    "tests/jobs/test_user_code_exits.py",  # 39
+    "tests/jobs/test_run_local_adhoc.py",  # 66.9/1.7
     "tests/training/test_agreement.py",  # 37
+    "tests/jobs/test_user_code_exits.py",  # 59.6/1.7
+    "tests/plan/test_import_cli.py",  # 53.0/1.7
     "tests/training/test_checkpoint.py",  # 28 w
     "tests/test_report_resume.py",  # 27
     "tests/jobs/test_indexed_rehearsal.py",  # 27
+    "tests/jobs/test_run_local_on_exit.py",  # 44.8/1.7
     "tests/platform/test_alerts_e2e.py",  # 26 w (waits on Prometheus), 16
     "tests/images/test_stable_identity.py",  # 24
     "tests/plan/test_review_intent.py",  # 22 w
+    "tests/jobs/test_program_jobs.py",  # 35.9/1.7
     "tests/plan/test_plan_review.py",  # 18 w
+    "tests/jobs/test_launch_model.py",  # 23.5/1.7
     "tests/training/test_runtime.py",  # 13 w
     "tests/training/test_setup_memory.py",  # 13 w
     "tests/test_cli.py",  # 13 w
-    "tests/jobs/test_program_jobs.py",  # 13 w
     "tests/training/test_checkpoint_failures.py",  # 12 w
     "tests/jobs/test_estimate_measured.py",  # 12 w
     "tests/jobs/test_backend_stacks.py",  # 12 w
-    "tests/jobs/test_launch_model.py",  # 11 w
-    "tests/jobs/test_run_local_adhoc.py",  # 11 w
     "tests/training/test_runtime_flags.py",  # 11 w
     "tests/plan/test_plan_cost.py",  # 10 w
     "tests/training/test_acceptance.py",  # 10 w

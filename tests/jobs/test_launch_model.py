@@ -8,10 +8,7 @@ resolves the job through the stack's program as the plan does, starts 8 local ra
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -76,23 +73,16 @@ def test_the_plan_renders_2_pods_x_4_processes(plan):
     assert (view.pods, view.procs_per_pod, view.world_size) == (2, 4, 8)
 
 
-def test_run_local_runs_the_rendered_ranks_and_prints_the_plans_line(project, plan):
+def test_run_local_runs_the_rendered_ranks_and_prints_the_plans_line(
+    project, plan, trainforge_here
+):
     section = next(s for s in plan.sections if s.title.startswith("Restart budget"))
     (line,) = [x for x in section.lines if x.startswith("research/ranks: ")]
     plan_line = line.removeprefix("research/ranks: ")
     assert plan_line.startswith("2 pods x 4 processes, restarts: ")
     (data,) = [d for d in section.data if d["job"] == "ranks"]
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", "ranks"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = trainforge_here(project, "run-local", "--stack", "dev", "ranks")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # the same line, computed by the same function from the same resolved job
     assert f"run-local: ranks: {plan_line}\n" in proc.stdout

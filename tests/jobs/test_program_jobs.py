@@ -8,10 +8,7 @@ the program under the plan's mocks; `plan --program FILE` renders it; the path r
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,17 +47,8 @@ def test_plan_lists_a_job_declared_only_in_python():
     ), budget.lines
 
 
-def test_run_local_runs_it_from_the_stacks_program(project):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", "fn-hello"],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+def test_run_local_runs_it_from_the_stacks_program(project, trainforge_here):
+    proc = trainforge_here(project, "run-local", "--stack", "dev", "fn-hello")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     out = project / "runs" / "fn-hello" / "hello.txt"
     assert out.read_text() == "world=2 steps=2 total=2\n"
@@ -77,7 +65,7 @@ def test_program_paths_follow_the_one_rule(project, bad):
         find_job("dev", "fn-hello", project, program=bad, declared=program_jobs)
 
 
-def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
+def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path, trainforge_here):
     """run-local resolves a job through the stack's program; a config problem the program
     finds (a job naming a pool that does not exist) is the plan's one-line error, exit 2."""
     for name in ("Pulumi.yaml", "__main__.py"):
@@ -92,16 +80,7 @@ def test_bad_stack_config_is_one_error_not_a_traceback(tmp_path):
         JobConfigError, match=r"trainforge:jobs\[1\] \(gpt-small-fsdp\)\.pool: got 'p5-nowhere'"
     ):
         program_jobs("dev", tmp_path)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
-    env.update(PYTHONPATH=str(ROOT))
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", "gpt-small-fsdp"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = trainforge_here(tmp_path, "run-local", "--stack", "dev", "gpt-small-fsdp")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 2, out[-3000:]
     assert "Traceback" not in out, out[-3000:]

@@ -56,10 +56,21 @@ def _run(project: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(project):
-    assert not list(project.glob("Pulumi*.yaml"))
-    proc = _run(project, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
+@pytest.fixture(scope="module")
+def plain_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """The plain example's 2-rank run (`-- --steps 4`) in a project of its own, run once for
+    the tests that read it (the run, and a second run in a copy of the folder it left)."""
+    root = tmp_path_factory.mktemp("plain")
+    (root / "user_code").mkdir()
+    shutil.copy(ROOT / "examples" / "plain" / "train.py", root / "user_code" / "train.py")
+    assert not list(root.glob("Pulumi*.yaml"))
+    proc = _run(root, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return root, proc
+
+
+def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(plain_run):
+    project, proc = plain_run
     assert "run-local: user_code/train.py: 2 process(es) (world 2)" in proc.stdout
     assert "done: 4 steps" in proc.stdout
     run = project / "runs" / "train"
@@ -85,11 +96,12 @@ def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(project):
     assert "attempts: 1" in rep.stdout
 
 
-def test_the_plain_example_run_again_resumes_at_its_last_step_and_ends_cleanly(project):
+def test_the_plain_example_run_again_resumes_at_its_last_step_and_ends_cleanly(plain_run, tmp_path):
     # a second run in the same folder (as a user re-runs the docs' command) finds step_4.pt and
-    # has nothing left to train: it said so with an UnboundLocalError traceback for `loss`
-    first = _run(project, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
-    assert first.returncode == 0, first.stdout[-3000:] + first.stderr[-3000:]
+    # has nothing left to train: it said so with an UnboundLocalError traceback for `loss`.
+    # The folder the first run left, copied (the other test reads the first run's own)
+    project = tmp_path / "project"
+    shutil.copytree(plain_run[0], project, symlinks=True)
     again = _run(project, "user_code/train.py", "--workers", "2", "--", "--steps", "4")
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "resumed from step_4.pt at step 4" in again.stdout

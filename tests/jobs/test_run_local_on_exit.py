@@ -4,15 +4,14 @@ writes), and run-local's own re-creation loop acts on that same outcome: the exi
 process prints and what run-local then does agree (trainforge/core/failures.py,
 trainforge/jobs/restarts.py `outcome`, trainforge/jobs/local.py `launch`).
 
-Real `trainforge run-local --stack dev JOB` runs of the stack's program, as
+Real `trainforge run-local --stack dev JOB` runs of the stack's program (in this process, as
+conftest's trainforge_here runs it; the launcher and the ranks are processes), as
 tests/jobs/test_user_code_exits.py does."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -80,17 +79,15 @@ def project(tmp_path_factory) -> Path:
     return root
 
 
-def run_local(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    return subprocess.run(
-        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+@pytest.fixture
+def run_local(trainforge_here):
+    """`trainforge run-local --stack dev ARGS` from the project, in this process (conftest's
+    trainforge_here): the subject is what it starts and says, not its own process."""
+
+    def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        return trainforge_here(project, "run-local", "--stack", "dev", *args)
+
+    return run
 
 
 def pod_on_exit(raw: dict) -> str:
@@ -112,7 +109,9 @@ def pod_on_exit(raw: dict) -> str:
 
 
 @pytest.mark.parametrize("backend", RUN_BACKENDS)
-def test_run_locals_processes_are_told_what_the_pods_are_and_it_does_that(project, backend):
+def test_run_locals_processes_are_told_what_the_pods_are_and_it_does_that(
+    project, backend, run_local
+):
     """A bug (exit 1): the exit line says the pod's words ("the job fails"), not the no-pod
     "permanent: the job stops", and run-local stops. Killed (137): the launcher's line says the
     pod is re-created, and run-local re-creates it. Before, run-local's processes had no
@@ -139,7 +138,7 @@ def test_run_locals_processes_are_told_what_the_pods_are_and_it_does_that(projec
     assert (out / "done").is_file()
 
 
-def test_run_local_re_creates_only_what_the_backends_controller_would(project):
+def test_run_local_re_creates_only_what_the_backends_controller_would(project, run_local):
     """An indexed Job with backoffLimit 0 fails at its first failed pod, a killed one (137)
     too: the `>= 128` copy in run-local's loop re-created it when --pod-restarts allowed one
     (watched fail: 2 attempts), and without the flag it blamed "--pod-restarts 0", which

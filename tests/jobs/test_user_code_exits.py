@@ -98,20 +98,18 @@ def project(tmp_path_factory) -> Path:
     return root
 
 
-def run_local(project: Path, job: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    return subprocess.run(
-        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", job],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=400,
-    )
+@pytest.fixture
+def run_local(trainforge_here):
+    """`trainforge run-local --stack dev JOB` from the project, in this process (conftest's
+    trainforge_here): the subject is what it starts and says, not its own process."""
+
+    def run(project: Path, job: str) -> subprocess.CompletedProcess[str]:
+        return trainforge_here(project, "run-local", "--stack", "dev", job)
+
+    return run
 
 
-def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project):
+def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project, run_local):
     bug = run_local(project, "bug-job")
     assert bug.returncode == 1, bug.stdout[-2000:] + bug.stderr[-3000:]
     assert "trainforge exit: user_error code=1 (rank 0): ValueError: a bug in my code" in bug.stderr
@@ -128,7 +126,9 @@ def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project)
     assert "(retryable)" in peer.stderr and (out / "done").is_file()
 
 
-def test_nccl_without_a_gpu_is_the_jobs_configuration_everywhere_it_is_read(project, capsys):
+def test_nccl_without_a_gpu_is_the_jobs_configuration_everywhere_it_is_read(
+    project, run_local, capfd
+):
     """Own code that hard-codes `init_process_group("nccl")` on a CPU pool: torch's error
     named NCCL, so it was a collective_error (200, "look for a sick node"), re-created until
     the 5-in-a-row stop. It is the job's configuration: permanent, with the fix, and run-local,
@@ -148,7 +148,7 @@ def test_nccl_without_a_gpu_is_the_jobs_configuration_everywhere_it_is_read(proj
     )
     assert "re-creating" not in proc.stderr and "collective_error" not in proc.stderr
     assert report.main([str(project / "runs" / "nccl-job")]) == 0
-    out = capsys.readouterr().out
+    out = capfd.readouterr().out
     assert f"the last ended with config_error (rank 0): RuntimeError: Distributed package " \
         f"doesn't have NCCL built in; {fix})" in out  # fmt: skip
 
@@ -179,7 +179,7 @@ def test_a_cuda_torch_that_finds_no_gpu_is_the_jobs_on_a_cpu_pod_and_the_nodes_o
         f"supported with GPUs, no GPUs found!; {fix} [" in proc.stderr  # fmt: skip
 
 
-def test_an_exception_the_job_lists_in_retry_on_is_retried(project):
+def test_an_exception_the_job_lists_in_retry_on_is_retried(project, run_local):
     flaky = run_local(project, "flaky-job")
     assert flaky.returncode == 0, flaky.stdout[-2000:] + flaky.stderr[-3000:]
     assert "trainforge exit: user_retryable code=205 (rank 0): TransientError:" in flaky.stderr

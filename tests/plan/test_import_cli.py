@@ -5,10 +5,7 @@ dev and two run-locals."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
@@ -34,7 +31,7 @@ def _entries(out: str) -> list[dict]:
     return yaml.safe_load("\n".join(ln for ln in out.splitlines() if not ln.startswith("#")))
 
 
-def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch):
+def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capfd, monkeypatch, trainforge_here):
     root = _project(tmp_path)
     monkeypatch.chdir(root)
     entries = []
@@ -44,7 +41,7 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch)
         CORPUS / "seed" / "simple-pytorch-job.yaml",  # python -c code, written out
     ):
         assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
-        out = capsys.readouterr().out
+        out = capfd.readouterr().out
         assert "# Files to ship (written):" in out
         entries += _entries(out)
     assert (root / "imported/blog-ddp/train.py").is_file()
@@ -60,24 +57,17 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capsys, monkeypatch)
     names = {dj.spec.name: dj.spec for dj in result.inventory.declared.jobs}
     assert names["blog-ddp"].workers == 2 and names["pytorch-distributed-ddp"].workers == 4
 
-    logs = _run_local(root, "blog-ddp", "--steps", "3")
+    logs = _run_local(trainforge_here, root, "blog-ddp", "--steps", "3")
     assert "done: 3 steps on 2 ranks" in logs
     # the seed's inline script (10 tiny epochs; CUDA only where there is one) as it was
-    logs = _run_local(root, "pytorch-simple")
+    logs = _run_local(trainforge_here, root, "pytorch-simple")
     assert "Epoch 9, Loss:" in logs and "Training completed successfully!" in logs
 
 
-def _run_local(root: Path, *args: str) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "run-local", "--stack", "dev", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def _run_local(trainforge_here, root: Path, *args: str) -> str:
+    """`trainforge run-local --stack dev ARGS` from the project, in this process (conftest's
+    trainforge_here): the subject is what it runs, not its own process."""
+    proc = trainforge_here(root, "run-local", "--stack", "dev", *args)
     logs = proc.stdout + proc.stderr
     assert proc.returncode == 0, logs[-3000:]
     return logs
