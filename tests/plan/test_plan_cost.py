@@ -802,7 +802,7 @@ def on_reserved():
 def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourly_figure(
     on_reserved,
 ):
-    """Its $/h is not summed a second time."""
+    """Its $/h is not summed a second time; its run cost is its own share, said to be paid."""
     from trainforge.plan import verdict
 
     result, _ = on_reserved
@@ -811,9 +811,10 @@ def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourl
     two_nodes, run = f"${job['onDemandPerHour']:,.2f}", f"${job['runCost']:,.2f}"
     platform, jobs_line = verdict.cost_lines(result, None)[:2]
     assert platform.startswith("Cost: platform $44.88/h")  # the 2 p4d nodes are in it
-    assert jobs_line.startswith(
+    assert jobs_line == (
         f"      + jobs: 1 of 1 run at once, $0.00/h while running (their {two_nodes}/h on node "
-        f"groups' always-on nodes is in the platform's), each job on its own nodes; run costs {run}"
+        "groups' always-on nodes is in the platform's), each job on its own nodes; run costs "
+        f"{run} in all (of which {run} on node groups' always-on nodes, paid in the platform's)"
     )
 
 
