@@ -781,12 +781,12 @@ def test_a_job_the_pools_limits_stop_names_the_limit_as_the_scheduling_rehearsal
 # --- a node group's always-on nodes are paid once ---------------------------------------------
 
 
-def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourly_figure():
-    """prod's p4d-reserved group keeps 2 nodes (desiredSize) up, in the platform's fixed cost;
-    the job moved onto it runs on those 2 nodes, so its $/h is not summed a second time."""
+@pytest.fixture(scope="module")
+def on_reserved():
+    """prod with its job moved onto the p4d-reserved group, which keeps 2 nodes (desiredSize)
+    up, in the platform's fixed cost: the job runs on those 2 nodes. (result, report)"""
     import json
 
-    from trainforge.plan import verdict
     from trainforge.stack.file import read_stack_file
 
     overrides = prod_own_values()
@@ -794,14 +794,65 @@ def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourl
     jobs[0]["pool"] = "p4d-reserved"
     overrides["trainforge:jobs"] = json.dumps(jobs)
     result = core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
+    return result, cost_check.build_report(ctx, today=dt.date(2026, 11, 30))
+
+
+def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourly_figure(
+    on_reserved,
+):
+    """Its $/h is not summed a second time; its run cost is its own share, said to be paid."""
+    from trainforge.plan import verdict
+
+    result, _ = on_reserved
     (job,) = verdict.section_data(result, verdict.COST_TITLE)["jobs"]
     assert (job["pool"], job["nodes"], job["instanceType"]) == ("p4d-reserved", 2, "p4d.24xlarge")
-    two_nodes = f"${job['onDemandPerHour']:,.2f}"
+    two_nodes, run = f"${job['onDemandPerHour']:,.2f}", f"${job['runCost']:,.2f}"
     platform, jobs_line = verdict.cost_lines(result, None)[:2]
     assert platform.startswith("Cost: platform $44.88/h")  # the 2 p4d nodes are in it
-    assert jobs_line.startswith(
+    assert jobs_line == (
         f"      + jobs: 1 of 1 run at once, $0.00/h while running (their {two_nodes}/h on node "
-        "groups' always-on nodes is in the platform's), each job on its own nodes; run costs $"
+        "groups' always-on nodes is in the platform's), each job on its own nodes; run costs "
+        f"{run} in all (of which {run} on node groups' always-on nodes, paid in the platform's)"
+    )
+
+
+def test_the_reports_running_line_counts_a_node_groups_desired_nodes_once(on_reserved):
+    _, report = on_reserved
+    (job,) = report.jobs
+    lines = cost_check.render(report)
+    (running,) = [line for line in lines if line.startswith("  running at once:")]
+    assert running.startswith(
+        f"  running at once: 1 of 1 job(s), $0.00/h beyond the platform's (their "
+        f"${job.hourly:,.2f}/h on node groups' always-on nodes is in it) with each job on its "
+        "own nodes"
+    )
+
+
+def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved):
+    """The platform's month pays the 2 p4d nodes for every hour: the job's run on them adds
+    nothing to the cluster's month (its team's month still carries its own share)."""
+    _, report = on_reserved
+    fixed = report.fixed
+    report.fixed = [i for i in fixed if i.hourly is not None]  # FSx, KMS: no price in the table
+    try:
+        platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
+        (job,) = report.jobs
+        (vision,) = [t for t in report.teams if t.month]
+        assert vision.month == pytest.approx(job.run_cost) and job.run_cost > 50
+        assert cost_check.cluster_month(report) == pytest.approx(platform)
+        ok = cost_check.parse_caps({"clusterPerMonth": platform + 1})
+        assert not cost_check.findings(report, ok)
+        tight = cost_check.parse_caps({"clusterPerMonth": platform - 1})
+        (f,) = cost_check.findings(report, tight)
+    finally:
+        report.fixed = fixed
+    assert f.rule == "TF_COST_CLUSTER_BUDGET"
+    assert f.message == (
+        f"the cluster costs ${platform:,.2f} in a month (platform ${platform:,.2f}/month + every "
+        f"declared job run once, less their ${job.run_cost:,.2f} on node groups' always-on "
+        f"nodes, in the platform's), over its ${platform - 1:,.2f}/month budget"
     )
 
 
@@ -819,7 +870,11 @@ def test_only_the_nodes_beyond_a_node_groups_desired_size_add_to_the_running_fig
     report.jobs = [job("a", 1), job("b", 2), job("c", 4, admission="waits"), job("d", 1, "k")]
     assert report.running_hourly == 40.0  # a, b, d: 4 nodes
     assert report.running_in_fixed == 20.0  # a and b share the group's 2 desired nodes
-    report.jobs = [job("a", 1)]
+    assert report.in_fixed_hourly == [10.0, 10.0, 0.0, 0.0]  # taken in order, per job
+    assert report.run_in_fixed() == 0.0  # runs of unknown length
+    two_hours = duration.Duration(7200, "estimate", "")
+    report.jobs = [replace(job("a", 1), duration=two_hours)]
     assert report.running_in_fixed == 10.0  # one of the two: the other runs idle anyway
+    assert report.run_in_fixed() == 20.0 and report.run_in_fixed(most_hours=1) == 10.0
     report.fixed = [replace(group, hourly=None)]
     assert report.running_in_fixed == 0.0  # an unpriced group is counted nowhere

@@ -795,22 +795,39 @@ class CostReport:
         return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
 
     @property
-    def running_in_fixed(self) -> float:
-        """The part of `running_hourly` on nodes a node group keeps up anyway (its desiredSize,
-        already in the fixed cost, paid whether a job runs or not): the running jobs on its
-        pool and type use at most that many of them; only nodes beyond add to the bill."""
-        out = 0.0
+    def in_fixed_hourly(self) -> list[float]:
+        """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway (its desiredSize,
+        already in the fixed cost, paid whether a job runs or not). The running jobs on its
+        pool and type take them in order, at most that many; only nodes beyond add to the bill.
+        The one model of that overlap: the verdict, the report and the cluster budget read it."""
+        out = [0.0] * len(self.jobs)
         for i in self.fixed:
             if not i.pool or not i.nodes or i.hourly is None:
                 continue
-            used = sum(
-                j.choice.nodes
-                for j in self.jobs
-                if j.runs_at_once and j.runs is None and j.pool == i.pool and j.choice
-                and j.choice.instance_type == i.instance_type and j.hourly is not None
-            )  # fmt: skip
-            out += min(used, i.nodes) * i.hourly / i.nodes
+            left = i.nodes
+            for n, j in enumerate(self.jobs):
+                c = j.choice
+                if not (j.runs_at_once and j.runs is None and j.pool == i.pool and c
+                        and c.instance_type == i.instance_type and j.hourly is not None):  # fmt: skip
+                    continue
+                took = min(c.nodes, left)
+                out[n] += took * i.hourly / i.nodes
+                left -= took
         return out
+
+    @property
+    def running_in_fixed(self) -> float:
+        """The part of `running_hourly` on node groups' always-on nodes (`in_fixed_hourly`)."""
+        return sum(self.in_fixed_hourly)
+
+    def run_in_fixed(self, most_hours: float = math.inf) -> float:
+        """The part of the jobs' run costs (each run at most `most_hours`) on those nodes: the
+        platform's fixed cost pays it already (a run of unknown length: none)."""
+        return sum(
+            h * min(j.duration.seconds / 3600, most_hours)
+            for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True)
+            if h and j.duration.seconds is not None
+        )
 
     def fixed_missing(self) -> list[str]:
         """The prices the platform's total lacks ("ebs.gp3 in us-west-2")."""
@@ -836,6 +853,7 @@ class CostReport:
             "fixedMissingPrices": self.fixed_missing(),
             "runningPerHour": self.running_hourly,
             "runningInFixedPerHour": self.running_in_fixed,
+            "runCostInFixed": self.run_in_fixed(),
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

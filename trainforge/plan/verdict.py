@@ -107,6 +107,8 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
         )
     else:
         runs = f"run cost unknown ({_unpriced(lacking)})"
+    if paid := new.get("runCostInFixed"):  # each job's own share, not a bill on top
+        runs += f" (of which {_usd(paid)} on node groups' always-on nodes, paid in the platform's)"
     out = [fixed, f"      + jobs: {running} of {len(new['jobs'])} run at once, {rate}; {runs}"]
     if len(new["waiting"]) > 3:
         return [*out, f"      {len(new['waiting'])} jobs wait or are never admitted (full report)"]

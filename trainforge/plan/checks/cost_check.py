@@ -209,16 +209,23 @@ OWN_NODES = "each job on its own nodes"
 # a fleet job at its dearest worker, so that a cap holds wherever MultiKueue runs it
 DEAREST = ", each at its dearest worker"
 RUNNING_HEADER = "running at once $/h (own nodes)"
+# a job's share of a node group's desiredSize nodes: paid in the platform's fixed cost already
+IN_FIXED = "their {}/h on node groups' always-on nodes is in it"
 
 
 def running_lines(report: C.CostReport) -> list[str]:
     """What runs at once and what waits, as the verdict prints it."""
     running = [j for j in report.jobs if j.runs_at_once]
     unpriced = [j.name for j in running if j.hourly is None]
-    rate = usd(report.running_hourly) + (f" + unknown ({', '.join(unpriced)})" if unpriced else "")
+    in_fixed = report.running_in_fixed
+    rate = usd(report.running_hourly - in_fixed) + (
+        f" + unknown ({', '.join(unpriced)})" if unpriced else ""
+    )
+    # those nodes are in the platform's figure already (docs/cost.md)
+    beyond = f" beyond the platform's ({IN_FIXED.format(usd(in_fixed))})" if in_fixed else ""
     dearest = DEAREST if any(j.dispatched for j in report.jobs) else ""
     out = [
-        f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h with "
+        f"  running at once: {len(running)} of {len(report.jobs)} job(s), {rate}/h{beyond} with "
         f"{OWN_NODES}{dearest} (Karpenter may pack pods of several jobs onto shared nodes, "
         "for less)"
     ]
@@ -336,7 +343,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             _no_month("the cluster", budget, unknown) if month is None else "",
             f"the cluster costs {usd(month)} in a month (platform "
             f"{usd(report.fixed_hourly_known * P.HOURS_PER_MONTH)}/month + every declared job "
-            f"run once), over its {usd(budget)}/month budget"
+            f"run once{_less_in_fixed(report)}), over its {usd(budget)}/month budget"
             if month is not None and month > budget
             else None,
         )
@@ -363,10 +370,20 @@ def _unpriced_job(j: C.JobCost, cap: float) -> str:
 
 
 def cluster_month(report: C.CostReport) -> float | None:
-    """The platform's month plus every declared job run once (None: a figure is unknown)."""
+    """The platform's month plus every declared job run once, less the runs' part on node
+    groups' always-on nodes (the platform's month pays those nodes; None: a figure is unknown)."""
     if report.fixed_unknown or any(t.month is None for t in report.teams):
         return None
-    return report.fixed_hourly_known * P.HOURS_PER_MONTH + sum(t.month or 0 for t in report.teams)
+    jobs = sum(t.month or 0 for t in report.teams) - report.run_in_fixed(P.HOURS_PER_MONTH)
+    return report.fixed_hourly_known * P.HOURS_PER_MONTH + jobs
+
+
+def _less_in_fixed(report: C.CostReport) -> str:
+    """What `cluster_month` left out of the jobs' runs, in words ("" if nothing)."""
+    paid = report.run_in_fixed(P.HOURS_PER_MONTH)
+    if not paid:
+        return ""
+    return f", less their {usd(paid)} on node groups' always-on nodes, in the platform's"
 
 
 def check(ctx: PlanContext) -> CheckResult:
