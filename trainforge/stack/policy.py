@@ -138,7 +138,8 @@ class CostCaps(StackModel):
     cluster_per_month: UsdPerMonth | None = Field(
         None,
         description="USD per month for everything tagged with the cluster: the platform's "
-        "always-on cost plus a month of every declared job (TF_COST_CLUSTER_BUDGET); the stack "
+        "always-on cost plus every declared job run once (less their part on node groups' "
+        "always-on nodes, already in the platform's; TF_COST_CLUSTER_BUDGET); the stack "
         "also creates an AWS Budget on the cluster's cost-allocation tag (docs/cost.md); "
         "unset: no budget.",
     )
