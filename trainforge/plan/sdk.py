@@ -23,9 +23,7 @@ from trainforge.jobs import trainjob
 
 TRAINER_API = f"/apis/{trainjob.API_VERSION}"
 TRAINJOB_TYPE = f"kubernetes:{trainjob.API_VERSION}:{trainjob.KIND}"
-# The URN prefix of an object a program sent (not one the stack declares): the checks that
-# judge sent objects as jobs find them by it.
-SENT_URN = "urn:trainforge:sdk::"
+SENT_URN = "urn:trainforge:sdk::"  # of an object a program sent: the checks find them by it
 SDK_VENV = ".sdk-venv"
 TIMEOUT_S = 300
 
@@ -43,8 +41,7 @@ class Submission:
     created: list[dict[str, Any]] = field(default_factory=list)  # TrainJobs as stored
     missing: list[str] = field(default_factory=list)  # runtimes asked for and not found
     requests: list[tuple[str, str]] = field(default_factory=list)
-    # what the program asked for, after it sent a TrainJob, that a plan cannot answer (the
-    # job's status, pods, logs: nothing runs here); answered 404
+    # asked for after it sent a TrainJob and answered 404 (its status, pods, logs: none here)
     after_sent: list[str] = field(default_factory=list)
     returncode: int = 0
     output: str = ""  # the program's stdout and stderr (tail)
@@ -52,9 +49,8 @@ class Submission:
 
     @property
     def last_error(self) -> str:
-        """The program's last non-empty output line (its exception, when it raised one), after
-        the traceback's `File "...", line N` that names the program (else its last one): a
-        SyntaxError's line alone says not where."""
+        """The program's last output line (its exception), after the traceback's last `File
+        "...", line N` naming the program (else its last one): a SyntaxError's says not where."""
         lines = [x.strip() for x in self.output.splitlines() if x.strip()]
         frames = [x for x in lines[:-1] if x.startswith('File "')]
         mine = [x for x in frames if x.startswith(f'File "{self.program}"')] or frames
@@ -103,7 +99,7 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *_a: Any) -> None:  # quiet
-            pass
+            return
 
         def _send(self, code: int, body: dict[str, Any]) -> None:
             if code == 404 and sub.created:
@@ -166,30 +162,18 @@ def run_program(
     ):
         home = pathlib.Path(tmp)
         kubeconfig = {
-            "apiVersion": "v1",
-            "kind": "Config",
+            "apiVersion": "v1", "kind": "Config", "current-context": "team",
             "clusters": [{"name": "plan", "cluster": {"server": url}}],
             "users": [{"name": "user", "user": {"token": "plan-stand-in"}}],
-            "contexts": [
-                {
-                    "name": "team",
-                    "context": {"cluster": "plan", "user": "user", "namespace": namespace},
-                }
-            ],  # fmt: skip
-            "current-context": "team",
-        }
+            "contexts": [{"name": "team", "context": {"cluster": "plan", "user": "user",
+                                                      "namespace": namespace}}],
+        }  # fmt: skip
         (home / "kubeconfig").write_text(yaml.safe_dump(kubeconfig))
         env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home),
                "KUBECONFIG": str(home / "kubeconfig")}  # fmt: skip
         try:
-            proc = subprocess.run(
-                [str(python), str(program)],
-                cwd=program.parent,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=TIMEOUT_S,
-            )
+            proc = subprocess.run([str(python), str(program)], cwd=program.parent, env=env,
+                                  capture_output=True, text=True, timeout=TIMEOUT_S)  # fmt: skip
         except subprocess.TimeoutExpired:
             sub.returncode = 124
             sub.output = f"the program did not finish within {TIMEOUT_S} s"
@@ -207,17 +191,9 @@ def add_sent(inv: Any, sub: Submission) -> None:
 
     for i, doc in enumerate(sub.created):
         name = str((doc.get("metadata") or {}).get("name") or f"trainjob-{i}")
-        inputs = {k: v for k, v in doc.items() if k not in ("status",)}
-        inv.resources.append(
-            Recorded(
-                urn=f"{SENT_URN}{TRAINJOB_TYPE}::{name}",
-                type=TRAINJOB_TYPE,
-                name=name,
-                parent=None,
-                custom=True,
-                inputs=inputs,
-            )
-        )
+        inputs = {k: v for k, v in doc.items() if k != "status"}
+        urn = f"{SENT_URN}{TRAINJOB_TYPE}::{name}"
+        inv.resources.append(Recorded(urn, TRAINJOB_TYPE, name, None, True, inputs))
     inv.submitted = sub
 
 

@@ -16,6 +16,7 @@ from trainforge.jobs import fetches as F
 from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_files
+from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.submitted import open_egress, packages
 
@@ -48,23 +49,9 @@ def fix(volumes: list[str]) -> str:
     )
 
 
-def _mounts(spec: dict[str, Any], c: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
-    return [(volumes.get(m.get("name")) or {}, m) for m in c.get("volumeMounts") or []]
-
-
 def kept(spec: dict[str, Any], c: Any) -> tuple[str, ...]:
     """Mount paths of the container's volumes that outlive the pod (claims: FSx)."""
-    return tuple(
-        str(m.get("mountPath")) for v, m in _mounts(spec, c) if "persistentVolumeClaim" in v
-    )
-
-
-def _configmap(ctx: PlanContext, namespace: str, name: str) -> dict[str, Any]:
-    for o in ctx.objects:
-        if o.kind == "ConfigMap" and o.namespace == namespace and o.obj_name == name:
-            return o.doc.get("data") or {}
-    return {}
+    return tuple(m.path for m in P._mounts(spec, c) if "persistentVolumeClaim" in m.volume)
 
 
 def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list[F.Fetch]:
@@ -72,15 +59,19 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
     it mounts from ConfigMaps (named by their path in the pod)."""
     sdk_install = packages({"spec": spec}) is not None  # judged as RULE_PACKAGES
     out: list[F.Fetch] = []
+    configmaps = {
+        o.obj_name: o.doc.get("data") or {}
+        for o in reversed(ctx.objects)
+        if o.kind == "ConfigMap" and o.namespace == namespace
+    }
     for c in pods.containers(spec):
         files = []
-        for v, m in _mounts(spec, c):
-            data = _configmap(ctx, namespace, (v.get("configMap") or {}).get("name", ""))
-            items = (v.get("configMap") or {}).get("items") or [{"key": k, "path": k} for k in data]
-            for item in items:
+        for m in P._mounts(spec, c):
+            cm = m.volume.get("configMap") or {}
+            data = configmaps.get(cm.get("name", ""), {})
+            for item in cm.get("items") or [{"key": k, "path": k} for k in data]:
                 if str(item.get("path")).endswith(".py") and item.get("key") in data:
-                    path = posixpath.join(str(m.get("mountPath")), item["path"])
-                    files.append((path, data[item["key"]]))
+                    files.append((posixpath.join(m.path, item["path"]), data[item["key"]]))
         where = f"container {c.get('name')} command"
         written = {w.file: w.read for w in pod_files.written(spec, c)}  # as the pod's bash
         env = pods.literal_env(c)

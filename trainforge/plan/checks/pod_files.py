@@ -1,23 +1,22 @@
 """The files a container's shell script writes from its heredocs, as the pod's bash writes
-them: the one reading of "the file the Kubeflow SDK writes in the pod" (`plan --sdk`'s name
-check and the download reader read it; `checks/submitted.py` says where it differs from the
-text the command carries).
+them: the one reading of the file the Kubeflow SDK writes in the pod (`plan --sdk`'s name
+check and the download reader read it; `checks/submitted.py` says where it differs).
 
-Why run bash: the SDK writes the function through an UNQUOTED heredoc (kubeflow 0.4.1, the
-pinned SDK, trainer/constants/constants.py EXEC_FUNC_SCRIPT, read 2026-11-30: `read -r -d ''
-SCRIPT << EOM ... EOM`, then `printf "%s" "$SCRIPT" > "FILE"`), so bash expands `$name`,
-`${...}`, `$(...)`, backticks and `$((...))` and drops the backslash before `$`, backtick, `\\`
-and newline (bash manual, "Here Documents"; the host's /bin/bash runs it, GNU bash 5.2.15 where
-tests/plan/test_plan_sdk_heredoc.py compared it with a plain bash run, 2026-11-30). The script
-runs as its container's in the pod sandbox (`pod_scripts.run_script`: its user, its volumes,
-no network, the training image's programs stand-ins, env the container's literal env only), so
-a `$(...)` runs there, never on this machine. Without the sandbox nothing runs: text with no `$`, backtick or backslash is the
-file as written (bash changes none of it), any other is not read, never guessed.
+The SDK writes the function through an UNQUOTED heredoc (kubeflow 0.4.1, the pinned SDK,
+trainer/constants/constants.py EXEC_FUNC_SCRIPT, read 2026-11-30: `read -r -d '' SCRIPT << EOM
+... EOM`, then `printf "%s" "$SCRIPT" > "FILE"`), so bash expands `$name`, `${...}`, `$(...)`,
+backticks and `$((...))` and drops the backslash before `$`, backtick, `\\` and newline (bash
+manual, "Here Documents"; GNU bash 5.2.15 where tests/plan/test_plan_sdk_heredoc.py compared
+it with a plain bash run, 2026-11-30). So the script runs as its container's in the pod
+sandbox (`pod_scripts.run_script`: a `$(...)` runs there, never on this machine). Without the
+sandbox nothing runs: text with no `$`, backtick or backslash is the file as written, any
+other is not read, never guessed.
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import pathlib
 import posixpath
@@ -62,34 +61,16 @@ class Written:
         if self.text is None:
             return None
         a, b = self.source.strip().splitlines(), self.text.strip().splitlines()
-        for i in range(max(len(a), len(b))):
-            x, y = (a[i] if i < len(a) else ""), (b[i] if i < len(b) else "")
-            if x != y:
-                return i + 1, x, y
-        return None
-
-
-class _Volumes(P._Run):
-    """`pod_scripts._Run` that keeps the scratch directories it makes, in order: after the
-    run, where the script's files are."""
-
-    def __init__(self, base: pathlib.Path) -> None:
-        super().__init__(base, {})
-        self.made: list[pathlib.Path] = []
-
-    def scratch(self, mode: int, gid: int | None) -> pathlib.Path:
-        d = super().scratch(mode, gid)
-        self.made.append(d)
-        return d
+        pairs = enumerate(itertools.zip_longest(a, b, fillvalue=""), 1)
+        return next(((i, x, y) for i, (x, y) in pairs if x != y), None)
 
 
 def _host_path(s: P.Script, made: list[pathlib.Path], file: str) -> pathlib.Path | None:
-    """Where `file` (as the script names it, relative to its working directory) is on this
-    machine after the run: in the scratch directory of the volume that holds it (run_script
-    makes one per volume, in the container's order), else None (not on a volume, or a link
-    out of it)."""
+    """Where `file` (relative to the script's working directory) is on this machine after the
+    run: in the scratch directory (`_Run.made`) of the volume that holds it, else None (not on
+    a volume, or a link out of it)."""
     path = posixpath.normpath(posixpath.join(s.cwd or "/", file))
-    volumes = list(zip([vm.path for vm in s.mounts], made, strict=False))
+    volumes = zip([vm.path for vm in s.mounts], made, strict=False)
     inside = [(p, d) for p, d in volumes if path == p or path.startswith(p.rstrip("/") + "/")]
     if not inside:
         return None
@@ -109,18 +90,15 @@ def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, 
     if any(vm.claim is not None for vm in s.mounts):
         return "it mounts a volume claim, which this reading does not model"
     with tempfile.TemporaryDirectory(prefix="trainforge-heredoc-") as tmp:
-        volumes = _Volumes(pathlib.Path(tmp))
+        volumes = P._Run(pathlib.Path(tmp), {})
         result = P.run_script(s, volumes, "")
         out: dict[str, str] = {}
         for file in files:
             host = _host_path(s, volumes.made, file)
             if host is not None and host.is_file():
                 out[file] = host.read_text(encoding="utf-8", errors="replace")
-        if not out and files:
-            return (
-                f"its script wrote none of {', '.join(files)} (exit {result.rc}: {result.tail()})"
-            )
-        return out
+        wrote_none = f"its script wrote none of {', '.join(files)} (exit {result.rc}: "
+        return out if out or not files else f"{wrote_none}{result.tail()})"
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,8 +1,8 @@
-"""Run a container's shell script here the way the kubelet and containerd would run it: in
-private namespaces, on a new read-only root, `chroot` and `setpriv` to the container's user,
-groups and capabilities, on scratch directories standing for its volumes; every run proves
-whom it ran as. Why and how, and what it cannot do: docs/rehearsals.md, "Pod script
-rehearsal". Needs Linux, root and util-linux (`unavailable()` says why not).
+"""Run a container's shell script here as the kubelet and containerd would: private
+namespaces, a new read-only root, `chroot` and `setpriv` to the container's user, groups and
+capabilities, scratch directories for its volumes; every run proves whom it ran as. Why, how
+and what it cannot do: docs/rehearsals.md, "Pod script rehearsal". Needs Linux, root and
+util-linux (`unavailable()` says why not).
 """
 
 from __future__ import annotations
@@ -23,103 +23,34 @@ from typing import Any
 from trainforge.core.pods import security_field
 
 # containerd's default capabilities for a container that drops nothing (the OCI/Docker set).
-DEFAULT_CAPS = frozenset(
-    {
-        "CHOWN",
-        "DAC_OVERRIDE",
-        "FSETID",
-        "FOWNER",
-        "MKNOD",
-        "NET_RAW",
-        "SETGID",
-        "SETUID",
-        "SETFCAP",
-        "SETPCAP",
-        "NET_BIND_SERVICE",
-        "SYS_CHROOT",
-        "KILL",
-        "AUDIT_WRITE",
-    }
-)
+DEFAULT_CAPS = frozenset({
+    "CHOWN", "DAC_OVERRIDE", "FSETID", "FOWNER", "MKNOD", "NET_RAW", "SETGID", "SETUID", "SETFCAP",
+    "SETPCAP", "NET_BIND_SERVICE", "SYS_CHROOT", "KILL", "AUDIT_WRITE"
+})  # fmt: skip
 HOST_DIRS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32", "usr")
-UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--ipc", "--uts", "--net"]
-UNSHARE += ["--fork"]
+UNSHARE = ["unshare", "--mount", "--propagation", "private", "--pid", "--ipc", "--uts", "--net",
+           "--fork"]  # fmt: skip
 # Capabilities with which a root process could leave the sandbox and reach this machine
 # (chroot escape, raw devices, mounts, file handles, kernel modules ...): such scripts are
 # not run here (`Identity.unsafe`), and the rehearsal says so.
-UNSAFE_CAPS = frozenset(
-    {
-        "ALL",
-        "SYS_ADMIN",
-        "SYS_CHROOT",
-        "SYS_MODULE",
-        "SYS_RAWIO",
-        "SYS_PTRACE",
-        "SYS_BOOT",
-        "SYS_TIME",
-        "MKNOD",
-        "DAC_READ_SEARCH",
-        "NET_ADMIN",
-        "BPF",
-        "PERFMON",
-        "LINUX_IMMUTABLE",
-        "MAC_ADMIN",
-        "MAC_OVERRIDE",
-    }
-)
+UNSAFE_CAPS = frozenset({
+    "ALL", "SYS_ADMIN", "SYS_CHROOT", "SYS_MODULE", "SYS_RAWIO", "SYS_PTRACE", "SYS_BOOT",
+    "SYS_TIME", "MKNOD", "DAC_READ_SEARCH", "NET_ADMIN", "BPF", "PERFMON", "LINUX_IMMUTABLE",
+    "MAC_ADMIN", "MAC_OVERRIDE"
+})  # fmt: skip
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # Capability names by number (linux/include/uapi/linux/capability.h), to read
 # /proc/self/status.
 CAP_NAMES = (
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "DAC_READ_SEARCH",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "SETGID",
-    "SETUID",
-    "SETPCAP",
-    "LINUX_IMMUTABLE",
-    "NET_BIND_SERVICE",
-    "NET_BROADCAST",
-    "NET_ADMIN",
-    "NET_RAW",
-    "IPC_LOCK",
-    "IPC_OWNER",
-    "SYS_MODULE",
-    "SYS_RAWIO",
-    "SYS_CHROOT",
-    "SYS_PTRACE",
-    "SYS_PACCT",
-    "SYS_ADMIN",
-    "SYS_BOOT",
-    "SYS_NICE",
-    "SYS_RESOURCE",
-    "SYS_TIME",
-    "SYS_TTY_CONFIG",
-    "MKNOD",
-    "LEASE",
-    "AUDIT_WRITE",
-    "AUDIT_CONTROL",
-    "SETFCAP",
-    "MAC_OVERRIDE",
-    "MAC_ADMIN",
-    "SYSLOG",
-    "WAKE_ALARM",
-    "BLOCK_SUSPEND",
-    "AUDIT_READ",
-    "PERFMON",
-    "BPF",
-    "CHECKPOINT_RESTORE",
-)
+    "CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID",
+    "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE", "NET_BROADCAST", "NET_ADMIN", "NET_RAW",
+    "IPC_LOCK", "IPC_OWNER", "SYS_MODULE", "SYS_RAWIO", "SYS_CHROOT", "SYS_PTRACE", "SYS_PACCT",
+    "SYS_ADMIN", "SYS_BOOT", "SYS_NICE", "SYS_RESOURCE", "SYS_TIME", "SYS_TTY_CONFIG", "MKNOD",
+    "LEASE", "AUDIT_WRITE", "AUDIT_CONTROL", "SETFCAP", "MAC_OVERRIDE", "MAC_ADMIN", "SYSLOG",
+    "WAKE_ALARM", "BLOCK_SUSPEND", "AUDIT_READ", "PERFMON", "BPF", "CHECKPOINT_RESTORE"
+)  # fmt: skip
 # exit status of `run` when the sandboxed process is not who it should be
 WRONG_IDENTITY = 125
-
-
-def _cap(name: str) -> str:
-    name = name.upper()
-    return name[4:] if name.startswith("CAP_") else name
 
 
 @dataclass(frozen=True)
@@ -140,7 +71,6 @@ class Identity:
 
     @property
     def unsafe(self) -> frozenset[str]:
-        """Effective capabilities that could escape the sandbox (see UNSAFE_CAPS)."""
         return self.effective & UNSAFE_CAPS
 
     def describe(self) -> str:
@@ -152,76 +82,60 @@ class Identity:
 
     @classmethod
     def of(cls, pod_sc: dict[str, Any] | None, container_sc: dict[str, Any] | None) -> Identity:
-        """The identity from a pod's and a container's securityContext (the container's
-        fields win), falling back to the image's user (busybox's: root)."""
+        """From a pod's and a container's securityContext (the container's fields win), else
+        the image's user (busybox's: root)."""
         pod, ctr = pod_sc or {}, container_sc or {}
-        uid = int(security_field(pod, ctr, "runAsUser") or 0)
-        gid = int(security_field(pod, ctr, "runAsGroup") or 0)
         groups = [int(g) for g in pod.get("supplementalGroups") or ()]
         if pod.get("fsGroup") is not None:
             groups.append(int(pod["fsGroup"]))
         privileged = bool(ctr.get("privileged"))
         caps = ctr.get("capabilities") or {}
-        drop = {_cap(c) for c in caps.get("drop") or ()}
-        add = {_cap(c) for c in caps.get("add") or ()}
-        bounding = frozenset() if "ALL" in drop else DEFAULT_CAPS - drop
-        bounding = frozenset(bounding | add)
-        if privileged or "ALL" in add:
-            bounding = frozenset({"ALL"})
-        ape = ctr.get("allowPrivilegeEscalation")
+        drop = {c.upper().removeprefix("CAP_") for c in caps.get("drop") or ()}
+        add = {c.upper().removeprefix("CAP_") for c in caps.get("add") or ()}
+        bounding = frozenset((frozenset() if "ALL" in drop else DEFAULT_CAPS - drop) | add)
         return cls(
-            uid=uid,
-            gid=gid,
+            uid=int(security_field(pod, ctr, "runAsUser") or 0),
+            gid=int(security_field(pod, ctr, "runAsGroup") or 0),
             groups=tuple(dict.fromkeys(groups)),
-            bounding=bounding,
-            no_new_privs=ape is False and not privileged,
+            bounding=frozenset({"ALL"}) if privileged or "ALL" in add else bounding,
+            no_new_privs=ctr.get("allowPrivilegeEscalation") is False and not privileged,
             read_only_root=bool(ctr.get("readOnlyRootFilesystem")),
         )
 
     def setpriv_args(self) -> list[str]:
-        if "ALL" in self.bounding:
-            bounding = "+all"
-        else:
-            bounding = ",".join(["-all", *(f"+{c.lower()}" for c in sorted(self.bounding))])
-        args = [
+        caps = ["-all", *(f"+{c.lower()}" for c in sorted(self.bounding))]
+        return [
             # util-linux's, by absolute path: busybox has a smaller `setpriv` applet
             shutil.which("setpriv") or "/usr/bin/setpriv",
             f"--reuid={self.uid}",
             f"--regid={self.gid}",
             f"--groups={','.join(map(str, self.groups))}" if self.groups else "--clear-groups",
-            f"--bounding-set={bounding}",
+            f"--bounding-set={'+all' if 'ALL' in self.bounding else ','.join(caps)}",
             "--inh-caps=-all",
             "--ambient-caps=-all",
+            *["--no-new-privs"] * self.no_new_privs,
         ]
-        if self.no_new_privs:
-            args.append("--no-new-privs")
-        return args
-
-
-def _cap_names(mask: int) -> frozenset[str]:
-    names = [*CAP_NAMES, *(f"cap{b}" for b in range(len(CAP_NAMES), 64))]
-    return frozenset(name for b, name in enumerate(names) if mask >> b & 1)
 
 
 def read_status(text: str) -> dict[str, Any]:
     """The credentials in a /proc/<pid>/status: uid and gid (real, effective, saved, fs),
     supplementary groups, capability sets by name, no_new_privs."""
-    fields = dict(
-        (k.strip(), v.strip()) for k, _, v in (line.partition(":") for line in text.splitlines())
-    )
+    fields = {k.strip(): v.strip() for k, _, v in (x.partition(":") for x in text.splitlines())}
+    names = [*CAP_NAMES, *(f"cap{b}" for b in range(len(CAP_NAMES), 64))]
+    sets = {
+        "inheritable": "CapInh",
+        "effective": "CapEff",
+        "bounding": "CapBnd",
+        "ambient": "CapAmb",
+    }
     try:
         return {
             "uid": tuple(int(x) for x in fields["Uid"].split()),
             "gid": tuple(int(x) for x in fields["Gid"].split()),
             "groups": tuple(sorted(int(x) for x in fields.get("Groups", "").split())),
             **{
-                key: _cap_names(int(fields[name], 16))
-                for key, name in (
-                    ("inheritable", "CapInh"),
-                    ("effective", "CapEff"),
-                    ("bounding", "CapBnd"),
-                    ("ambient", "CapAmb"),
-                )
+                key: frozenset(n for b, n in enumerate(names) if int(fields[field], 16) >> b & 1)
+                for key, field in sets.items()
             },
             "no_new_privs": fields.get("NoNewPrivs", "0") == "1",
         }
@@ -230,25 +144,27 @@ def read_status(text: str) -> dict[str, Any]:
 
 
 def identity_mismatches(identity: Identity, status: str) -> list[str]:
-    """How the process that wrote `status` (its /proc/self/status) differs from `identity`;
-    empty when it is exactly who the container's process would be."""
+    """How the process that wrote `status` (its /proc/self/status) differs from `identity`."""
     seen = read_status(status)
-    out = []
-    for key, want_id in (("uid", identity.uid), ("gid", identity.gid)):
-        if set(seen[key]) != {want_id}:
-            out.append(f"{key} {'/'.join(map(str, seen[key]))} (want {want_id})")
-    if seen["groups"] != tuple(sorted(set(identity.groups))):
+    out = [
+        f"{key} {'/'.join(map(str, seen[key]))} (want {want})"
+        for key, want in (("uid", identity.uid), ("gid", identity.gid))
+        if set(seen[key]) != {want}
+    ]
+    want_groups = tuple(sorted(set(identity.groups)))
+    if seen["groups"] != want_groups:
         got = ",".join(map(str, seen["groups"])) or "none"
-        want = ",".join(map(str, sorted(set(identity.groups)))) or "none"
-        out.append(f"groups {got} (want {want})")
+        out.append(f"groups {got} (want {','.join(map(str, want_groups)) or 'none'})")
     if "ALL" not in identity.bounding:
         for key, want in (("bounding", identity.bounding), ("effective", identity.effective)):
             if seen[key] != want:
                 got = ",".join(sorted(seen[key])) or "none"
                 out.append(f"{key} capabilities {got} (want {','.join(sorted(want)) or 'none'})")
-    for key in ("inheritable", "ambient"):
-        if seen[key]:
-            out.append(f"{key} capabilities {','.join(sorted(seen[key]))} (want none)")
+    out += [
+        f"{key} capabilities {','.join(sorted(seen[key]))} (want none)"
+        for key in ("inheritable", "ambient")
+        if seen[key]
+    ]
     if seen["no_new_privs"] != identity.no_new_privs:
         out.append(f"no_new_privs {int(seen['no_new_privs'])} (want {int(identity.no_new_privs)})")
     return out
@@ -268,10 +184,8 @@ class RunResult:
     rc: int
     stdout: str
     stderr: str
-    # the sandboxed process's own /proc/self/status, read before the script ran
-    status: str = ""
-    # the script met a stand-in pip that installed nothing (pod_scripts.STAND_IN_LOG)
-    pip_not_run: bool = False
+    status: str = ""  # the sandboxed process's own /proc/self/status, read before the script
+    pip_not_run: bool = False  # it met a stand-in pip (pod_scripts.STAND_IN_LOG)
 
     @property
     def ok(self) -> bool:
@@ -292,8 +206,8 @@ def shell_description() -> str:
         out = subprocess.run(["busybox"], capture_output=True, text=True, check=False).stdout
         first = out.splitlines()[0] if out else "BusyBox"
         return f"busybox sh with busybox applets ({first.split(' multi-call')[0]})"
-    target = os.path.realpath("/bin/sh")
-    return f"host /bin/sh ({os.path.basename(target)}) with the host's coreutils (no busybox)"
+    target = os.path.basename(os.path.realpath("/bin/sh"))
+    return f"host /bin/sh ({target}) with the host's coreutils (no busybox)"
 
 
 @functools.cache
@@ -310,15 +224,13 @@ def unavailable() -> str | None:
         if shutil.which(tool) is None:
             return f"{tool} not found (util-linux/coreutils)"
     probe = run("true", Identity(0, 0, (), frozenset(), True, True), [])
-    if not probe.ok:
-        return f"cannot create private namespaces here: {probe.tail()}"
-    return None
+    return None if probe.ok else f"cannot create private namespaces here: {probe.tail()}"
 
 
 @functools.cache
 def _applets() -> str:
-    """A directory of busybox applet links (sh, mkdir, chown, ...), made once per process,
-    as the busybox image has them on PATH."""
+    """A directory of busybox applet links (sh, mkdir, ...) as the busybox image has on PATH,
+    made once per process."""
     bb = shutil.which("busybox") or "/bin/busybox"
     names = subprocess.run([bb, "--list"], capture_output=True, text=True, check=True).stdout
     d = tempfile.mkdtemp(prefix="tf-busybox-applets-")
@@ -329,13 +241,12 @@ def _applets() -> str:
 
 
 def _skeleton(root: str, mounts: list[Mount], busybox: bool) -> list[str]:
-    """Make the new root's directories and links here (cheap), return the mount commands
-    the private namespace runs (one process each: `--bind -o ro` also remounts read-only)."""
+    """Make the new root's directories and links here (cheap); return the mount commands the
+    private namespace runs (`--bind -o ro` also remounts read-only)."""
     q = shlex.quote
     binds = [f"mount --bind {q(root)} {q(root)}"]  # the root itself, remounted ro later
-    os.makedirs(os.path.join(root, "dev"))
-    os.makedirs(os.path.join(root, "tmp"))
-    os.makedirs(os.path.join(root, "proc"))  # for the identity proof, unmounted after it
+    for d in ("dev", "tmp", "proc"):  # /proc: for the identity proof, unmounted after it
+        os.makedirs(os.path.join(root, d))
     pathlib.Path(root, "dev", "null").touch()
     for d in HOST_DIRS:
         src, dst = f"/{d}", os.path.join(root, d)
@@ -350,25 +261,21 @@ def _skeleton(root: str, mounts: list[Mount], busybox: bool) -> list[str]:
         binds.append(f"mount --bind -o ro {q(_applets())} {q(os.path.join(root, '.busybox'))}")
     # As a node does it: containerd's CRI plugin orders a container's volume mounts by path
     # depth, shallowest first (withMounts, `orderedMounts`: "so that high level mounts don't
-    # shadow other mounts"), whatever their order in the pod spec; runc then makes each missing
-    # mount point as root (mode 0755 under umask 022), inside whatever is already mounted
-    # above it (a Secret at /tmp/.mlflow: the directory is made in /tmp's emptyDir).
+    # shadow other mounts"); runc then makes each missing mount point as root (0755 under
+    # umask 022) inside whatever is mounted above it (a Secret at /tmp/.mlflow lands in /tmp's
+    # emptyDir).
     for m in sorted(mounts, key=lambda m: len(pathlib.PurePosixPath(m.path).parts)):
-        target = os.path.join(root, m.path.lstrip("/"))
-        ro = "-o ro " if m.read_only else ""
-        binds.append(f"mkdir -p {q(target)}")
-        binds.append(f"mount --bind {ro}{q(str(m.host))} {q(target)}")
+        target = q(os.path.join(root, m.path.lstrip("/")))
+        binds.append(f"mkdir -p {target}")
+        binds.append(f"mount --bind {'-o ro ' * m.read_only}{q(str(m.host))} {target}")
     return binds
 
 
 def _kill(p: subprocess.Popen[str]) -> None:
-    """End a sandbox run and everything it started, and reap it. Killing `unshare` alone
-    leaves its child, the PID namespace's init, running as the container's user (that
-    change of user clears a parent-death signal, so `unshare --kill-child` cannot help);
-    when that init dies the kernel kills every process in its namespace, whatever its
-    session. Where there is no init yet (or no /proc/PID/task/TID/children to find it),
-    `unshare`'s process group is killed: `unshare` and any child not yet in a session of
-    its own."""
+    """End a sandbox run and everything it started, and reap it: kill the PID namespace's
+    init (`unshare`'s child; its change of user clears a parent-death signal, so `unshare
+    --kill-child` cannot), and the kernel kills every process in the namespace; with no init
+    yet, kill `unshare`'s process group."""
     children = pathlib.Path(f"/proc/{p.pid}/task/{p.pid}/children")
     inits = children.read_text().split() if children.exists() else []
     with contextlib.suppress(ProcessLookupError):
@@ -376,8 +283,7 @@ def _kill(p: subprocess.Popen[str]) -> None:
             os.kill(int(pid), signal.SIGKILL)
         if not inits:
             os.killpg(p.pid, signal.SIGKILL)
-    # `unshare` reaps its init, which exits only once its namespace is empty, then dies
-    p.communicate()
+    p.communicate()  # `unshare` reaps its init, which exits once its namespace is empty
 
 
 def run(
@@ -390,39 +296,36 @@ def run(
     shell: str | None = None,
     cwd: str | None = None,
 ) -> RunResult:
-    """Run `script` with `sh -c` as `identity`, seeing only `mounts` (and the host's
-    read-only system directories). `shell` runs it with another shell of the host's system
-    directories (`/bin/bash` for a container's `bash -c`: bash syntax is not sh's); `cwd` is
-    the container's workingDir (default "/", as containerd's), where relative paths land."""
+    """Run `script` with `sh -c` (or `shell`, of the host's system directories: `/bin/bash`
+    for a container's `bash -c`) as `identity`, seeing only `mounts` and the host's read-only
+    system directories, in `cwd` (the container's workingDir; default "/", as containerd's)."""
     busybox = shell_kind() == "busybox" and shell is None
+    q = shlex.quote
     with tempfile.TemporaryDirectory(prefix="tf-sandbox-") as tmp:
         root = os.path.join(tmp, "root")
         os.mkdir(root, 0o755)
         # umask: containerd's default, for the mount points made here and for the script
         setup = ["set -e", "umask 022", *_skeleton(root, mounts, busybox)]
         if identity.read_only_root:
-            setup.append(f"mount -o remount,bind,ro {shlex.quote(root)}")
+            setup.append(f"mount -o remount,bind,ro {q(root)}")
         shell = shell or ("/.busybox/sh" if busybox else "/bin/sh")
         path = "/.busybox:" + SYSTEM_PATH if busybox else SYSTEM_PATH
         environment = ["env", "-i", f"PATH={path}", "HOME=/"]
         environment += [f"{k}={v}" for k, v in (env or {}).items()]
-        q = shlex.quote
         become = ["chroot", root, *environment, *identity.setpriv_args(), "--"]
         status_file = os.path.join(tmp, "status")
-        # The identity proof: a process made exactly as the script's (chroot, setpriv) reads
-        # its own /proc/self/status, written to a file outside the new root. /proc is there
-        # only for it: the script runs with /proc unmounted (no /proc/sysrq-trigger for root).
+        proc = q(os.path.join(root, "proc"))
+        # The identity proof: a process made exactly as the script's reads its own
+        # /proc/self/status into a file outside the new root; the script runs with /proc
+        # unmounted (no /proc/sysrq-trigger for root).
         proof = [
-            f"mount -t proc proc {q(os.path.join(root, 'proc'))}",
+            f"mount -t proc proc {proc}",
             " ".join(q(a) for a in [*become, "cat", "/proc/self/status"]) + f" > {q(status_file)}",
-            f"umount {q(os.path.join(root, 'proc'))}",
+            f"umount {proc}",
         ]
-        inner = [*become, shell, "-c", script]
-        if cwd:  # chroot starts in "/": change to the working directory, then run the shell
-            inner = [*become, "/bin/sh", "-c", 'cd "$0" && exec "$@"', cwd, shell, "-c", script]
+        cd = ["/bin/sh", "-c", 'cd "$0" && exec "$@"', cwd] if cwd else []  # chroot starts in /
+        inner = [*become, *cd, shell, "-c", script]
         command = "\n".join([*setup, *proof]) + "\nexec " + " ".join(q(a) for a in inner)
-        # own mount, PID, IPC, UTS and network namespaces: the script sees only its volumes,
-        # no host process (a root `kill -1` hits nothing) and no network
         p = subprocess.Popen(
             [*UNSHARE, "/bin/sh", "-c", command],
             stdout=subprocess.PIPE,
@@ -443,10 +346,6 @@ def run(
             return RunResult(p.returncode or WRONG_IDENTITY, stdout, stderr)
         wrong = identity_mismatches(identity, status)
         if wrong:
-            return RunResult(
-                WRONG_IDENTITY,
-                stdout,
-                f"sandbox: the process is not {identity.describe()}: {'; '.join(wrong)}",
-                status,
-            )
+            why = f"sandbox: the process is not {identity.describe()}: {'; '.join(wrong)}"
+            return RunResult(WRONG_IDENTITY, stdout, why, status)
         return RunResult(p.returncode, stdout, stderr, status)

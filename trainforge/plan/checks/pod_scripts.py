@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from trainforge.core.pods import argv, containers, literal_env
+from trainforge.core.pods import argv, containers, get, literal_env
 from trainforge.jobs import pod as job_pod
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import pod_templates
@@ -65,15 +65,10 @@ READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
 # The scenarios, each on fresh scratch volumes, and their steps (docs/rehearsals.md)
 KUBELET_FIRST = "subPaths made by the kubelet first"
 SCENARIOS = {
-    "fresh volume": (
-        "run 1",
-        "run 2 (Job retry)",
-        "writes",
-        "run 3 (Job re-created)",
-        "writes again",
-    ),
+    "fresh volume": ("run 1", "run 2 (Job retry)", "writes", "run 3 (Job re-created)",
+                     "writes again"),
     KUBELET_FIRST: ("run 1", "writes"),
-}
+}  # fmt: skip
 
 
 def shell_script(container: dict[str, Any]) -> str | None:
@@ -157,17 +152,18 @@ class Script:
     shell: str = "sh"  # the container's shell: `bash -c` runs with bash
     cwd: str | None = None  # the container's workingDir
     image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
-    # the object's replica types whose pods run it (PyTorchJob Master and Worker: one run,
-    # one report); () for an object of one unnamed pod template
-    replicas: tuple[str, ...] = ()
+    replicas: tuple[str, ...] = ()  # the replica types that run it (PyTorchJob Master, Worker)
 
     @property
     def replica_note(self) -> str:
-        """What the report adds after its container: ` (replicas Master, Worker)`, or
-        nothing for an object of one unnamed pod template."""
+        """` (replicas Master, Worker)`; nothing for an object of one unnamed pod template."""
         if not self.replicas:
             return ""
         return f" (replica{'s' * (len(self.replicas) > 1)} {', '.join(self.replicas)})"
+
+    @property
+    def title(self) -> str:
+        return f"{self.ident} container {self.container}{self.replica_note}"
 
 
 # Stand-ins for a training image's programs, first on PATH of a TrainJob's script
@@ -239,20 +235,6 @@ def _stand_ins(base: pathlib.Path, python: str | None = None) -> sandbox.Mount:
     return sandbox.Mount(d, STAND_IN_DIR, True)
 
 
-def _trainjob_pod(ctx: PlanContext, o: Any) -> tuple[dict[str, Any] | None, str]:
-    """(the pod the Trainer builds for TrainJob `o`, as Kueue leaves the job once it manages
-    it, or None, and why none)."""
-    ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
-    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
-    try:
-        pod = trainjob.built_pod(o.doc, runtime_docs(ctx))
-    except (KeyError, TypeError, AttributeError, StopIteration) as e:
-        return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
-    if pod is None:
-        return None, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
-    return pod, ""
-
-
 def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
     """The claim and what its PV (the claim's volumeName, or the PV's claimRef) mounts."""
     pvcs = (o for o in objects if o.kind == "PersistentVolumeClaim")
@@ -260,12 +242,12 @@ def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
     pv_name = (pvc.get("spec") or {}).get("volumeName")
     driver, volume, directory = "", "", ""
     for pv in (o.doc for o in objects if o.kind == "PersistentVolume"):
-        ref = (pv.get("spec") or {}).get("claimRef") or {}
-        pv_key = (pv.get("metadata") or {}).get("name")
-        if pv_key == pv_name or (ref.get("namespace"), ref.get("name")) == (namespace, name):
-            csi = (pv.get("spec") or {}).get("csi") or {}
+        ref = get(pv, "spec", "claimRef") or {}
+        bound = (ref.get("namespace"), ref.get("name")) == (namespace, name)
+        if get(pv, "metadata", "name") == pv_name or bound:
+            csi = get(pv, "spec", "csi") or {}
             driver = csi.get("driver", "")
-            annotations = (pv.get("metadata") or {}).get("annotations") or {}
+            annotations = get(pv, "metadata", "annotations") or {}
             if DIRECTORY_ANNOTATION in annotations:
                 volume = f"{driver}/{csi.get('volumeHandle', '')}"
                 directory = str(annotations[DIRECTORY_ANNOTATION]).strip("/")
@@ -273,29 +255,22 @@ def _claim(objects: list[Any], namespace: str, name: str) -> Claim:
 
 
 def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
-    """Where a pod writes on the volume mounted at `mount_path`: the values of its command's
-    WRITE_FLAGS, every occurrence in argv order (read by the plan's one command-line reader),
-    then its literal WRITE_ENV; the whole mount when none of them is inside it."""
-    fields = argv_fields(argv(container))
-    dirs = [v for v in all_values(fields, *WRITE_FLAGS) if v is not None]
+    """Where a pod writes on the volume mounted at `mount_path`: its command's WRITE_FLAGS
+    values in argv order (the plan's one command-line reader), then its literal WRITE_ENV;
+    the whole mount when none of them is inside it."""
+    dirs = [v for v in all_values(argv_fields(argv(container)), *WRITE_FLAGS) if v is not None]
     dirs += [v for k, v in literal_env(container).items() if k in WRITE_ENV]
-    dirs = list(dict.fromkeys(dirs))
-    inside = tuple(d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/"))
-    return inside or (mount_path,)
+    inside = [d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/")]
+    return tuple(dict.fromkeys(inside)) or (mount_path,)
 
 
 def _mounts(pod: dict[str, Any], c: dict[str, Any]) -> list[VolumeMount]:
     volumes = {v.get("name"): v for v in pod.get("volumes") or () if isinstance(v, dict)}
     return [
-        VolumeMount(
-            m["name"],
-            m["mountPath"],
-            volumes.get(m["name"], {}),
-            bool(m.get("readOnly")),
-            m.get("subPath", ""),
-        )
+        VolumeMount(m["name"], m["mountPath"], volumes.get(m["name"], {}),
+                    bool(m.get("readOnly")), m.get("subPath", ""))
         for m in c.get("volumeMounts") or ()
-    ]
+    ]  # fmt: skip
 
 
 def script_of(
@@ -313,32 +288,25 @@ def script_of(
     s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
     s.shell, s.cwd, s.image = posixpath.basename(argv(c)[0]), c.get("workingDir"), image
     if identity.unsafe:
-        caps = ", ".join(sorted(identity.unsafe))
         s.skip = (
-            f"runs as root with {caps}, which could leave the sandbox and change "
-            "this machine; rehearse it in a throwaway VM, or drop the capability"
+            f"runs as root with {', '.join(sorted(identity.unsafe))}, which could leave the "
+            "sandbox and change this machine; rehearse it in a throwaway VM, or drop the "
+            "capability"
         )
-    for vm in mounts:
-        kind = _volume_kind(vm.volume)
-        if kind not in ("claim", "emptyDir", "readOnly"):
-            s.skip = s.skip or f"volume {vm.name!r} is a {kind}, which is not rehearsed"
+    kinds = [(vm.name, _volume_kind(vm.volume)) for vm in mounts]
+    other = [(n, k) for n, k in kinds if k not in ("claim", "emptyDir", "readOnly")]
+    if other and s.skip is None:
+        s.skip = f"volume {other[0][0]!r} is a {other[0][1]}, which is not rehearsed"
     return s
 
 
-def _run_key(s: Script, image: Any) -> tuple[Any, ...]:
-    """What makes two containers' script runs the same run: the container and its image, the
-    script, who runs it, its mounts and env, and how (shell, working directory, fsGroup)."""
-    what = (s.container, str(image), s.script, s.identity, repr(s.mounts))
-    return (*what, tuple(sorted(s.env.items())), s.shell, s.cwd, s.fs_group, s.image, s.skip)
-
-
 def _claim_keys(s: Script) -> list[str]:
-    """The claims (namespace/name) script `s` mounts."""
     ns = s.ident.split("/", 1)[0]
     return sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})
 
 
 def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]], dict[str, Claim]]:
+    """The scripts to rehearse, the pods that write on each claim after them, the claims."""
     scripts: list[Script] = []
     consumers: dict[str, list[Consumer]] = {}
     claims: dict[str, Claim] = {}
@@ -350,10 +318,17 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
         is_trainjob = o.kind == trainjob.KIND
         where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
         # one run and one report per distinct script of the object, whatever replica types
-        # run it (a PyTorchJob's Master and Worker): what runs it and what it runs with
+        # run it: the container, image, script, identity, mounts, env, shell, cwd, fsGroup
         runs: dict[tuple[Any, ...], Script] = {}
         if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
-            built, why = _trainjob_pod(ctx, o)
+            ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
+            kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
+            why = f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
+            try:  # as Kueue leaves the job once it manages it
+                built = trainjob.built_pod(o.doc, runtime_docs(ctx))
+            except (KeyError, TypeError, AttributeError, StopIteration) as e:
+                built = None
+                why = f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
             if built is not None:
                 pods = [("", built.get("spec") or {})]
             else:  # its trainer's script, as the job writes it: not rehearsed, and why
@@ -366,17 +341,18 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
             for c in containers(pod):
                 s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
-                    same = _run_key(s, c.get("image"))
+                    same = (s.container, str(c.get("image")), s.script, s.identity,
+                            repr(s.mounts), tuple(sorted(s.env.items())), s.shell, s.cwd,
+                            s.fs_group, s.image, s.skip)  # fmt: skip
                     if same in runs:  # another replica type runs the same: named there
-                        first = runs[same]
-                        first.replicas += (replica,) * bool(replica)
+                        runs[same].replicas += (replica,) * bool(replica)
                         continue
                     runs[same] = s
                     s.replicas = (replica,) * bool(replica)
-                    for vm in s.mounts:
-                        if vm.claim is not None:
-                            cl = _claim(ctx.objects, ns, vm.claim)
-                            claims[cl.key] = cl
+                    for cl in (
+                        _claim(ctx.objects, ns, vm.claim) for vm in s.mounts if vm.claim is not None
+                    ):
+                        claims[cl.key] = cl
                     scripts.append(s)
                     continue
                 identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
@@ -386,37 +362,28 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                     cl = _claim(ctx.objects, ns, vm.claim)
                     dirs = _write_dirs(c, vm.path)
                     key = (cl.key, identity, vm.path, vm.sub_path, dirs, fs_group)
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    claims[cl.key] = cl
-                    consumers.setdefault(cl.key, []).append(
-                        Consumer(o.ident, identity, vm.path, vm.sub_path, dirs, fs_group)
-                    )
+                    if key not in seen:
+                        seen.add(key)
+                        claims[cl.key] = cl
+                        consumers.setdefault(cl.key, []).append(
+                            Consumer(o.ident, identity, vm.path, vm.sub_path, dirs, fs_group)
+                        )
     # Teams whose pods are not declared yet: a probe pod as the team's training pods run
     # (jobs.pod's security contexts for the team: its UID/GID, fsGroup, capabilities)
-    declared = ctx.declared
-    for contract in getattr(declared, "contracts", None) or ():
+    for contract in getattr(ctx.declared, "contracts", None) or ():
         for team in contract.teams.values():
-            if not team.claim_name:
-                continue
             key = f"{team.namespace}/{team.claim_name}"
-            if key in consumers:
+            if not team.claim_name or key in consumers:
                 continue
             claims[key] = _claim(ctx.objects, team.namespace, team.claim_name)
             pod_sc = job_pod.pod_security_context(team)
             probe = sandbox.Identity.of(pod_sc, job_pod.container_security_context(team))
-            mount = team.fsx_mount_path
+            name = f"training pods of team {team.name} (none declared; UID/GID from TeamFacts)"
+            dirs = (default_checkpoint_dir(team, "rehearsal-probe"),)
             consumers[key] = [
-                Consumer(
-                    f"training pods of team {team.name} (none declared; UID/GID from TeamFacts)",
-                    probe,
-                    mount,
-                    team.fsx_sub_path or "",
-                    (default_checkpoint_dir(team, "rehearsal-probe"),),
-                    pod_sc.get("fsGroup"),
-                )
-            ]
+                Consumer(name, probe, team.fsx_mount_path, team.fsx_sub_path or "", dirs,
+                         pod_sc.get("fsGroup"))
+            ]  # fmt: skip
     return scripts, consumers, claims
 
 
@@ -431,66 +398,62 @@ def _volume_kind(vol: dict[str, Any]) -> str:
         return "emptyDir"
     if any(k in vol for k in READ_ONLY_VOLUMES):
         return "readOnly"
-    kinds = [k for k in vol if k != "name"]
-    return kinds[0] if kinds else "volume of unknown type"
+    return next((k for k in vol if k != "name"), "volume of unknown type")
 
 
 class _Run:
-    """One scenario's scratch state: a directory per claim, fresh emptyDirs per pod run."""
+    """One scenario's scratch state: a directory per claim, fresh emptyDirs per pod run
+    (`made`, in order: run_script makes one per volume, in the container's order)."""
 
     def __init__(self, base: pathlib.Path, claims: dict[str, Claim]) -> None:
-        self.base = base
-        self.claims = claims
+        self.base, self.claims = base, claims
+        self.made: list[pathlib.Path] = []
         self.fs_roots: dict[str, pathlib.Path] = {}
         for i, fs in enumerate(sorted({c.fs for c in claims.values()})):
-            root = base / f"fs{i}"
+            root = self.fs_roots[fs] = base / f"fs{i}"
             root.mkdir()
             os.chown(root, 0, 0)
             os.chmod(root, 0o755)  # a new file system's root
-            self.fs_roots[fs] = root
-        self.n = 0
 
     def root(self, claim: str) -> pathlib.Path:
         """What the claim mounts: its file system's root, or the one directory it exposes
         (MissingDirectory when that directory does not exist: the mount would fail)."""
+        c = self.claims[claim]
         if not self.has(claim):
-            directory = self.claims[claim].directory
-            raise MissingDirectory(f"/{directory} does not exist on the file system")
-        return self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory
+            raise MissingDirectory(f"/{c.directory} does not exist on the file system")
+        return self.fs_roots[c.fs] / c.directory
 
     def has(self, claim: str) -> bool:
         """Whether what the claim mounts exists (a fileset's directory was made)."""
         return (self.fs_roots[self.claims[claim].fs] / self.claims[claim].directory).is_dir()
 
     def subpath(self, claim: str, sub: str, fs_group: int | None = None) -> pathlib.Path:
-        """The claim's directory for `sub`, made as the kubelet would if missing: its
+        """The claim's directory (`root`) for `sub`, made as the kubelet would if missing: its
         SafeMakeDir (pkg/volume/util/subpath/subpath_linux.go, called by makeMounts with the
         volume root's mode) makes each missing directory of the path with mkdirat, as root,
         then fchmods it to the volume root's mode, setgid included, and chowns nothing: the
         group is the parent's when the parent is setgid (an fsGroup volume), else root's.
         `fs_group`: the mounting pod's, applied to the volume's root first as the kubelet's
         ownership change does (volumes whose driver supports it: not FSx)."""
-        root = self.root(claim)
+        root = d = self.root(claim)
         if fs_group is not None and self.claims[claim].driver != FSX_DRIVER:
             os.chown(root, -1, fs_group)
             os.chmod(root, (root.stat().st_mode & 0o7777) | 0o2070)
         mode = root.stat().st_mode & 0o7777
-        d = root
         # the API server refuses an absolute subPath or one with `..`: never leave the root
         for part in (p for p in sub.split("/") if p not in ("", ".", "..")):
             parent, d = d, d / part
-            if d.exists():
-                continue
-            d.mkdir()
-            above = parent.stat()
-            os.chown(d, 0, above.st_gid if above.st_mode & stat.S_ISGID else 0)
-            os.chmod(d, mode)
+            if not d.exists():
+                d.mkdir()
+                above = parent.stat()
+                os.chown(d, 0, above.st_gid if above.st_mode & stat.S_ISGID else 0)
+                os.chmod(d, mode)
         return d
 
     def scratch(self, mode: int, gid: int | None) -> pathlib.Path:
-        self.n += 1
-        d = self.base / f"vol{self.n}"
+        d = self.base / f"vol{len(self.made) + 1}"
         d.mkdir()
+        self.made.append(d)
         if gid is not None:
             os.chown(d, 0, gid)
             mode |= 0o2000
@@ -506,12 +469,10 @@ def run_script(
     with the CA bundle and no retries: its pip fails on the missing index, soon, not on TLS."""
     mounts: list[sandbox.Mount] = []
     for vm in s.mounts:
-        kind = _volume_kind(vm.volume)
-        ro = vm.read_only
+        kind, ro = _volume_kind(vm.volume), vm.read_only
         if kind == "claim":
-            key = f"{ns}/{vm.claim}"
             try:
-                host = run.subpath(key, vm.sub_path, s.fs_group)
+                host = run.subpath(f"{ns}/{vm.claim}", vm.sub_path, s.fs_group)
             except MissingDirectory as e:  # nothing made its fileset's directory
                 return sandbox.RunResult(rc=32, stdout="", stderr=f"mount fails: {e}")
         elif kind == "emptyDir":
@@ -550,33 +511,28 @@ def _write(consumer: Consumer, claim: str, run: _Run, tag: str) -> sandbox.RunRe
     return run_script(pod, run, ns)
 
 
-WRITE_BATCH = 64
+WRITE_BATCH = 64  # consumers per run at most: the script is one argv of `sh -c` (ARG_MAX)
 
 
 def _writes(
     active: list[tuple[str, Consumer]], run: _Run, tag: str
 ) -> list[tuple[str, Consumer, sandbox.RunResult]]:
-    """Every consumer's writes, one sandbox run per claim and identity (jobs of one team write
-    as the same user through the same mount: a hundred jobs cost one run, not a hundred). A
-    group that fails is run again consumer by consumer, so a failure names its pod."""
+    """Every consumer's writes, one sandbox run per claim and identity (a hundred jobs of one
+    team write as one user through one mount: one run). A group that fails is run again
+    consumer by consumer, so a failure names its pod."""
     groups: dict[tuple[Any, ...], list[tuple[str, Consumer]]] = {}
     for k, c in active:
-        key = (k, c.identity, c.mount_path, c.sub_path, c.fs_group)
-        groups.setdefault(key, []).append((k, c))
-    # at most WRITE_BATCH consumers per run: the script is one argv of `sh -c` (ARG_MAX)
-    batches = [
-        g[i : i + WRITE_BATCH] for g in groups.values() for i in range(0, len(g), WRITE_BATCH)
-    ]
+        groups.setdefault((k, c.identity, c.mount_path, c.sub_path, c.fs_group), []).append((k, c))
     out = []
-    for group in batches:
-        k, first = group[0]
-        dirs = tuple(dict.fromkeys(d for _, c in group for d in c.dirs))
-        merged = replace(first, dirs=dirs)
-        r = _write(merged, k, run, tag)
-        if r.ok or len(group) == 1:
-            out += [(k2, c, r) for k2, c in group]
-            continue
-        out += [(k2, c, _write(c, k2, run, tag)) for k2, c in group]
+    for g in groups.values():
+        for group in (g[i : i + WRITE_BATCH] for i in range(0, len(g), WRITE_BATCH)):
+            k, first = group[0]
+            dirs = tuple(dict.fromkeys(d for _, c in group for d in c.dirs))
+            r = _write(replace(first, dirs=dirs), k, run, tag)
+            if r.ok or len(group) == 1:
+                out += [(k2, c, r) for k2, c in group]
+            else:
+                out += [(k2, c, _write(c, k2, run, tag)) for k2, c in group]
     return out
 
 
@@ -592,9 +548,8 @@ def _finding(s: Script, rule: str, message: str) -> Finding:
 
 def _each(work: Callable[[Script], _T], scripts: list[Script]) -> list[_T]:
     """`work` of every script, in order: two at a time where the plan may use a second CPU
-    (registry.may_fork: where it forks a child to run checks), else one after another. Each
-    rehearsal is sandbox processes in scratch directories of its own: the threads only wait
-    for them."""
+    (registry.may_fork), else one after another; the threads only wait for sandbox processes
+    working in scratch directories of their own."""
     from trainforge.plan import registry  # noqa: PLC0415 - registry imports every check
 
     if len(scripts) < 2 or not registry.may_fork():
@@ -603,24 +558,17 @@ def _each(work: Callable[[Script], _T], scripts: list[Script]) -> list[_T]:
         return list(pool.map(work, scripts))
 
 
-@dataclass
-class _Rehearsed:
-    """One script's rehearsal: its report lines, its data entry, findings, and the claims of
-    other teams whose fileset directory it made."""
-
-    lines: list[str]
-    entry: dict[str, Any]
-    findings: list[Finding]
-    made: set[str]
+Rehearsed = tuple[list[str], dict[str, Any], list[Finding], set[str]]
 
 
 def _rehearse(
     s: Script, scripts: list[Script], consumers: dict[str, list[Consumer]], claims: dict[str, Claim]
-) -> _Rehearsed:
-    """Script `s` in every scenario, each in its own scratch directories (so one script's
-    rehearsal shares nothing with another's)."""
-    out = _Rehearsed([], {}, [], set())
-    lines, findings, made = out.lines, out.findings, out.made
+) -> Rehearsed:
+    """Script `s` in every scenario, each in its own scratch directories: (report lines, data
+    entry, findings, the claims of other teams whose fileset directory it made)."""
+    lines: list[str] = []
+    findings: list[Finding] = []
+    made: set[str] = set()
     ns = s.ident.split("/", 1)[0]
     mine = _claim_keys(s)
     # a fileset's directory is there once a setup script made it (its pod cannot start
@@ -634,51 +582,41 @@ def _rehearse(
     ]
     unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
     skip = s.skip or next(iter(unrun), None)
-    lines.append(f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}`")
-    lines.append(f"  as {s.identity.describe()}")
+    lines += [f"{s.title}: `{_short(s.script)}`", f"  as {s.identity.describe()}"]
     entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
     if s.replicas:
         entry["replicas"] = list(s.replicas)
-    out.entry = entry
-    if skip:
+    if skip:  # a script the rehearsal cannot run is not a script that passed: say so
         lines.append(f"  not rehearsed: {skip}")
         entry["skipped"] = skip
-        # a script the rehearsal cannot run is not a script that passed: say so
-        message = f"{s.ident} container {s.container}{s.replica_note}: not rehearsed: {skip}"
-        findings.append(_finding(s, UNREHEARSED, message))
-        return out
+        findings.append(_finding(s, UNREHEARSED, f"{s.title}: not rehearsed: {skip}"))
+        return lines, entry, findings, made
     # every pod on the same file systems: the same claim, or another directory of it
     file_systems = {claims[k].fs for k in mine}
     related = [
         (k, c) for k in sorted(consumers) if claims[k].fs in file_systems for c in consumers[k]
     ]
-    involved = sorted(
-        {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
-    )
-    for key in mine:
-        lines.append(f"  volume: {claims[key].describe()}")
-    for p in setups:
-        lines.append(f"  after {p.ident} container {p.container} (the file system's setup)")
+    involved = {*mine, *(k for k, _ in related), *(k for p in setups for k in _claim_keys(p))}
+    lines += [f"  volume: {claims[key].describe()}" for key in mine]
+    lines += [
+        f"  after {p.ident} container {p.container} (the file system's setup)" for p in setups
+    ]
     for k, c in related:
-        on = (
-            f" through {claims[k].describe()}, if this script makes /{claims[k].directory}"
-            if k not in mine
-            else ""
-        )
+        on = "" if k in mine else (
+            f" through {claims[k].describe()}, if this script makes /{claims[k].directory}")  # fmt: skip
         lines.append(f"  then {c.name} writes {', '.join(c.dirs)}{on} as {c.identity.describe()}")
     for label, steps in SCENARIOS.items():
         kubelet_first = label == KUBELET_FIRST
         if kubelet_first and not any(c.sub_path for _, c in related):
             continue
         with tempfile.TemporaryDirectory(prefix="tf-pod-rehearsal-") as tmp:
-            run = _Run(pathlib.Path(tmp), {k: claims[k] for k in involved})
+            run = _Run(pathlib.Path(tmp), {k: claims[k] for k in sorted(involved)})
             for p in setups:
                 run_script(p, run, p.ident.split("/", 1)[0])
-            if kubelet_first:
-                for k, c in related:
-                    # a fileset that is not there yet cannot be mounted: nothing to make
-                    with contextlib.suppress(MissingDirectory):
-                        run.subpath(k, c.sub_path)
+            for k, c in related if kubelet_first else ():
+                # a fileset that is not there yet cannot be mounted: nothing to make
+                with contextlib.suppress(MissingDirectory):
+                    run.subpath(k, c.sub_path)
             outcome = []
             active = list(related)
             for step in steps:
@@ -707,8 +645,7 @@ def _rehearse(
                 if not r.ok:
                     message = (
                         f"container {s.container} of {s.ident}{s.replica_note} fails on "
-                        f"{step} ({label}) "
-                        f"as {s.identity.describe()}: {r.tail()}; script: "
+                        f"{step} ({label}) as {s.identity.describe()}: {r.tail()}; script: "
                         f"`{_short(s.script, 200)}`"
                     )
                     findings.append(_finding(s, SCRIPT_FAILS, message))
@@ -717,7 +654,7 @@ def _rehearse(
             if any(o.endswith("pip not run") for o in outcome):
                 lines.append(f"    {PIP_NOTE}")
             entry["scenarios"][label] = outcome
-    return out
+    return lines, entry, findings, made
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -726,17 +663,12 @@ def check(ctx: PlanContext) -> CheckResult:
         return CheckResult()
     title = "Pod script rehearsal"
     why_not = sandbox.unavailable()
-    if why_not is not None:
-        lines = [f"NOT RUN: {why_not}"] + [
-            f"{s.ident} container {s.container}{s.replica_note}: `{_short(s.script)}` "
-            "(not rehearsed)"
-            for s in scripts
-        ]
+    if why_not is not None:  # not run is not passed: each script is a finding (waivable)
+        lines = [f"NOT RUN: {why_not}"]
+        lines += [f"{s.title}: `{_short(s.script)}` (not rehearsed)" for s in scripts]
         data = {"runnable": False, "reason": why_not, "scripts": [s.ident for s in scripts]}
-        # not run is not passed: each unrehearsed script is a finding (waivable by name)
         not_run = [
-            _finding(s, NOT_RUN, f"{s.ident} container {s.container}{s.replica_note}: script "
-                     f"not rehearsed ({why_not}): `{_short(s.script)}`")
+            _finding(s, NOT_RUN, f"{s.title}: script not rehearsed ({why_not}): `{_short(s.script)}`")
             for s in scripts
         ]  # fmt: skip
         return CheckResult(findings=not_run, sections=[Section(title, lines, data)])
@@ -745,13 +677,14 @@ def check(ctx: PlanContext) -> CheckResult:
     lines = [f"shell: {sandbox.shell_description()}"]
     data: dict[str, Any] = {"runnable": True, "shell": sandbox.shell_kind(), "scripts": []}
     started = time.monotonic()
-
     made: set[str] = set()  # fileset claims some script makes the directory of
-    for r in _each(lambda s: _rehearse(s, scripts, consumers, claims), scripts):
-        lines += r.lines
-        data["scripts"].append(r.entry)
-        findings += r.findings
-        made |= r.made
+    for more, entry, found, made_here in _each(
+        lambda s: _rehearse(s, scripts, consumers, claims), scripts
+    ):
+        lines += more
+        data["scripts"].append(entry)
+        findings += found
+        made |= made_here
     for key in sorted(consumers):
         c0 = claims.get(key)
         if c0 is None or not c0.directory or key in made:
@@ -763,9 +696,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     f"{c.name} mounts {c0.describe()}, but no setup script makes "
                     f"/{c0.directory}: the mount would fail and its pods never start"
                 )
-                names = frozenset({c.name, key})
-                findings.append(
-                    Finding(c.name, CANNOT_WRITE, message, RULES[CANNOT_WRITE], names=names)
-                )
+                fix, names = RULES[CANNOT_WRITE], frozenset({c.name, key})
+                findings.append(Finding(c.name, CANNOT_WRITE, message, fix, names=names))
     data["seconds"] = round(time.monotonic() - started, 2)
     return CheckResult(findings=findings, sections=[Section(title, lines, data)])

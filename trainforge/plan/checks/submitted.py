@@ -14,7 +14,7 @@ import tempfile
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core.contract import GPU_RESOURCE
+from trainforge.core.contract import DEFAULT_BACKEND, GPU_RESOURCE
 from trainforge.core.pods import PodTemplate
 from trainforge.core.quantity import figure
 from trainforge.jobs import capacity, pynames, trainjob
@@ -29,6 +29,7 @@ from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks import scheduling as S
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.sdk import SENT_URN
+from trainforge.stack.file import decode_value
 
 TITLE = "Kubeflow SDK program (plan --sdk)"
 RULE_RUNTIME = "TRAINFORGE_SDK_RUNTIME_MISSING"
@@ -207,13 +208,10 @@ def _expanded(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
     return out
 
 
-def _fits_no_node(ctx: PlanContext, o: Any, pod: dict[str, Any], pods: int, w: Any) -> list[str]:
-    """When Kueue admits it on no flavor: the node fit (`capacity.rehearse`) on the pool of
-    each flavor of its ClusterQueue; each pool's problem when no node of any holds one pod
-    (then no quota helps), else []."""
+def _fits_no_node(ctx: PlanContext, req: Any, pods: int, w: Any) -> list[str]:
+    """When Kueue admits it on no flavor: each pool's problem (`capacity.rehearse`) when no
+    node of any flavor's pool of its ClusterQueue holds one pod (no quota helps), else []."""
     queue = K.read([x.doc for x in ctx.objects]).queues.get(w.queue or "")
-    ranges = Q.limit_ranges(ctx, o.namespace or "")
-    req = capacity.pod_request(pod.get("spec") or {}, ranges)
     out = []
     for flavor in queue.flavors if queue and ctx.declared else []:
         pool = ctx.declared.pool(flavor)
@@ -226,8 +224,7 @@ def _fits_no_node(ctx: PlanContext, o: Any, pod: dict[str, Any], pods: int, w: A
 
 def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Finding]]:
     """One sent TrainJob: its pods, queue, node fit, packages and cost."""
-    ident = o.ident
-    doc = o.doc
+    ident, doc = o.ident, o.doc
     lines: list[str] = []
     findings: list[Finding] = []
     pod = trainjob.built_pod(doc, runtime_docs(ctx))
@@ -237,8 +234,10 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         return lines, findings
     pods = trainjob.num_nodes(doc, trainjob.runtime_of(doc, runtime_docs(ctx)) or {})
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
-    # requests), so node fit judges what the queue admits
+    # requests), so node fit judges what the queue admits; as the scheduler counts them
     req = Q.submitted_requests(ctx, doc, pod)
+    ranges = Q.limit_ranges(ctx, o.namespace or "")
+    fit = capacity.pod_request(pod.get("spec") or {}, ranges)
     w = Q.admit_submitted(ctx, doc, pod, pods, req)
     gpus = int(req.get(GPU_RESOURCE, 0))
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
@@ -251,7 +250,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         lines.append(f"  queue: never admitted: {w.reason}")
         message = f"{ident} (sent by the program): {w.reason}"
         rule = Q.RULE_OVER_LIMITS if w.invalid else Q.RULE_NEVER
-        unfit = _fits_no_node(ctx, o, pod, pods, w) if not w.invalid else []
+        unfit = _fits_no_node(ctx, fit, pods, w) if not w.invalid else []
         fix = Q.RULES[rule]
         if unfit:
             fix = (
@@ -273,17 +272,15 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         return lines, findings
     # its pods as Karpenter packs them, EFA devices too (`capacity.gang`, the one model of a
     # gang), on the pool's nodes and within its limits (the launch check's packing)
-    ranges = Q.limit_ranges(ctx, o.namespace or "")
     gang = capacity.gang([PodTemplate("", "", pod, pods)], ranges)
-    r = capacity.rehearse(capacity.pod_request(pod.get("spec") or {}, ranges), pods, pool)
+    r = capacity.rehearse(fit, pods, pool)
     if not r.fits:
         message = S.unrehearsed(f"{ident} (sent by the program)", pool, pods, size)
         lines.append(f"  NOT REHEARSED: {message}")
         findings.append(_finding(ident, S.UNREHEARSED, message, S.RULES[S.UNREHEARSED], o.urn))
     for p in r.problems:
-        message = (
-            f"{ident}: Kueue admits it on pool {pool.name}, but its pods stay Pending: {p.message}"
-        )
+        message = f"{ident}: Kueue admits it on pool {pool.name}, but its pods stay Pending: "
+        message += p.message
         lines.append(f"  CANNOT RUN: {p.message}")
         findings.append(_finding(ident, S.RULE, message, FIT_FIX, o.urn))
     if r.fits and not r.problems:
@@ -338,6 +335,31 @@ def _packages(
     return [_finding(o.ident, RULE_PACKAGES, message, RULES[RULE_PACKAGES], o.urn)]
 
 
+def _no_runtime(ctx: PlanContext, backends: list[str]) -> tuple[str, str]:
+    """(why the stack has no runtime the program names, what to do): the backends installed
+    and the keys they come from (stack/services.py ServiceKeys), as set."""
+    if "trainjob" in backends:
+        return "the platform's Trainer has no runtime of that name", (
+            f"name a runtime the stack declares (CustomTrainer's default is "
+            f"{trainjob.SDK_RUNTIME}: leave `runtime=` unset)"
+        )
+    cfg = {k: decode_value(v) for k, v in (ctx.inventory.config or {}).items()}
+    jobs = cfg.get("trainforge:jobs") if isinstance(cfg.get("trainforge:jobs"), list) else []
+    named = sorted({str(j["backend"]) for j in jobs if isinstance(j, dict) and j.get("backend")})
+    backend, listed = cfg.get("trainforge:jobBackend"), cfg.get(BACKENDS_KEY)
+    said = (
+        f"trainforge:jobBackend is {backend}" if backend is not None
+        else f"trainforge:jobBackend is unset (its default: {DEFAULT_BACKEND})",
+        f"{BACKENDS_KEY} is {listed}" if listed is not None else f"{BACKENDS_KEY} is unset",
+        f"jobs set `backend:` {', '.join(named)}" if named else "no job sets `backend:`",
+    )  # fmt: skip
+    return (
+        f"it installs the job backend(s) {', '.join(backends) or 'none'} only, as "
+        f"{said[0]}, {said[1]} and {said[2]}: the Kubeflow Trainer and its runtimes are not "
+        "installed"
+    ), RULES[RULE_RUNTIME]
+
+
 def check(ctx: PlanContext) -> CheckResult:
     sub = getattr(ctx.inventory, "submitted", None)
     if sub is None:
@@ -351,43 +373,14 @@ def check(ctx: PlanContext) -> CheckResult:
     findings: list[Finding] = []
     first = ctx.declared.contracts[:1] if ctx.declared else []
     backends = [b for c in first for b in c.backends or (c.backend,)]  # the stack's platform
+    why, fix = _no_runtime(ctx, backends) if sub.missing else ("", "")
     for name in dict.fromkeys(sub.missing):
-        ident = f"ClusterTrainingRuntime/{name}"
-        # the keys the installed backends come from (stack/services.py ServiceKeys), as set
-        from trainforge.core.contract import DEFAULT_BACKEND  # noqa: PLC0415
-        from trainforge.stack.file import decode_value  # noqa: PLC0415
-
-        cfg = {k: decode_value(v) for k, v in (ctx.inventory.config or {}).items()}
-        jobs = cfg.get("trainforge:jobs") if isinstance(cfg.get("trainforge:jobs"), list) else []
-        named = sorted(
-            {str(j["backend"]) for j in jobs if isinstance(j, dict) and j.get("backend")}
-        )
-        said = [
-            f"trainforge:jobBackend is {cfg['trainforge:jobBackend']}"
-            if cfg.get("trainforge:jobBackend") is not None
-            else f"trainforge:jobBackend is unset (its default: {DEFAULT_BACKEND})",
-            f"{BACKENDS_KEY} is {cfg[BACKENDS_KEY]}"
-            if cfg.get(BACKENDS_KEY) is not None
-            else f"{BACKENDS_KEY} is unset",
-            f"jobs set `backend:` {', '.join(named)}" if named else "no job sets `backend:`",
-        ]
-        why = (
-            f"it installs the job backend(s) {', '.join(backends) or 'none'} only, as "
-            f"{', '.join(said[:2])} and {said[2]}: the Kubeflow Trainer and its runtimes are "
-            "not installed"
-            if "trainjob" not in backends
-            else "the platform's Trainer has no runtime of that name"
-        )
         message = (
             f"the program asks for ClusterTrainingRuntime {name!r}, which this stack does not "
             f"declare ({why}); the SDK stops with `RuntimeError: Failed to get Runtime: {name}`"
         )
-        fix = RULES[RULE_RUNTIME] if "trainjob" not in backends else (
-            f"name a runtime the stack declares (CustomTrainer's default is "
-            f"{trainjob.SDK_RUNTIME}: leave `runtime=` unset)"
-        )  # fmt: skip
         lines.append(f"REFUSED: {message}")
-        findings.append(_finding(ident, RULE_RUNTIME, message, fix))
+        findings.append(_finding(f"ClusterTrainingRuntime/{name}", RULE_RUNTIME, message, fix))
     if sub.returncode != 0 and sub.created and sub.after_sent:
         # e.g. wait_for_job_status or get_job_logs: what it sent is judged below
         lines.append(
