@@ -182,6 +182,30 @@ def test_its_image_is_judged_by_the_plans_image_rules(tmp_path, capsys):
 # --- the pieces, without a plan ------------------------------------------------------------------
 
 
+def test_an_install_script_the_sandbox_must_not_run_is_never_run(monkeypatch):
+    """A sent pod running as root with a capability that could leave the sandbox, or mounting
+    a claim the rehearsal does not model, is refused with the reason, as the script rehearsal
+    refuses it: rehearse_install never runs it (before: both reached run_script, the root one
+    on this machine with SYS_ADMIN)."""
+    from trainforge.plan.checks import pod_scripts
+
+    def never(*a, **k):
+        raise AssertionError("run_script called")
+
+    monkeypatch.setattr(pod_sandbox, "unavailable", lambda: None)
+    monkeypatch.setattr(pod_scripts, "run_script", never)
+    c = {"name": "node", "image": "pytorch/pytorch:2.8.0-cuda12.8-cudnn9-runtime"}
+    c["command"] = ["bash", "-c", "pip install --user transformers && python train.py"]
+    root = {**c, "securityContext": {"runAsUser": 0, "capabilities": {"add": ["SYS_ADMIN"]}}}
+    why = SB.rehearse_install({"spec": {"containers": [root]}})
+    assert isinstance(why, str) and "runs as root with" in why and "SYS_ADMIN" in why, why
+    claimed = {**c, "volumeMounts": [{"name": "data", "mountPath": "/data"}]}
+    claimed["securityContext"] = {"runAsUser": 1000, "runAsGroup": 1000, "runAsNonRoot": True}
+    volume = {"name": "data", "persistentVolumeClaim": {"claimName": "team-fsx"}}
+    why = SB.rehearse_install({"spec": {"containers": [claimed], "volumes": [volume]}})
+    assert why == "it mounts a volume claim, which this rehearsal does not model", why
+
+
 def test_the_sdk_script_fails_without_an_index_and_the_rehearsal_can_pass():
     """The SDK's install script, as the real SDK writes it, in the pod sandbox: with no index
     reachable it exits 1; asking for a package the Python already has (pip), it passes, so
