@@ -240,6 +240,15 @@ def test_a_map_value_rule_runs_per_value_at_its_key():
     ]
 
 
+def test_one_path_writer_each_caller_with_its_root():
+    """crds' schema lines and the CEL errors write a path alike (field.Path.String: a map key
+    `[key]`, a field named "[x]" a child like any other); only the root differs."""
+    assert crd_cel.field_path([]) == "<nil>"
+    assert crd_cel.field_path([], "(root)") == "(root)"
+    assert crd_cel.field_path(["spec", 0, crd_cel.Key("a.io/b"), "[x]"]) == "spec[0][a.io/b].[x]"
+    assert crds.crd_errors(_flavor({"[x]": 1}))[0] == "spec.[x]: unknown field"
+
+
 def test_a_blocking_schema_error_stops_the_rules_and_says_so():
     doc = _cq({"reclaimWithinCohort": "Never", "borrowWithinCohort": {"policy": "Sometimes"}})
     errs = crds.crd_errors(doc)

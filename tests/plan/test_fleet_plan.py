@@ -90,7 +90,7 @@ def test_the_example_fleet_is_clean_its_workers_granted_the_managers_bucket_per_
         assert FC.team_reaches(inv, ckpt["bucketName"], "vision") is False  # no such role
         # a research role granted only another team's prefix does not reach research/
         other = json.dumps(_worker_grant(workers, name)).replace("/research/", "/vision/")
-        swapped = SimpleNamespace(resources=[
+        swapped = SimpleNamespace(config=inv.config, resources=[
             SimpleNamespace(**{**vars(r), "inputs": {**r.inputs, "policy": other}})
             if r.name.endswith("research-manager-ckpt") else r
             for r in inv.resources

@@ -21,7 +21,6 @@ from trainforge.plan.runner import (
     Inventory,
     run_program,
     run_project,
-    standin_mocks,
 )
 from trainforge.plan.waivers import CONFIG_KEY, Waiver, WaiverError, find_waiver, parse_waivers
 from trainforge.platform.stack_check import JOBS_KEY
@@ -172,7 +171,6 @@ def standin_pass(
             return run_project(
                 root,
                 stack,
-                mocks=standin_mocks(),
                 config_overrides={**(config_overrides or {}), JOBS_KEY: []},
                 preview=False,
                 program=program,
@@ -274,11 +272,11 @@ def plan_program(
 
     cfg = {k: config_value(v) for k, v in (config or {}).items()}
 
-    def run(mocks: Any = None, preview: bool = True) -> Inventory:
-        inv = run_program(program, stack=stack, config=cfg, mocks=mocks, preview=preview)
+    def run(preview: bool = True) -> Inventory:
+        inv = run_program(program, stack=stack, config=cfg, preview=preview)
         inv.config = dict(config or {})
         return inv
 
-    standin = functools.cache(lambda: run(standin_mocks(), False))
+    standin = functools.cache(lambda: run(False))
     inv = run()
     return evaluate(inv, waivers_from(inv), standin=standin, rejudge=standins)

@@ -267,17 +267,17 @@ def _error_text(value: Any) -> str:
     return re.sub(r"^[A-Z_]+: ", "", text)
 
 
-def _path(parts: list[str | int]) -> str:
-    """field.Path.String() from a nil root: `spec.x[0][key]`, `<nil>` for the root."""
-    if not parts:
-        return "<nil>"
+class Key(str):
+    """A map key in a field path, printed `[key]` (field.Path.Key)."""
+
+
+def field_path(parts: Any, root: str = "<nil>") -> str:
+    """field.Path.String() (apimachinery field/path.go): `spec.x[0][key]`; `root` for no parts:
+    `<nil>` (a nil root) in the CEL rules' errors, "(root)" in crds' schema lines."""
     out = ""
     for p in parts:
-        if isinstance(p, int) or (isinstance(p, str) and p.startswith("[")):
-            out += f"[{p}]" if isinstance(p, int) else p
-        else:
-            out += f".{p}" if out else p
-    return out
+        out += f"[{p}]" if isinstance(p, (int, Key)) else (f".{p}" if out else str(p))
+    return out or root
 
 
 def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> list[str]:
@@ -288,7 +288,7 @@ def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> l
     if not node.rules:
         return []
     errs = []
-    where = _path(parts)
+    where = field_path(parts)
     bound = value
     if root and isinstance(value, dict):
         meta = value.get("metadata") or {}
@@ -329,7 +329,7 @@ def _eval_rules(node: Node, value: Any, parts: list[str | int], root: bool) -> l
                 detail = msg
         if not detail:
             detail = rule.message.strip() or f"failed rule: {rule.rule.strip()}"
-        at = where if not rule.field_path else _path([*parts, rule.field_path.lstrip(".")])
+        at = where if not rule.field_path else field_path([*parts, rule.field_path.lstrip(".")])
         errs.append(_field_error(at, rule.reason, node.type, value, detail))
     return errs
 
@@ -360,7 +360,7 @@ def _validate(node: Node, value: Any, parts: list[str | int], root: bool = False
     elif isinstance(value, dict):
         if node.additional is not None:
             for k, v in value.items():
-                errs += _validate(node.additional, v, [*parts, f"[{k}]"])
+                errs += _validate(node.additional, v, [*parts, Key(k)])
         for k, v in value.items():
             if k in node.properties:
                 errs += _validate(node.properties[k], v, [*parts, k])

@@ -139,21 +139,13 @@ def crd_errors(doc: dict) -> list[str] | None:
         if e.validator == "additionalProperties" and isinstance(e.instance, dict):
             known = set(e.schema.get("properties") or {})
             for key in sorted(k for k in e.instance if k not in known):
-                out.append((_path([*e.absolute_path, key]), "unknown field"))
+                out.append((crd_cel.field_path([*e.absolute_path, key], "(root)"), "unknown field"))
         else:
-            out.append((_path(e.absolute_path), _message(e)))
+            out.append((crd_cel.field_path(e.absolute_path, "(root)"), _message(e)))
     schema_lines = [f"{path}: {msg}" for path, msg in sorted(out)]
     if blocked:  # the API server's celValidator exists when the CRD has any rule
         return [*schema_lines, crd_cel.NOT_CHECKED] if crd_cel.rules(tree) else schema_lines
     return [*schema_lines, *crd_cel.cel_errors(doc, tree)]
-
-
-def _path(parts: Any) -> str:
-    """spec.resourceGroups[0].flavors[1].name, as the plan's messages write paths."""
-    out = ""
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
-    return out or "(root)"
 
 
 def _message(error: Any) -> str:

@@ -14,7 +14,7 @@ import yaml
 
 from trainforge.plan.checks.cost_check import RUNNING_HEADER, STARTS
 from trainforge.plan.ckpt_compat import argv_fields
-from trainforge.plan.manifests import CHECKOV_DIR, CLUSTER_DIR
+from trainforge.plan.manifests import CHECKOV_DIR, ident
 from trainforge.plan.price_facts import usd as _usd
 
 INVENTORY_FILE = "inventory.json"
@@ -77,14 +77,6 @@ def argv_diff(old: list[str], new: list[str], path: str) -> list[tuple[str, Any,
 def _named(items: list) -> bool:
     names = [i.get("name") if isinstance(i, dict) else None for i in items]
     return all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
-
-
-def ident(doc: Any) -> str | None:
-    """namespace/Kind/name (as manifests.K8sObject.ident) of a Kubernetes object, else None."""
-    meta = (doc.get("metadata") or {}) if isinstance(doc, dict) else {}
-    if not meta.get("name") or not doc.get("kind"):
-        return None
-    return f"{meta.get('namespace') or CLUSTER_DIR}/{doc['kind']}/{meta['name']}"
 
 
 def load_objects(folder: pathlib.Path) -> dict[str, dict]:

@@ -25,7 +25,6 @@ from trainforge.plan.runner import (
     project_name,
     read_stack_config,
     run_project,
-    standin_mocks,
 )
 from trainforge.stack.base import validate
 from trainforge.stack.file import decode_value, stack_path
@@ -120,7 +119,9 @@ def plan_worker(
         state = stack_state(mine, manager)
         state["outputs"] = {**state["outputs"], **_wire(dict(also or {}))}
         references = {mine: state}
-    mocks = standin_mocks()
+    from trainforge.plan.mocks import TrainforgeMocks  # noqa: PLC0415 - pulls in pulumi
+
+    mocks = TrainforgeMocks(preview=False)  # the stand-in run's
     mocks.stack_tag = stack  # its buckets and keys apart from the manager's
     try:
         inv = run_project(

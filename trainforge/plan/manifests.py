@@ -91,6 +91,15 @@ def has_unknown(node: Any) -> bool:
     return node == UNKNOWN
 
 
+def ident(doc: Any) -> str | None:
+    """namespace/Kind/name (or _cluster/Kind/name): how the plan, its diff and its sides name a
+    Kubernetes object; None when `doc` has no kind or name (not an object)."""
+    meta = (doc.get("metadata") or {}) if isinstance(doc, dict) else {}
+    if not meta.get("name") or not doc.get("kind"):
+        return None
+    return f"{meta.get('namespace') or CLUSTER_DIR}/{doc['kind']}/{meta['name']}"
+
+
 @dataclass
 class K8sObject:
     """A Kubernetes object and the Pulumi resource that declares it."""
@@ -115,8 +124,18 @@ class K8sObject:
 
     @property
     def ident(self) -> str:
-        """namespace/Kind/name (or _cluster/Kind/name): how the plan and diff name objects."""
-        return f"{self.namespace or CLUSTER_DIR}/{self.kind}/{self.obj_name}"
+        """`ident` of the object (to_object always gives it a kind and a name)."""
+        return str(ident(self.doc))
+
+    @property
+    def label(self) -> str:
+        """How a finding on the object names it: `ident (Pulumi name)`."""
+        return f"{self.ident} ({self.name})"
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The names a finding on the object answers to (--ignore, the verdict)."""
+        return frozenset({self.name, self.ident})
 
     @property
     def relpath(self) -> str:

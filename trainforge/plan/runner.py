@@ -247,13 +247,6 @@ async def _output(value: Any, reveal: bool = False) -> Any:
     return plain(await out.future())
 
 
-def standin_mocks() -> Any:
-    """The platform's mocks in apply mode: plausible ids and ARNs (the stand-in run)."""
-    from trainforge.plan.mocks import TrainforgeMocks
-
-    return TrainforgeMocks(preview=False)
-
-
 def project_name(root: pathlib.Path) -> str:
     try:
         return stack_file.project_name(root, default=None)
@@ -337,16 +330,17 @@ def run_program(
     echo_warnings: bool = True,
     references: dict[str, dict] | None = None,
 ) -> Inventory:
-    """Run `program` under mocks, by default in preview mode (no ids, inputs echoed).
-    `preview=False` with mocks that invent ids runs every apply, so values built from cloud
-    ones (policy documents) exist with stand-ins (plan/core.py). `references`: StackReference
+    """Run `program` under mocks (by default the platform's, in the run's mode), by default
+    in preview mode (no ids, inputs echoed). `preview=False` with mocks that invent ids runs
+    every apply, so values built from cloud ones (policy documents) exist with stand-ins
+    (the stand-in run, plan/core.py). `references`: StackReference
     target -> its state, a fleet manager's workers as planned (plan/fleet.py)."""
     from pulumi.runtime.sync_await import _sync_await
 
     from trainforge.plan.mocks import TrainforgeMocks, run_in_process
 
     echo = preview and mocks is None
-    mocks = TrainforgeMocks(preview=True) if mocks is None else mocks
+    mocks = TrainforgeMocks(preview=preview) if mocks is None else mocks
     mocks.references = dict(references or {})
     sink: list[Recorded] = []
     # the stand-in run repeats the preview's program: its warnings are neither kept nor shown

@@ -15,7 +15,8 @@ from typing import Any
 
 import yaml
 
-from trainforge.plan.diff import INVENTORY_FILE, ident, load_objects
+from trainforge.plan.diff import INVENTORY_FILE, load_objects
+from trainforge.plan.manifests import ident
 from trainforge.plan.runner import SECRET
 
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # Pulumi's special-value signature key

@@ -22,6 +22,7 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.plan.checks import iam_eval as iam
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
+from trainforge.plan.checks.iam_stack import read_stack
 from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER as MULTIKUEUE
@@ -231,22 +232,12 @@ def _bucket_of(pattern: Any) -> str | None:
 
 
 def team_reaches(inv: Any, bucket: str, team: str) -> bool | None:
-    """Whether a stack's role of `team` (its `trainforge.io/team` tag) may write and read its
-    team's prefix of `bucket` by its inline policies; None when they are not known."""
-    resources = getattr(inv, "resources", None) or []
-    roles = {
-        r.id
-        for r in resources
-        if r.type == T.IAM_ROLE and r.id and ((r.inputs.get("tags") or {}).get(TEAM_LABEL) == team)
-    }
-    docs = [
-        (r.name, iam.policy_doc(r.inputs.get("policy")))
-        for r in resources
-        if r.type == T.IAM_ROLE_POLICY and r.inputs.get("role") in roles
-    ]
-    if any(doc is None for _, doc in docs):
+    """Whether a stack's roles of `team` (their `trainforge.io/team` tag, as `read_stack` reads
+    them) may write and read its team's prefix of `bucket`; None when a policy is not known."""
+    roles = [r for r in read_stack(inv).roles.values() if r.team == team]
+    if not all(r.policies_known for r in roles):
         return None
-    policies = [iam.Policy(name, doc) for name, doc in docs]
+    policies = [p for r in roles for p in r.policies]
     key = f"arn:aws:s3:::{bucket}/{team}/checkpoint"
     return all(
         iam.evaluate(iam.Request(f"role/{team}", action, key), policies).allowed

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.plan import resource_types as T
 from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
@@ -20,6 +21,7 @@ ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
 VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
+TRUST = "trust policy"  # what RoleFacts.unreadable says of a trust policy it could not read
 
 
 @dataclass
@@ -30,10 +32,16 @@ class RoleFacts:
     trust: Policy | None
     policies: list[Policy] = field(default_factory=list)
     unreadable: list[str] = field(default_factory=list)
+    team: str | None = None  # its trainforge.io/team tag
 
     @property
     def label(self) -> str:
         return f"role {self.name}"
+
+    @property
+    def policies_known(self) -> bool:
+        """Whether every permission policy of the role was read (its trust policy aside)."""
+        return all(u == TRUST for u in self.unreadable)
 
     def add(self, document: Any, name: str, what: str) -> None:
         """A policy of the role, or `what` could not be read (an unknown document)."""
@@ -148,7 +156,8 @@ def read_stack(inv: Inventory) -> StackIam:
         arn = role_arns.get(r.urn) or f"arn:aws:iam::{stack.account}:role{path}{name}"
         trust_doc = policy_doc(r.inputs.get("assumeRolePolicy"))
         trust = Policy(f"trust of role {r.name}", trust_doc) if trust_doc else None
-        facts = RoleFacts(r.urn, r.name, arn, trust, unreadable=[] if trust else ["trust policy"])
+        team = (r.inputs.get("tags") or {}).get(TEAM_LABEL)
+        facts = RoleFacts(r.urn, r.name, arn, trust, [], [] if trust else [TRUST], team)
         for i, inline in enumerate(as_list(r.inputs.get("inlinePolicies"))):
             doc = inline.get("policy") if isinstance(inline, dict) else None
             facts.add(doc, f"role {r.name} inline {i}", f"inline policy {i}")

@@ -825,7 +825,7 @@ def check(ctx: PlanContext) -> CheckResult:
         obj = objects.get(rec.urn)
         where, names, inputs = f"{rec.type}::{rec.name}", frozenset({rec.name}), rec.inputs
         if obj is not None:
-            where, names = f"{obj.ident} ({rec.name})", frozenset({rec.name, obj.ident})
+            where, names = obj.label, obj.names
             inputs = obj.doc
         for rule, msg in check_resource(rec.type, inputs, runtime_docs(ctx)):
             found.append(Finding(where, rule.id, msg, rule.fix, urn=rec.urn, names=names))

@@ -559,9 +559,9 @@ def validation(ctx: PlanContext) -> Validation:
         out.counts[status] += 1
         if status == "unchecked":
             out.unchecked.append(obj.ident)
-        names = frozenset({obj.name, obj.ident})
-        shown = f"{obj.ident} ({obj.name})"
-        out.findings += [replace(f, resource=shown, urn=obj.urn, names=names) for f in found]
+        out.findings += [
+            replace(f, resource=obj.label, urn=obj.urn, names=obj.names) for f in found
+        ]
     ctx.memo["validation"] = out
     return out
 

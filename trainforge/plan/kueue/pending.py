@@ -46,18 +46,23 @@ _NEVER_MESSAGES = (
 _HELD = re.compile(r"(LocalQueue|ClusterQueue) \S+ is (inactive|stopped)$")
 
 _NAME = r"[\w.-]+"
+
+_F = "FLAVOR"  # a placeholder in Kueue's words, replaced by what it stands for
+
+
+def _like(text: str, pattern: str) -> str:
+    """Kueue's `text` (words.py) as a pattern: the placeholder `_F` matches `pattern`."""
+    return re.escape(text).replace(_F, pattern)
+
+
 _FOR_GOOD = re.compile(
-    "|".join(
-        (
-            rf"untolerated taint \{{[^{{}}]*\}} in flavor {_NAME}",
-            rf"flavor {_NAME} doesn't match node affinity",
-            rf"flavor {_NAME} not found",
-            r"resource [\w./-]+ unavailable in ClusterQueue",
-            r'Flavor "[^"]*" (?:does not support TopologyAwareScheduling|supports only '
-            r"TopologyAwareScheduling|does not contain the requested level)",
-        )
-    )
-)
+    "|".join((
+        _like(W.untolerated({}, _F), _NAME).replace(re.escape(W.taint({})), r"\{[^{}]*\}"),
+        *(_like(say(_F), _NAME) for say in (W.no_affinity, W.not_found)),
+        _like(W.unavailable(_F), r"[\w./-]+"),
+        *(_like(say(_F), '[^"]*') for say in (W.no_tas, W.only_tas, W.no_level)),
+    ))
+)  # fmt: skip
 _OVER = re.compile(
     rf"insufficient quota for [\w./-]+ in flavor {_NAME}, previously considered podsets "
     r"requests \([^)]*\) \+ current podset request \(([^)]*)\) > maximum capacity \(([^)]*)\)"

@@ -100,6 +100,11 @@ def only_tas(flavor: str) -> str:
     return f'Flavor "{flavor}" supports only TopologyAwareScheduling'
 
 
+def no_level(flavor: str) -> str:
+    """tas_flavorassigner.go, the same function as `no_tas`: the topology lacks the level."""
+    return f'Flavor "{flavor}" does not contain the requested level'
+
+
 def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fraction) -> str:
     return (
         f"insufficient quota for {r} in flavor {f}, previously considered podsets requests "
