@@ -137,10 +137,15 @@ def test_cpu_only_pods_on_a_gpu_pool():
     one = dataclasses.replace(GPU_POOL, gpus_per_node=1)
     with pytest.raises(JobConfigError) as err:
         resolve_job(job(gpusPerWorker=0), target(one), W)
-    assert str(err.value).endswith("Use gpusPerWorker: 1, or a CPU pool")
+    assert str(err.value).endswith("Use gpusPerWorker: 1, or a CPU pool (none declared)")
     with pytest.raises(JobConfigError) as err:
         resolve_job(job(gpusPerWorker=0), target(GPU_POOL), W)
-    assert str(err.value).endswith("Use gpusPerWorker: 1 to 4, or a CPU pool")
+    assert str(err.value).endswith("Use gpusPerWorker: 1 to 4, or a CPU pool (none declared)")
+    # the fix names the platform's CPU pools, as other refusals name the valid values
+    named = dataclasses.replace(target(GPU_POOL), cpu_pools=("training-workloads",))
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(gpusPerWorker=0), named, W)
+    assert str(err.value).endswith("or a CPU pool (training-workloads)")
 
 
 def test_procs_must_match_gpus():

@@ -159,3 +159,13 @@ def test_a_null_job_entry_is_refused_naming_its_index():
     errors = check_stack(config).errors
     assert line_for(errors, "trainforge:jobs[1]").startswith("trainforge:jobs[1]: got null"), errors
     assert len(errors) == 1, errors
+
+
+def test_a_cpu_only_job_on_a_gpu_pool_is_told_the_stacks_cpu_pools():
+    """The refusal names the pools that fix it, as the other refusals name the valid values
+    (a newcomer's review: it said "or a CPU pool" and named none)."""
+    config = copy.deepcopy(read_stack(ROOT, "dev").config)
+    job = next(j for j in config["trainforge:jobs"] if j.get("pool") == "gpu-workloads")
+    job["gpusPerWorker"] = 0
+    errors = check_stack(config, known_rules=known_rule_ids(), lookups=True).errors
+    assert len(errors) == 1 and errors[0].endswith("or a CPU pool (training-workloads)"), errors

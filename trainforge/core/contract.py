@@ -288,6 +288,8 @@ class JobTarget:
     # The runtime images jobs without their own image run, and the pull-through cache
     # (trainforge.jobs.runtime_images.RuntimeImages); None: the stock PyTorch image.
     images: Any = None
+    # The platform's CPU pools, named by a GPU pool's refusal of a CPU-only job.
+    cpu_pools: tuple[str, ...] = ()
 
     # The team's facts, read often by emitters.
     @property
@@ -372,6 +374,7 @@ class PlatformContract:
             backend=self.backend,
             backends=self.backends,
             images=self.images,
+            cpu_pools=tuple(n for n, p in self.pools.items() if not p.gpus_per_node),
         )
 
 
