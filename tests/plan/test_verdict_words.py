@@ -77,6 +77,16 @@ def test_a_partly_priced_stack_says_which_job_has_no_figure_and_why():
     )
 
 
+def test_a_run_timed_by_its_deadline_makes_the_sum_a_ceiling():
+    """The report's table says `<= $4.21` for a run timed by its activeDeadlineSeconds; the
+    verdict's sum of it is a ceiling too (a newcomer's review: it read as a known cost)."""
+    jobs = [job("a", 2.0, 4.0), {**job("b", 1.0, 1.0), "runCostBasis": "activeDeadlineSeconds"}]
+    (line,) = verdict.cost_lines(result(jobs), None)[1:]
+    assert line.endswith("; run costs at most $5.00 in all"), line
+    (line,) = verdict.cost_lines(result(jobs[:1]), None)[1:]
+    assert line.endswith("; run costs $4.00 in all"), line
+
+
 def test_more_than_three_waiting_jobs_are_counted_and_sent_to_the_report():
     """Up to three waiting jobs get a line each; more are one count that points at the report."""
     waiting = [{**job(n, 1.0, 1.0), "admission": "waits"} for n in "abcd"]

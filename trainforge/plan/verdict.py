@@ -28,6 +28,9 @@ def section_data(result: Any, title: str) -> Any:
     return next((s.data for s in result.sections if s.title == title), None)
 
 
+DEADLINE = "activeDeadlineSeconds"  # cost.py runCostBasis of a run timed by its deadline
+
+
 def _priced(job: dict[str, Any], key: str) -> bool:
     return isinstance(job.get(key), int | float)
 
@@ -98,11 +101,13 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
             DEAREST if any(j.get("workers") is not None for j in new["jobs"]) else ""
         )
     lacking = new["unpricedRuns"]
+    # a run timed by its activeDeadlineSeconds costs at most its figure (the report's "<=")
+    at_most = "at most " if any(j.get("runCostBasis") == DEADLINE for j in new["counted"]) else ""
     if not lacking:
-        runs = f"run costs {_usd(new['runCosts'])} in all{change('runCosts')}"
+        runs = f"run costs {at_most}{_usd(new['runCosts'])} in all{change('runCosts')}"
     elif len(lacking) < len(new["counted"]):
         runs = (
-            f"run costs {_usd(new['runCosts'])} for the priced jobs + unknown for "
+            f"run costs {at_most}{_usd(new['runCosts'])} for the priced jobs + unknown for "
             f"{_unpriced(lacking)}"
         )
     else:
