@@ -23,7 +23,9 @@ RULE = "TF_CKPT_CANNOT_RESUME"
 NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
 RULES = {
     RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
-    "checkpoint.dir to a new directory, set checkpoint.resume: never (every start, restarts "
+    "checkpoint.dir to a new directory of its own (relative paths are on the team's FSx mount: "
+    "checkpoints/<namespace>/<job>-v2 sits beside the default; a bare v2 is <mount>/v2, which "
+    "any job naming v2 shares), set checkpoint.resume: never (every start, restarts "
     "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason",
     NOT_APPLIED: "decide: to train with the new value, start fresh: set checkpoint.dir to a new "
     "directory (or rename the job), or checkpoint.resume: never; to keep resuming with the "
