@@ -408,6 +408,20 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
         "The import does not shrink a memory request (less memory than the code asks ends in "
         "an OOM kill): import with --pool efa-p5, whose nodes hold it, or lower it"
     )
+    # a cpu no node holds as well: the memory is still refused, not dropped with the cpu
+    # (the rehearsal named only the cpu, and both went: 20Gi became the share, an OOM kill)
+    both = "{limits: {nvidia.com/gpu: 1, cpu: '400', memory: 400Gi}}"
+    with pytest.raises(ImportProblem) as e:
+        imp(write(tmp_path, text.replace("RESOURCES", both)), pool_name=GPU_POOL.name)
+    assert str(e.value).startswith(f"{tmp_path / 'job.yaml'}: {at}.limits.memory: got '400Gi'; ")
+    # a cpu no node holds beside a memory one does: the cpu alone gives way, memory is kept
+    held = "{limits: {nvidia.com/gpu: 1, cpu: '400', memory: 100Gi}}"
+    r = imp(write(tmp_path, text.replace("RESOURCES", held)), pool_name=GPU_POOL.name)
+    assert "cpu" not in r.entry and r.entry["memory"] == "100Gi"
+    assert f"{at}.limits.memory 100Gi -> memory 100Gi: kept" in "\n".join(r.changes)
+    assert f"{at}.limits.cpu 400: dropped, a pod of that size fits no node of " in "\n".join(
+        r.changes
+    )
     more = "{limits: {nvidia.com/gpu: 1, cpu: '30'}}"  # more than the share, and it fits
     r = imp(write(tmp_path, text.replace("RESOURCES", more)), pool_name=GPU_POOL.name)
     assert r.entry["cpu"] == "30" and parse_quantity(share.cpu) < 30

@@ -255,20 +255,21 @@ def _size(
                     f"{at} {value}: dropped; a pod on {pool.name} gets {named}, at least "
                     f"what it asks; set `{res}` on the entry to ask for exactly {value}"
                 )
-    if asked and default is not None:
-        cpu = asked.get("cpu", ("", default[0]))[1]
+    # memory judged alone: the rehearsal names only the first resource that fails, so a cpu
+    # no node holds would hide it (and dropping both shrank the memory)
+    if "memory" in asked and default is not None and _memory_short(asked["memory"][1], gpus, pool):
+        _refuse_memory(asked["memory"], pool, pools or {pool.name: pool}, gpus, file)
+    if "cpu" in asked and default is not None:
         memory = asked.get("memory", ("", default[1]))[1]
-        trial = capacity.rehearse(capacity.PodRequest.of(cpu, memory, gpus), 1, pool)
+        trial = capacity.rehearse(capacity.PodRequest.of(asked["cpu"][1], memory, gpus), 1, pool)
         short = [p.message for p in trial.problems if p.key in ("cpu", "memory")]
-        if "memory" in asked and any(p.key == "memory" for p in trial.problems):
-            _refuse_memory(asked["memory"], pool, pools or {pool.name: pool}, gpus, file)
         if short:
-            for at, value in asked.values():
-                changes.append(
-                    f"{at} {value}: dropped, a pod of that size fits no node of {pool.name} "
-                    f"({short[0]}); a pod there gets {named}"
-                )
-            asked = {}
+            kept_memory = f"{named.split(': cpu ')[0]}: cpu {default[0]}"
+            at, value = asked.pop("cpu")
+            changes.append(
+                f"{at} {value}: dropped, a pod of that size fits no node of {pool.name} "
+                f"({short[0]}); a pod there gets {kept_memory if 'memory' in asked else named}"
+            )
     for res, (at, value) in asked.items():
         entry[res] = value
         changes.append(
@@ -287,6 +288,15 @@ def _size(
                 changes.append(f"{res_at}.{kind}.{res} {value}: dropped (not supported)")
 
 
+def _memory_short(memory: str, gpus: int, pool: PoolFacts) -> str:
+    """The rehearsal's reason no node of `pool` holds a pod asking `memory` (and a
+    millicore, so that memory alone is judged); '' where one does."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+
+    trial = capacity.rehearse(capacity.PodRequest.of("1m", memory, gpus), 1, pool)
+    return next((p.message for p in trial.problems if p.key == "memory"), "")
+
+
 def _refuse_memory(
     asked: tuple[str, str], pool: PoolFacts, pools: Mapping[str, PoolFacts], gpus: int, file: str
 ) -> NoReturn:
@@ -297,8 +307,7 @@ def _refuse_memory(
     from trainforge.jobs.wiring import default_size  # noqa: PLC0415 - pydantic
 
     at, value = asked
-    trial = capacity.rehearse(capacity.PodRequest.of("1", value, gpus), 1, pool)
-    nodes = next(p.message for p in trial.problems if p.key == "memory")
+    nodes = _memory_short(value, gpus, pool) or ""
     nodes = nodes.split(". Ask for less", 1)[0]
     holds = []
     for other in pools.values():
