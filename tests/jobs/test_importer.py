@@ -468,7 +468,50 @@ def test_an_indexed_job(tmp_path):
     assert sorted(r.files) == ["imported/ij/train.py", "imported/ij/util.py"]
     assert "env" not in r.entry
     text = "\n".join(r.changes)
-    assert "env RANK: dropped (valueFrom" in text and "env MASTER_ADDR: dropped" in text
+    assert "env RANK: dropped; the platform or operator sets it" in text
+    assert "env MASTER_ADDR: dropped" in text
+
+
+def test_a_secret_env_is_dropped_without_advice_to_bake_it_into_code(tmp_path):
+    """A `valueFrom: secretKeyRef` variable (HF_TOKEN) was dropped with "put the value in your
+    code or image": advice to commit a credential. No route feeds a job from a Secret (an
+    entry's env is plain text in the job's object, which the team reads), so the line says
+    that, names the credential the platform does mount, and never suggests code or an image."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: sj}
+        spec:
+          completions: 1
+          completionMode: Indexed
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+                - name: main
+                  image: ghcr.io/acme/trainer:1.0
+                  command: [python, /app/train.py]
+                  env:
+                    - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf, key: token}}}
+                    - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+                    - {name: MODE, valueFrom: {configMapKeyRef: {name: cfg, key: mode}}}
+                  envFrom: [{secretRef: {name: creds}}]
+        """,
+    )
+    r = imp(path)
+    assert "env" not in r.entry
+    lines = {ln.split(": dropped", 1)[0].rsplit(".", 1)[-1]: ln for ln in r.changes}
+    secret = lines["env HF_TOKEN"]
+    assert "cannot take a variable from a Secret" in secret and "MLflow" in secret
+    assert "containers[0].envFrom: dropped; a job entry cannot take a variable from a Secret" in (
+        "\n".join(r.changes)
+    )
+    for line in r.changes:  # no line advises baking a value into code or an image
+        assert "in your code or image" not in line and "put the value" not in line
+    assert "not field or resource refs" in lines["env POD"]
+    assert "set the ConfigMap's value in `env`" in lines["env MODE"]
 
 
 WORKDIR_JOB = """

@@ -584,14 +584,12 @@ def import_workload(
         name = get(e, "name")
         if not isinstance(name, str):
             raise ImportProblem(file, f"{at}.env[{i}].name", "missing")
-        if "valueFrom" in e:
-            changes.append(
-                f"{at}.env {name}: dropped (valueFrom: Secrets and field refs are not supported; put the value in your code or image)"
-            )
-        elif owned_env(name):
+        if owned_env(name):
             changes.append(
                 f"{at}.env {name}: dropped; the platform or operator sets it on every pod"
             )
+        elif "valueFrom" in e:
+            changes.append(f"{at}.env {name}: dropped; {_value_from_why(e['valueFrom'])}")
         else:
             env[name] = str(e.get("value", ""))
     if env:
@@ -618,6 +616,10 @@ def import_workload(
         )
         changes.append(f"{at}.volumeMounts {m.get('name')} ({m.get('mountPath')}): dropped; {hint}")
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
+        if k == "envFrom":
+            for src in c[k] if isinstance(c[k], list) else []:
+                changes.append(f"{at}.envFrom: dropped; {_value_from_why(src)}")
+            continue
         changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
         reason = _DROPPED_WHY.get(k, "not supported")
@@ -662,6 +664,32 @@ def import_workload(
         entry,
         {posixpath.join(code_dir, p): t for p, t in files.items()},
         changes,
+    )
+
+
+# no route feeds a job's variable from a Secret: an entry's `env` is written as literal text
+# into the job's object and its pods, which the team's members read (docs/teams.md, Team access)
+_NO_SECRET = (
+    "a job entry cannot take a variable from a Secret: its env values are written as plain "
+    "text into the job and its pods, which every member of the team can read, so keep the "
+    "credential out of the entry, your code and your image. The one credential the platform "
+    "mounts is the team's MLflow login (docs/teams.md, MLflow), and the platform's "
+    "NetworkPolicies give the pods no internet (docs/teams.md, Network): put what the token "
+    "fetches on the team's FSx or its S3 prefix"
+)
+
+
+def _value_from_why(value_from: Any) -> str:
+    """Why an `env[].valueFrom` (or an `envFrom`) is dropped, by what it reads: never advice to
+    put a credential in code or an image."""
+    refs = set(value_from) if isinstance(value_from, Mapping) else set()
+    if refs & {"secretKeyRef", "secretRef"}:
+        return _NO_SECRET
+    if refs & {"configMapKeyRef", "configMapRef"}:
+        return "a job entry's env holds literal values only: set the ConfigMap's value in `env`"
+    return (
+        "a job entry's env holds literal values only, not field or resource refs (the "
+        "contract's variables give each pod its rank and sizes: docs/jobs.md)"
     )
 
 
