@@ -895,6 +895,32 @@ def test_a_node_selector_naming_a_pool_that_holds_the_pod_chooses_it(tmp_path):
     )
 
 
+def test_an_instance_type_selector_is_refused_where_its_pool_has_other_types(tmp_path):
+    """A selector of g5.xlarge "chose pool gpu-workloads" on dev, whose types are g4dn.xlarge
+    and g5.xlarge: the plan then sized and priced the job on the g4dn.xlarge (a T4, not the A10G
+    asked for), overriding the selector. A pool with other types than the selector's is
+    refused, naming its types and the two ways on; a pool of exactly that type is obeyed."""
+    mixed = dataclasses.replace(GPU_POOL, instance_types=("g5.12xlarge", "g5.48xlarge"))
+    pools = {**POOLS, mixed.name: mixed}
+    path = _blog(tmp_path, {"node.kubernetes.io/instance-type": "g5.12xlarge"})
+    with pytest.raises(ImportProblem) as e:
+        imp(path, pools=pools)
+    assert str(e.value) == (
+        f"{path}: {SELECTOR_AT}[node.kubernetes.io/instance-type]: got 'g5.12xlarge'; pool "
+        "gpu-workloads may launch any of its instance types (g5.12xlarge, g5.48xlarge), not "
+        "only g5.12xlarge, so the pods could run on g5.48xlarge: add a pool of g5.12xlarge "
+        "alone (trainforge:nodePools[].instanceTypes) and import again, or import with --pool "
+        "gpu-workloads, which replaces the selector (its pods then run on any of its types)"
+    )
+    # the flag it names imports, and says the flag chose
+    r = imp(path, pools=pools, pool_name="gpu-workloads")
+    assert r.entry["pool"] == "gpu-workloads" and "pool gpu-workloads: chosen with --pool" in (
+        r.changes
+    )
+    # a pool of exactly the selector's type (POOLS' gpu-workloads) is obeyed
+    assert imp(path).entry["pool"] == "gpu-workloads"
+
+
 @pytest.mark.parametrize(
     ("selector", "why"),
     [

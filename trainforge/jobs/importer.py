@@ -18,7 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -361,7 +361,8 @@ def choose_pool(
 ) -> tuple[PoolFacts, str]:
     """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why. A selector
     naming a pool or an instance type is obeyed or refused, never overridden: the pool it
-    names must exist, hold the pod and carry a quota of `team` (`quota`: pool -> resource ->
+    names must exist, hold the pod, carry a quota of `team` and (an instance type) have no
+    other type its pods could land on (`quota`: pool -> resource ->
     the team's nominal quota, None without Kueue). `gpu_at`: the field path of the pod's GPU
     count, named when no pool holds that many."""
     if wanted is not None:
@@ -416,14 +417,27 @@ def _selected(
     said = ", ".join(f"{k}: {v}" for k, v in named)
     where = f"{selector_at}[{named[0][0]}]" if len(named) == 1 else selector_at
     cands = [p for p in pools.values() if all(matches(p, k, v) for k, v in named)]
+    asked = {v for k, v in named if k in _TYPE_KEYS}
     for p in cands:
-        if _holds(p, gpus) and _has_quota(p, gpus, quota):
+        if _holds(p, gpus) and _has_quota(p, gpus, quota) and not _other_types(p, asked):
             return p, f"its nodeSelector names it ({said})"
     if not cands:
         types = ", ".join(f"{p.name} ({', '.join(p.instance_types)})" for p in pools.values())
         why = f"no pool of the stack matches it (pools: {types})"
     else:
-        why = "; ".join(_why_not(p, gpus, team, quota) for p in cands)
+        why = "; ".join(_why_not(p, gpus, team, quota, asked) for p in cands)
+    mixed = [p for p in cands if _holds(p, gpus) and _has_quota(p, gpus, quota)]
+    if mixed:  # only its other types stand in the way: one pool of the type, or --pool
+        p = mixed[0]
+        key = "nodeGroups" if p.kind == "node-group" else "nodePools"
+        raise ImportProblem(
+            file,
+            where,
+            f"got {repr(named[0][1]) if len(named) == 1 else said}; {why}: add a pool of "
+            f"{', '.join(sorted(asked))} alone (trainforge:{key}[].instanceTypes) and import "
+            f"again, or import with --pool {p.name}, which replaces the selector (its pods then "
+            "run on any of its types)",
+        )
     usable = [p for p in pools.values() if _holds(p, gpus) and _has_quota(p, gpus, quota)]
     where_quota = f" where team {team} has quota" if quota is not None else ""
     if usable:
@@ -441,14 +455,30 @@ def _selected(
     raise ImportProblem(file, where, f"got {got}; {why}: {fix}")
 
 
+def _other_types(p: PoolFacts, asked: Collection[str]) -> list[str]:
+    """The pool's instance types a selector naming `asked` (none: any) does not: nodes of
+    those may run the pod, so obeying the selector means a pool of its types alone."""
+    return [t for t in p.instance_types if asked and t not in asked]
+
+
 def _why_not(
-    p: PoolFacts, gpus: int, team: str, quota: Mapping[str, Mapping[str, Any]] | None
+    p: PoolFacts,
+    gpus: int,
+    team: str,
+    quota: Mapping[str, Mapping[str, Any]] | None,
+    asked: Collection[str] = (),
 ) -> str:
     """Why the pool `p` a selector names cannot take the pod."""
     if not _holds(p, gpus):
         have = f"{p.gpus_per_node} GPU(s) per node" if p.gpus_per_node else "no GPUs"
         return f"pool {p.name} has {have} and the pod asks {gpus}"
-    return f"team {team} has no nominal {'GPU' if gpus else 'CPU'} quota in pool {p.name}"
+    if not _has_quota(p, gpus, quota):
+        return f"team {team} has no nominal {'GPU' if gpus else 'CPU'} quota in pool {p.name}"
+    return (
+        f"pool {p.name} may launch any of its instance types ({', '.join(p.instance_types)}), "
+        f"not only {', '.join(sorted(asked))}, so the pods could run on "
+        f"{', '.join(_other_types(p, asked))}"
+    )
 
 
 def _borrowed(
