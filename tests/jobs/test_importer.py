@@ -422,6 +422,8 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
     assert f"{at}.limits.cpu 400: dropped, a pod of that size fits no node of " in "\n".join(
         r.changes
     )
+    kept = resolve_job(parse_job(r.entry, "j"), target(GPU_POOL))  # the stack takes it as is
+    assert (kept.cpu, kept.memory) == (share.cpu, "100Gi")
     more = "{limits: {nvidia.com/gpu: 1, cpu: '30'}}"  # more than the share, and it fits
     r = imp(write(tmp_path, text.replace("RESOURCES", more)), pool_name=GPU_POOL.name)
     assert r.entry["cpu"] == "30" and parse_quantity(share.cpu) < 30
