@@ -1202,6 +1202,10 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
           activeDeadlineSeconds: 3600
           suspend: true
           managedBy: kueue.x-k8s.io/multikueue
+          initializer:
+            model:
+              storageUri: hf://meta-llama/Llama-3.2-1B
+              env: [{name: ACCESS_TOKEN, valueFrom: {secretKeyRef: {name: hf, key: token}}}]
           runtimePatches:
             - manager: acme.io/tuner
               trainingRuntimeSpec:
@@ -1217,10 +1221,14 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
     lines = [c for c in r.changes if c.startswith("spec.") and not c.startswith("spec.trainer")]
     assert lines == [
         "spec.activeDeadlineSeconds 3600 -> runPolicy.activeDeadlineSeconds 3600: kept",
+        "spec.initializer: dropped; not supported (a job entry has no initializer, and the "
+        "platform's NetworkPolicies give pods no internet: put the data set and model on the "
+        "team's FSx or its S3 prefix, which the job reads; docs/teams.md, Network)",
         "spec.managedBy: dropped; the platform sets it where MultiKueue runs the job (a "
         "fleet's manager stack)",
         "spec.runtimePatches: dropped; not supported (its pod overrides: the pod's image, "
-        "command, env and size come from spec.trainer; put the rest in your code or image)",
+        "command, env and size come from spec.trainer; the platform sets the rest per team "
+        "and pool)",
         "spec.suspend: dropped; Kueue admits and queues jobs",
     ]
     entry = imp(path, backends=("pytorchjob", "trainjob")).entry
