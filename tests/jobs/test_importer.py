@@ -408,6 +408,22 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
         "The import does not shrink a memory request (less memory than the code asks ends in "
         "an OOM kill): import with --pool efa-p5, whose nodes hold it, or lower it"
     )
+    # a cpu no node holds as well: the memory is still refused, not dropped with the cpu
+    # (the rehearsal named only the cpu, and both went: 20Gi became the share, an OOM kill)
+    both = "{limits: {nvidia.com/gpu: 1, cpu: '400', memory: 400Gi}}"
+    with pytest.raises(ImportProblem) as e:
+        imp(write(tmp_path, text.replace("RESOURCES", both)), pool_name=GPU_POOL.name)
+    assert str(e.value).startswith(f"{tmp_path / 'job.yaml'}: {at}.limits.memory: got '400Gi'; ")
+    # a cpu no node holds beside a memory one does: the cpu alone gives way, memory is kept
+    held = "{limits: {nvidia.com/gpu: 1, cpu: '400', memory: 100Gi}}"
+    r = imp(write(tmp_path, text.replace("RESOURCES", held)), pool_name=GPU_POOL.name)
+    assert "cpu" not in r.entry and r.entry["memory"] == "100Gi"
+    assert f"{at}.limits.memory 100Gi -> memory 100Gi: kept" in "\n".join(r.changes)
+    assert f"{at}.limits.cpu 400: dropped, a pod of that size fits no node of " in "\n".join(
+        r.changes
+    )
+    kept = resolve_job(parse_job(r.entry, "j"), target(GPU_POOL))  # the stack takes it as is
+    assert (kept.cpu, kept.memory) == (share.cpu, "100Gi")
     more = "{limits: {nvidia.com/gpu: 1, cpu: '30'}}"  # more than the share, and it fits
     r = imp(write(tmp_path, text.replace("RESOURCES", more)), pool_name=GPU_POOL.name)
     assert r.entry["cpu"] == "30" and parse_quantity(share.cpu) < 30
@@ -454,7 +470,50 @@ def test_an_indexed_job(tmp_path):
     assert sorted(r.files) == ["imported/ij/train.py", "imported/ij/util.py"]
     assert "env" not in r.entry
     text = "\n".join(r.changes)
-    assert "env RANK: dropped (valueFrom" in text and "env MASTER_ADDR: dropped" in text
+    assert "env RANK: dropped; the platform or operator sets it" in text
+    assert "env MASTER_ADDR: dropped" in text
+
+
+def test_a_secret_env_is_dropped_without_advice_to_bake_it_into_code(tmp_path):
+    """A `valueFrom: secretKeyRef` variable (HF_TOKEN) was dropped with "put the value in your
+    code or image": advice to commit a credential. No route feeds a job from a Secret (an
+    entry's env is plain text in the job's object, which the team reads), so the line says
+    that, names the credential the platform does mount, and never suggests code or an image."""
+    path = write(
+        tmp_path,
+        """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: sj}
+        spec:
+          completions: 1
+          completionMode: Indexed
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+                - name: main
+                  image: ghcr.io/acme/trainer:1.0
+                  command: [python, /app/train.py]
+                  env:
+                    - {name: HF_TOKEN, valueFrom: {secretKeyRef: {name: hf, key: token}}}
+                    - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+                    - {name: MODE, valueFrom: {configMapKeyRef: {name: cfg, key: mode}}}
+                  envFrom: [{secretRef: {name: creds}}]
+        """,
+    )
+    r = imp(path)
+    assert "env" not in r.entry
+    lines = {ln.split(": dropped", 1)[0].rsplit(".", 1)[-1]: ln for ln in r.changes}
+    secret = lines["env HF_TOKEN"]
+    assert "cannot take a variable from a Secret" in secret and "MLflow" in secret
+    assert "containers[0].envFrom: dropped; a job entry cannot take a variable from a Secret" in (
+        "\n".join(r.changes)
+    )
+    for line in r.changes:  # no line advises baking a value into code or an image
+        assert "in your code or image" not in line and "put the value" not in line
+    assert "not field or resource refs" in lines["env POD"]
+    assert "set the ConfigMap's value in `env`" in lines["env MODE"]
 
 
 WORKDIR_JOB = """
@@ -838,6 +897,32 @@ def test_a_node_selector_naming_a_pool_that_holds_the_pod_chooses_it(tmp_path):
     )
 
 
+def test_an_instance_type_selector_is_refused_where_its_pool_has_other_types(tmp_path):
+    """A selector of g5.xlarge "chose pool gpu-workloads" on dev, whose types are g4dn.xlarge
+    and g5.xlarge: the plan then sized and priced the job on the g4dn.xlarge (a T4, not the A10G
+    asked for), overriding the selector. A pool with other types than the selector's is
+    refused, naming its types and the two ways on; a pool of exactly that type is obeyed."""
+    mixed = dataclasses.replace(GPU_POOL, instance_types=("g5.12xlarge", "g5.48xlarge"))
+    pools = {**POOLS, mixed.name: mixed}
+    path = _blog(tmp_path, {"node.kubernetes.io/instance-type": "g5.12xlarge"})
+    with pytest.raises(ImportProblem) as e:
+        imp(path, pools=pools)
+    assert str(e.value) == (
+        f"{path}: {SELECTOR_AT}[node.kubernetes.io/instance-type]: got 'g5.12xlarge'; pool "
+        "gpu-workloads may launch any of its instance types (g5.12xlarge, g5.48xlarge), not "
+        "only g5.12xlarge, so the pods could run on g5.48xlarge: add a pool of g5.12xlarge "
+        "alone (trainforge:nodePools[].instanceTypes) and import again, or import with --pool "
+        "gpu-workloads, which replaces the selector (its pods then run on any of its types)"
+    )
+    # the flag it names imports, and says the flag chose
+    r = imp(path, pools=pools, pool_name="gpu-workloads")
+    assert r.entry["pool"] == "gpu-workloads" and "pool gpu-workloads: chosen with --pool" in (
+        r.changes
+    )
+    # a pool of exactly the selector's type (POOLS' gpu-workloads) is obeyed
+    assert imp(path).entry["pool"] == "gpu-workloads"
+
+
 @pytest.mark.parametrize(
     ("selector", "why"),
     [
@@ -1117,6 +1202,10 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
           activeDeadlineSeconds: 3600
           suspend: true
           managedBy: kueue.x-k8s.io/multikueue
+          initializer:
+            model:
+              storageUri: hf://meta-llama/Llama-3.2-1B
+              env: [{name: ACCESS_TOKEN, valueFrom: {secretKeyRef: {name: hf, key: token}}}]
           runtimePatches:
             - manager: acme.io/tuner
               trainingRuntimeSpec:
@@ -1132,10 +1221,14 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
     lines = [c for c in r.changes if c.startswith("spec.") and not c.startswith("spec.trainer")]
     assert lines == [
         "spec.activeDeadlineSeconds 3600 -> runPolicy.activeDeadlineSeconds 3600: kept",
+        "spec.initializer: dropped; not supported (a job entry has no initializer, and the "
+        "platform's NetworkPolicies give pods no internet: put the data set and model on the "
+        "team's FSx or its S3 prefix, which the job reads; docs/teams.md, Network)",
         "spec.managedBy: dropped; the platform sets it where MultiKueue runs the job (a "
         "fleet's manager stack)",
         "spec.runtimePatches: dropped; not supported (its pod overrides: the pod's image, "
-        "command, env and size come from spec.trainer; put the rest in your code or image)",
+        "command, env and size come from spec.trainer; the platform sets the rest per team "
+        "and pool)",
         "spec.suspend: dropped; Kueue admits and queues jobs",
     ]
     entry = imp(path, backends=("pytorchjob", "trainjob")).entry

@@ -285,7 +285,7 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
             f"{deadline}: kept"
         )
     for k in sorted(set(doc["spec"]) - {"runtimeRef", "trainer", "activeDeadlineSeconds"}):
-        why = _TRAINJOB_DROPPED.get(k, " (not supported; put it in your code or image)")
+        why = _TRAINJOB_DROPPED.get(k, "; not supported (a job entry has no such field)")
         changes.append(f"spec.{k}: dropped{why}")
     workers = _int(trainer.get("numNodes"), file, "spec.trainer.numNodes", 1)
     container = dict(trainer)
@@ -352,7 +352,11 @@ def _walk(value: Any, at: str, path: tuple[str, ...], file: str) -> list[tuple[A
 # named as not supported.
 _TRAINJOB_DROPPED = {
     "runtimePatches": "; not supported (its pod overrides: the pod's image, command, env and "
-    "size come from spec.trainer; put the rest in your code or image)",
+    "size come from spec.trainer; the platform sets the rest per team and pool)",
+    # its downloads (and the token a model hub needs) have no route: pods reach no internet
+    "initializer": "; not supported (a job entry has no initializer, and the platform's "
+    "NetworkPolicies give pods no internet: put the data set and model on the team's FSx or "
+    "its S3 prefix, which the job reads; docs/teams.md, Network)",
     "suspend": "; Kueue admits and queues jobs",
     "managedBy": "; the platform sets it where MultiKueue runs the job (a fleet's manager stack)",
 }

@@ -18,7 +18,7 @@ from __future__ import annotations
 import posixpath
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
@@ -255,20 +255,21 @@ def _size(
                     f"{at} {value}: dropped; a pod on {pool.name} gets {named}, at least "
                     f"what it asks; set `{res}` on the entry to ask for exactly {value}"
                 )
-    if asked and default is not None:
-        cpu = asked.get("cpu", ("", default[0]))[1]
+    # memory judged alone: the rehearsal names only the first resource that fails, so a cpu
+    # no node holds would hide it (and dropping both shrank the memory)
+    if "memory" in asked and default is not None and _memory_short(asked["memory"][1], gpus, pool):
+        _refuse_memory(asked["memory"], pool, pools or {pool.name: pool}, gpus, file)
+    if "cpu" in asked and default is not None:
         memory = asked.get("memory", ("", default[1]))[1]
-        trial = capacity.rehearse(capacity.PodRequest.of(cpu, memory, gpus), 1, pool)
+        trial = capacity.rehearse(capacity.PodRequest.of(asked["cpu"][1], memory, gpus), 1, pool)
         short = [p.message for p in trial.problems if p.key in ("cpu", "memory")]
-        if "memory" in asked and any(p.key == "memory" for p in trial.problems):
-            _refuse_memory(asked["memory"], pool, pools or {pool.name: pool}, gpus, file)
         if short:
-            for at, value in asked.values():
-                changes.append(
-                    f"{at} {value}: dropped, a pod of that size fits no node of {pool.name} "
-                    f"({short[0]}); a pod there gets {named}"
-                )
-            asked = {}
+            kept_memory = f"{named.split(': cpu ')[0]}: cpu {default[0]}"
+            at, value = asked.pop("cpu")
+            changes.append(
+                f"{at} {value}: dropped, a pod of that size fits no node of {pool.name} "
+                f"({short[0]}); a pod there gets {kept_memory if 'memory' in asked else named}"
+            )
     for res, (at, value) in asked.items():
         entry[res] = value
         changes.append(
@@ -287,6 +288,15 @@ def _size(
                 changes.append(f"{res_at}.{kind}.{res} {value}: dropped (not supported)")
 
 
+def _memory_short(memory: str, gpus: int, pool: PoolFacts) -> str:
+    """The rehearsal's reason no node of `pool` holds a pod asking `memory` (and a
+    millicore, so that memory alone is judged); '' where one does."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+
+    trial = capacity.rehearse(capacity.PodRequest.of("1m", memory, gpus), 1, pool)
+    return next((p.message for p in trial.problems if p.key == "memory"), "")
+
+
 def _refuse_memory(
     asked: tuple[str, str], pool: PoolFacts, pools: Mapping[str, PoolFacts], gpus: int, file: str
 ) -> NoReturn:
@@ -297,8 +307,7 @@ def _refuse_memory(
     from trainforge.jobs.wiring import default_size  # noqa: PLC0415 - pydantic
 
     at, value = asked
-    trial = capacity.rehearse(capacity.PodRequest.of("1", value, gpus), 1, pool)
-    nodes = next(p.message for p in trial.problems if p.key == "memory")
+    nodes = _memory_short(value, gpus, pool) or ""
     nodes = nodes.split(". Ask for less", 1)[0]
     holds = []
     for other in pools.values():
@@ -352,7 +361,8 @@ def choose_pool(
 ) -> tuple[PoolFacts, str]:
     """The pool a pod with `gpus` GPUs (and this nodeSelector) runs on, and why. A selector
     naming a pool or an instance type is obeyed or refused, never overridden: the pool it
-    names must exist, hold the pod and carry a quota of `team` (`quota`: pool -> resource ->
+    names must exist, hold the pod, carry a quota of `team` and (an instance type) have no
+    other type its pods could land on (`quota`: pool -> resource ->
     the team's nominal quota, None without Kueue). `gpu_at`: the field path of the pod's GPU
     count, named when no pool holds that many."""
     if wanted is not None:
@@ -407,14 +417,27 @@ def _selected(
     said = ", ".join(f"{k}: {v}" for k, v in named)
     where = f"{selector_at}[{named[0][0]}]" if len(named) == 1 else selector_at
     cands = [p for p in pools.values() if all(matches(p, k, v) for k, v in named)]
+    asked = {v for k, v in named if k in _TYPE_KEYS}
     for p in cands:
-        if _holds(p, gpus) and _has_quota(p, gpus, quota):
+        if _holds(p, gpus) and _has_quota(p, gpus, quota) and not _other_types(p, asked):
             return p, f"its nodeSelector names it ({said})"
     if not cands:
         types = ", ".join(f"{p.name} ({', '.join(p.instance_types)})" for p in pools.values())
         why = f"no pool of the stack matches it (pools: {types})"
     else:
-        why = "; ".join(_why_not(p, gpus, team, quota) for p in cands)
+        why = "; ".join(_why_not(p, gpus, team, quota, asked) for p in cands)
+    mixed = [p for p in cands if _holds(p, gpus) and _has_quota(p, gpus, quota)]
+    if mixed:  # only its other types stand in the way: one pool of the type, or --pool
+        p = mixed[0]
+        key = "nodeGroups" if p.kind == "node-group" else "nodePools"
+        raise ImportProblem(
+            file,
+            where,
+            f"got {repr(named[0][1]) if len(named) == 1 else said}; {why}: add a pool of "
+            f"{', '.join(sorted(asked))} alone (trainforge:{key}[].instanceTypes) and import "
+            f"again, or import with --pool {p.name}, which replaces the selector (its pods then "
+            "run on any of its types)",
+        )
     usable = [p for p in pools.values() if _holds(p, gpus) and _has_quota(p, gpus, quota)]
     where_quota = f" where team {team} has quota" if quota is not None else ""
     if usable:
@@ -432,14 +455,30 @@ def _selected(
     raise ImportProblem(file, where, f"got {got}; {why}: {fix}")
 
 
+def _other_types(p: PoolFacts, asked: Collection[str]) -> list[str]:
+    """The pool's instance types a selector naming `asked` (none: any) does not: nodes of
+    those may run the pod, so obeying the selector means a pool of its types alone."""
+    return [t for t in p.instance_types if asked and t not in asked]
+
+
 def _why_not(
-    p: PoolFacts, gpus: int, team: str, quota: Mapping[str, Mapping[str, Any]] | None
+    p: PoolFacts,
+    gpus: int,
+    team: str,
+    quota: Mapping[str, Mapping[str, Any]] | None,
+    asked: Collection[str] = (),
 ) -> str:
     """Why the pool `p` a selector names cannot take the pod."""
     if not _holds(p, gpus):
         have = f"{p.gpus_per_node} GPU(s) per node" if p.gpus_per_node else "no GPUs"
         return f"pool {p.name} has {have} and the pod asks {gpus}"
-    return f"team {team} has no nominal {'GPU' if gpus else 'CPU'} quota in pool {p.name}"
+    if not _has_quota(p, gpus, quota):
+        return f"team {team} has no nominal {'GPU' if gpus else 'CPU'} quota in pool {p.name}"
+    return (
+        f"pool {p.name} may launch any of its instance types ({', '.join(p.instance_types)}), "
+        f"not only {', '.join(sorted(asked))}, so the pods could run on "
+        f"{', '.join(_other_types(p, asked))}"
+    )
 
 
 def _borrowed(
@@ -575,14 +614,12 @@ def import_workload(
         name = get(e, "name")
         if not isinstance(name, str):
             raise ImportProblem(file, f"{at}.env[{i}].name", "missing")
-        if "valueFrom" in e:
-            changes.append(
-                f"{at}.env {name}: dropped (valueFrom: Secrets and field refs are not supported; put the value in your code or image)"
-            )
-        elif owned_env(name):
+        if owned_env(name):
             changes.append(
                 f"{at}.env {name}: dropped; the platform or operator sets it on every pod"
             )
+        elif "valueFrom" in e:
+            changes.append(f"{at}.env {name}: dropped; {_value_from_why(e['valueFrom'])}")
         else:
             env[name] = str(e.get("value", ""))
     if env:
@@ -609,6 +646,10 @@ def import_workload(
         )
         changes.append(f"{at}.volumeMounts {m.get('name')} ({m.get('mountPath')}): dropped; {hint}")
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
+        if k == "envFrom":
+            for src in c[k] if isinstance(c[k], list) else []:
+                changes.append(f"{at}.envFrom: dropped; {_value_from_why(src)}")
+            continue
         changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
     for k in sorted(set(w.pod) - {"containers", "volumes"}):
         reason = _DROPPED_WHY.get(k, "not supported")
@@ -653,6 +694,32 @@ def import_workload(
         entry,
         {posixpath.join(code_dir, p): t for p, t in files.items()},
         changes,
+    )
+
+
+# no route feeds a job's variable from a Secret: an entry's `env` is written as literal text
+# into the job's object and its pods, which the team's members read (docs/teams.md, Team access)
+_NO_SECRET = (
+    "a job entry cannot take a variable from a Secret: its env values are written as plain "
+    "text into the job and its pods, which every member of the team can read, so keep the "
+    "credential out of the entry, your code and your image. The one credential the platform "
+    "mounts is the team's MLflow login (docs/teams.md, MLflow), and the platform's "
+    "NetworkPolicies give the pods no internet (docs/teams.md, Network): put what the token "
+    "fetches on the team's FSx or its S3 prefix"
+)
+
+
+def _value_from_why(value_from: Any) -> str:
+    """Why an `env[].valueFrom` (or an `envFrom`) is dropped, by what it reads: never advice to
+    put a credential in code or an image."""
+    refs = set(value_from) if isinstance(value_from, Mapping) else set()
+    if refs & {"secretKeyRef", "secretRef"}:
+        return _NO_SECRET
+    if refs & {"configMapKeyRef", "configMapRef"}:
+        return "a job entry's env holds literal values only: set the ConfigMap's value in `env`"
+    return (
+        "a job entry's env holds literal values only, not field or resource refs (the "
+        "contract's variables give each pod its rank and sizes: docs/jobs.md)"
     )
 
 
