@@ -274,9 +274,11 @@ def test_the_exit_line_in_each_backends_pod_says_what_the_controller_does(
         assert "permanent:" not in line and "retryable:" not in line, line
         _, launched = launch.worker_exit_code({0: reason.code})
         assert f"({reason.name}, {words}, rank 0)" in launched, launched
-    _, killed = launch.worker_exit_code({0: -9})  # SIGKILL: 137
+    _, killed = launch.worker_exit_code({0: -9})  # SIGKILL: 137, the kernel's code
     assert f"(retryable, {outcome(backend, policy, F.KILLED).words}" not in killed, killed
-    assert f"exiting with 137 ({outcome(backend, policy, F.KILLED).words}, rank 0)" in killed
+    assert f"exiting with 137 (node_lost, {outcome(backend, policy, F.KILLED).words}, rank 0)" in (
+        killed
+    )
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -133,7 +133,7 @@ def test_run_locals_processes_are_told_what_the_pods_are_and_it_does_that(
     assert told == pod_on_exit(raw_job(f"killed-{backend}", backend, "killed.py"))
     words = dict(p.split("=", 1) for p in told.split(";"))["retryable"]
     assert words.startswith("the pod is re-created"), words
-    assert f"exiting with 137 ({words}, rank 0)" in killed.stderr
+    assert f"exiting with 137 (node_lost, {words}, rank 0)" in killed.stderr
     assert "the job's pod exited 137 (retryable); re-creating it (1/" in killed.stderr
     assert (out / "done").is_file()
 
@@ -149,7 +149,7 @@ def test_run_local_re_creates_only_what_the_backends_controller_would(project, r
         assert "re-creating" not in proc.stderr and "--pod-restarts 0" not in proc.stderr
         assert proc.returncode == 137, proc.stdout[-2000:] + proc.stderr[-3000:]
         assert not (project / "runs" / "no-retry" / "done").is_file()
-        assert "run-local: exit 137: the job fails, as the cluster's controller would do: no " \
-            "pod is re-created, the job stops" in proc.stderr  # fmt: skip
+        assert "run-local: exit 137 (node_lost): the job fails, as the cluster's controller " \
+            "would do: no pod is re-created, the job stops" in proc.stderr  # fmt: skip
         # and the process was told so: the launcher's line says the same
-        assert "exiting with 137 (the job fails, rank 0)" in proc.stderr
+        assert "exiting with 137 (node_lost, the job fails, rank 0)" in proc.stderr

@@ -53,6 +53,26 @@ if int(os.environ["RANK"]) == 0:
     (out / "done").write_text("1")
 """
 
+# The newcomer's repro: on the first attempt rank 0 is killed outright (the OOM killer) while
+# rank 1 sleeps, until torchrun's teardown SIGTERMs it; the next attempt finishes.
+KILLED = """\
+import os, pathlib, signal, time
+import torch.distributed as dist
+out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"])
+first = not (out / "attempted").exists()
+dist.init_process_group("gloo")
+rank = int(os.environ["RANK"])
+if rank == 0:
+    (out / "attempted").write_text("1")
+dist.barrier()
+if first:
+    if rank == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(120)
+if rank == 0:
+    (out / "done").write_text("1")
+"""
+
 # Own code that hard-codes nccl, run on a CPU pool (this machine's torch is a CPU build).
 NCCL = """\
 import torch.distributed as dist
@@ -82,6 +102,12 @@ def project(tmp_path_factory) -> Path:
         {"name": "peer-job", **job, "procsPerWorker": 2, "entrypoint": {"script": "code/peer.py"}},
         {"name": "nccl-job", **job, "entrypoint": {"script": "code/nccl.py"}},
         {
+            "name": "killed-job",
+            **job,
+            "procsPerWorker": 2,
+            "entrypoint": {"script": "code/killed.py"},
+        },  # fmt: skip
+        {
             "name": "flaky-job",
             **job,
             "entrypoint": {"script": "code/flaky.py", "retryOn": ["flakylib.TransientError"]},
@@ -94,6 +120,7 @@ def project(tmp_path_factory) -> Path:
     (code / "peer.py").write_text(PEER)
     (code / "flaky.py").write_text(FLAKY)
     (code / "nccl.py").write_text(NCCL)
+    (code / "killed.py").write_text(KILLED)
     (code / "flakylib.py").write_text("class TransientError(Exception):\n    pass\n")
     return root
 
@@ -124,6 +151,27 @@ def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project,
     assert peer.returncode == 0, peer.stdout[-2000:] + peer.stderr[-4000:]
     assert "re-creating it (1/6), as the cluster would" in peer.stderr
     assert "(retryable)" in peer.stderr and (out / "done").is_file()
+
+
+def test_a_sigkilled_rank_is_the_cause_not_the_peer_torchrun_stopped(project, run_local):
+    """Rank 0 SIGKILLed, rank 1 SIGTERMed by torchrun's teardown: the launcher said "exiting
+    with 143 (preempted, ..., rank 1)" while the ledger recorded node_lost (rank 0) and counted
+    it. The launcher's line, its exit code and the ledger's record now agree (watched fail)."""
+    import json
+
+    proc = run_local(project, "killed-job")
+    out = project / "runs" / "killed-job"
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "rank 0 exit -9 (killed by SIGKILL); rank 1 exit -15 (killed by SIGTERM" in (proc.stderr)
+    launched = next(x for x in proc.stderr.splitlines() if "trainforge launch: workers" in x)
+    assert launched.endswith(
+        "exiting with 137 (node_lost, the pod is re-created, not counted, rank 0)"
+    ), launched
+    assert "the job's pod exited 137 (retryable); re-creating it (1/6)" in proc.stderr
+    assert (out / "done").is_file()
+    (run,) = (project / "runs").glob("killed-job/**/.trainforge/run.json")
+    first = json.loads(run.read_text())["attempts"][0]["exit"]
+    assert (first["reason"], first["rank"]) == ("node_lost", 0), first
 
 
 def test_nccl_without_a_gpu_is_the_jobs_configuration_everywhere_it_is_read(

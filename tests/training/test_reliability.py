@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import threading
@@ -289,10 +290,7 @@ def test_codes_below_128_stop_the_job_and_the_others_restart_it() -> None:
     assert permanent == {"user_error", "config_error", "oom", "no_progress", "ranks_disagree"}
     retry = {r.name for r in exits.REASONS.values() if r.code >= 128}
     assert {"preempted", "collective_error", "hang", "peer_lost", "gpu_error"} <= retry
-    assert (
-        len({r.code for r in exits.REASONS.values() if r is not exits.NODE_LOST})
-        == len(exits.REASONS) - 1
-    )  # distinct codes
+    assert len(exits.BY_CODE) == len(exits.REASONS)  # distinct codes, node_lost's 137 too
     assert all(r.code > 128 + 64 for r in (exits.COLLECTIVE_ERROR, exits.HANG, exits.PEER_LOST))
 
 
@@ -304,7 +302,9 @@ def test_codes_below_128_stop_the_job_and_the_others_restart_it() -> None:
         ({0: 202, 1: 3}, 3, "oom"),
         ({0: 143, 1: 143}, 143, "preempted"),
         ({0: 202, 1: 5}, 5, "ranks_disagree, permanent"),  # not the peer it lost
-        ({0: -9}, 137, "retryable"),  # killed outright: no reason of ours
+        ({0: -9}, 137, "node_lost, retryable, rank 0"),  # killed outright: the kernel's code
+        ({0: 202, 1: -9}, 137, "node_lost, retryable, rank 1"),  # not the peer that lost it
+        ({0: -15, 1: -15}, 143, "preempted, retryable"),  # the kubelet: no rank SIGKILLed
     ],
 )
 def test_launcher_exits_with_the_root_cause(failures: dict, code: int, why: str) -> None:
@@ -331,6 +331,23 @@ def test_a_ranks_exit_line_never_contradicts_the_launcher(mine: str) -> None:
             assert "the job restarts;" not in line and "the launcher decides" in line
         else:
             assert "permanent: the job stops" in line and permanent, (mine, other.name)
+
+
+def test_a_sigkilled_rank_explains_its_peers_torchrun_sigtermed() -> None:
+    """Rank 0 was SIGKILLed (the OOM killer); torchrun then SIGTERMed rank 1, whose wrapper
+    recorded `preempted`. The launcher said "exiting with 143 (preempted, ..., rank 1)": 137
+    had no reason (BY_CODE left node_lost out), so the peer's SIGTERM won, and the ledger's
+    node_lost record of the same attempt contradicted it. Now the kill is the cause: 137,
+    node_lost, rank 0, and the termination message says so too (watched fail)."""
+    records = {1: exits.PREEMPTED}
+    code, line = launch.worker_exit_code({0: -9, 1: -15}, records)
+    assert code == 137 == exits.NODE_LOST.code, line
+    assert line.endswith("exiting with 137 (node_lost, retryable, rank 0)"), line
+    assert "rank 0 exit -9 (killed by SIGKILL)" in line
+    assert launch.pod_reason(code, records) is exits.NODE_LOST
+    assert exits.for_code(128 + signal.SIGKILL) is exits.NODE_LOST
+    # the ledger's count treats it as the failure it is, not as a preemption
+    assert exits.NODE_LOST.retryable and not exits.is_preempted(exits.NODE_LOST)
 
 
 def test_a_recorded_bug_wins_over_the_signal_that_ended_its_rank() -> None:

@@ -471,7 +471,10 @@ def exit_reason(terminated: dict, runtime: bool = False) -> exits.Reason | None:
     if not isinstance(code, int):
         return None
     recorded = exits.from_termination(terminated.get("message"), code)
-    return recorded or (exits.for_code(code) if runtime else None)
+    # 137 without a record: the container itself was SIGKILLed (OOMKilled, the grace period's
+    # end), not a code the launcher chose (it records node_lost when it exits 137)
+    chosen = runtime and code != exits.NODE_LOST.code
+    return recorded or (exits.for_code(code) if chosen else None)
 
 
 # --- metrics ------------------------------------------------------------------------------------

@@ -18,6 +18,8 @@ oom                   3  no         out of GPU (or host allocator) memory: the s
 no_progress           4  no         the job kept failing from the same checkpoint
 ranks_disagree        5  no         the ranks ended with different parameters (a replica
                                     or a shard differs from its peers' copy)
+node_lost           137  yes        SIGKILL (the OOM killer, a kill -9) or a vanished node:
+                                    the kernel's code (128 + 9), no record of ours
 preempted           143  yes        SIGTERM: stopped, not a failure; the record names the
                                     checkpoint the process saved (`preempted`), or says
                                     trainforge cannot tell whether one was saved
@@ -38,9 +40,12 @@ with the status the process then has (`exit_status`: n & 0xff, what the kernel r
 operator reads; the record keeps the n your code asked for where it differs).
 
 Codes 200-205 sit above the range of signal deaths (128 + signal, at most 128 + 64), so a
-reason is never mistaken for a signal. A process killed outright (SIGKILL by the kernel's OOM
-killer or a node that vanished) leaves no code of ours; the restart's ledger infers
-``node_lost`` when some rank of the failed attempt left no exit record (ledger.py).
+reason is never mistaken for a signal. A process killed outright (SIGKILL: the kernel's OOM
+killer, a kill -9, a node that vanished) writes nothing; its code is the kernel's, 128 + 9 =
+137 (``node_lost``), as its parent reads it: the launcher names such a rank the cause its
+peers' collective errors and torchrun's SIGTERMs follow from (ROOT_CAUSE_ORDER), and the
+restart's ledger infers the same reason when some rank of the failed attempt left no exit
+record (ledger.py).
 
 Torch is imported lazily: the launcher and the tests read this table without it.
 """
@@ -156,11 +161,12 @@ USER_RETRYABLE = Reason(
     "none if the restart succeeds; if it repeats, read the traceback above",
 )
 SUCCESS = Reason("success", 0, "finished", "none")
-# Inferred by the ledger (a rank left no exit record); never an exit code of ours.
+# A rank killed outright: no code of ours, the kernel's for SIGKILL (failures.KILLED, 128 + 9),
+# as torchrun sees it (exitcode -9: launch.py) and as the ledger infers it (no exit record).
 NODE_LOST = Reason(
     "node_lost",
-    137,
-    "a rank was killed or its node vanished (no exit record)",
+    failures.KILLED,
+    "a rank was killed outright (SIGKILL: the OOM killer, a kill -9) or its node vanished",
     "none: node repair / Karpenter replace a lost node",
 )
 
@@ -183,7 +189,7 @@ REASONS: dict[str, Reason] = {
         NODE_LOST,
     )
 }
-BY_CODE: dict[int, Reason] = {r.code: r for r in REASONS.values() if r is not NODE_LOST}
+BY_CODE: dict[int, Reason] = {r.code: r for r in REASONS.values()}
 
 # Your code's own `sys.exit(n)` (usercode.py): n is kept, as the controller reads it
 # (operator_retries: 1-127 fail the job, 128-255 re-create the pod), but the runtime did not
@@ -522,10 +528,9 @@ def root_cause(reasons: list[Reason]) -> Reason:
 
 
 def for_code(code: int) -> Reason | None:
-    """The reason behind an exit code of ours, or a signal death (128 + n); None otherwise."""
-    if code in BY_CODE:
-        return BY_CODE[code]
-    return None
+    """The reason behind an exit code of ours, or a SIGKILL's (137: node_lost); None
+    otherwise (another signal's death, a code of your own)."""
+    return BY_CODE.get(code)
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:

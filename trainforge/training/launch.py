@@ -6,7 +6,8 @@ operator's ``restartPolicy: ExitCode`` reads that code (1-127: the job fails, 12
 is re-created). Plain torchrun exits 1 whatever its workers did, so every failure would look
 permanent. This wrapper runs torchrun in-process (``torch.distributed.run.main``) and, when
 the worker group finally fails, exits with the code of the failure that explains the others
-(``exits.root_cause``: a rank that hung or raised makes its peers fail in collectives), or
+(``exits.root_cause``: a rank that hung, raised or was SIGKILLed makes its peers fail in
+collectives, and torchrun then SIGTERMs the rest), or
 128 + the signal torchrun itself received (143 for a SIGTERM from the kubelet).
 
 Exit codes alone can lie: a rank that raised writes its exit record, then tears down; its
@@ -81,7 +82,7 @@ def worker_exit_code(
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
         why = f"{root.label}, {_then(code)}"
-    else:  # only signal deaths or foreign codes: keep the first one (SIGKILL: 137, retryable)
+    else:  # only other signals' deaths or foreign codes: keep the first one
         rank, code, _ = candidates[0]
         why = _then(code)
     return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
