@@ -288,7 +288,8 @@ class JobTarget:
     # The runtime images jobs without their own image run, and the pull-through cache
     # (trainforge.jobs.runtime_images.RuntimeImages); None: the stock PyTorch image.
     images: Any = None
-    # The platform's CPU pools, named by a GPU pool's refusal of a CPU-only job.
+    # The platform's CPU pools, named by a GPU pool's refusal of a CPU-only job (empty: not
+    # known to this target, e.g. a Python program's TrainingJob: the refusal names none).
     cpu_pools: tuple[str, ...] = ()
 
     # The team's facts, read often by emitters.

@@ -153,7 +153,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
             gpus,
             f"pool {pool.name!r} is a GPU pool; a CPU-only pod would hold a GPU node without "
             f"using it. Use gpusPerWorker: {_one_to(pool.gpus_per_node)}, or a CPU pool"
-            + (f" ({', '.join(target.cpu_pools)})" if target.cpu_pools else " (none declared)"),
+            + (f" ({', '.join(target.cpu_pools)})" if target.cpu_pools else ""),
         )
     procs = job.procs_per_worker
     if gpus and procs is not None and procs != gpus:
