@@ -22,6 +22,9 @@ EXPECTED_SECONDS = "trainforge.io/expected-duration-seconds"
 EXPECTED_BASIS = "trainforge.io/expected-duration"
 
 
+DEADLINE = "activeDeadlineSeconds"  # the source whose figure is a ceiling (Duration.ceiling)
+
+
 @dataclass(frozen=True)
 class Duration:
     """How long a job is expected to run. `source` says where the figure came from;
@@ -36,7 +39,7 @@ class Duration:
 
     @property
     def ceiling(self) -> bool:
-        return self.source == "activeDeadlineSeconds"
+        return self.source == DEADLINE
 
 
 def duration_text(seconds: float) -> str:

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
-from trainforge.jobs.duration import duration_text
+from trainforge.jobs.duration import DEADLINE, duration_text
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount
@@ -26,9 +26,6 @@ MAX_FINDINGS = 5  # shown with why/fix; the rest are counted and listed in the r
 def section_data(result: Any, title: str) -> Any:
     """The JSON data of the result's section with this title (None without one)."""
     return next((s.data for s in result.sections if s.title == title), None)
-
-
-DEADLINE = "activeDeadlineSeconds"  # cost.py runCostBasis of a run timed by its deadline
 
 
 def _priced(job: dict[str, Any], key: str) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from trainforge.jobs.duration import Duration, duration_text
+from trainforge.jobs.duration import DEADLINE, Duration, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -236,7 +236,7 @@ def waiting_line(job: dict[str, Any]) -> str:
     """A job that does not run at once, from its data row (the verdict reads it for a base's
     row too); a deadline's run cost is a ceiling."""
     what = "never admitted" if job.get("admission") == "never" else "waits"
-    at_most = "<= " if job.get("runCostBasis") == "activeDeadlineSeconds" else ""
+    at_most = "<= " if job.get("runCostBasis") == DEADLINE else ""
     return (
         f"{what}: {job.get('team')}/{job.get('name')}, {usd(job.get('onDemandPerHour'))}/h when "
         f"it starts, run cost {at_most}{usd(job.get('runCost'))} (not counted as running)"
