@@ -203,7 +203,7 @@ def test_an_install_script_the_sandbox_must_not_run_is_never_run(monkeypatch):
     claimed["securityContext"] = {"runAsUser": 1000, "runAsGroup": 1000, "runAsNonRoot": True}
     volume = {"name": "data", "persistentVolumeClaim": {"claimName": "team-fsx"}}
     why = SB.rehearse_install({"spec": {"containers": [claimed], "volumes": [volume]}})
-    assert why == "it mounts a volume claim, which this rehearsal does not model", why
+    assert why == "it mounts a volume claim, which a run without the plan's volumes does not model"
 
 
 def test_the_sdk_script_fails_without_an_index_and_the_rehearsal_can_pass():

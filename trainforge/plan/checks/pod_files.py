@@ -84,11 +84,9 @@ def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, 
     """The script of container `c` run in the pod sandbox: {file: its text} for each of
     `files` it wrote, or why it was not run."""
     s = P.script_of(pod, c, image=True)
-    why = sandbox.unavailable() or (s.skip if s else "it runs no shell script")
+    why = sandbox.unavailable() or (P.unrunnable_alone(s) if s else "it runs no shell script")
     if why or s is None:
         return f"the pod sandbox cannot run it here: {why}"
-    if any(vm.claim is not None for vm in s.mounts):
-        return "it mounts a volume claim, which this reading does not model"
     with tempfile.TemporaryDirectory(prefix="trainforge-heredoc-") as tmp:
         volumes = P._Run(pathlib.Path(tmp), {})
         result = P.run_script(s, volumes, "")

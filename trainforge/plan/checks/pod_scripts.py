@@ -300,6 +300,17 @@ def script_of(
     return s
 
 
+def unrunnable_alone(s: Script) -> str | None:
+    """Why `s` may not run in the sandbox outside the plan's rehearsal (no claims given): its
+    `skip` (root with a capability that could leave the sandbox, a volume kind not rehearsed),
+    or a claim mount; None where it may (pod_files and the SDK install rehearsal ask)."""
+    if s.skip:
+        return s.skip
+    if any(vm.claim is not None for vm in s.mounts):
+        return "it mounts a volume claim, which a run without the plan's volumes does not model"
+    return None
+
+
 def _claim_keys(s: Script) -> list[str]:
     ns = s.ident.split("/", 1)[0]
     return sorted({f"{ns}/{vm.claim}" for vm in s.mounts if vm.claim is not None})

@@ -106,10 +106,8 @@ def rehearse_install(pod: dict[str, Any]) -> sandbox.RunResult | str:
     script = P.script_of(spec, c, image=True)
     if script is None:
         return "its container runs no shell script"
-    if script.skip:  # as pod_files and the script rehearsal refuse it: never run here
-        return script.skip
-    if any(vm.claim is not None for vm in script.mounts):
-        return "it mounts a volume claim, which this rehearsal does not model"
+    if why := P.unrunnable_alone(script):
+        return why
     with tempfile.TemporaryDirectory(prefix="trainforge-sdk-pip-") as tmp:
         run = P._Run(pathlib.Path(tmp), {})
         return P.run_script(script, run, "", python=HOST_PYTHON, timeout=120)
