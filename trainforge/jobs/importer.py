@@ -240,13 +240,12 @@ def _size(
             )  # fmt: skip
         asked[res] = (f"{res_at}.{kind}.{res}", value)
     default = default_size(pool, gpus)
-    named = (
+    share = (
         "its GPUs' share of the node"
         if gpus
         else "the CPU pods' default (2 CPUs and 8Gi, capped at what the node leaves)"
     )
-    if default is not None:
-        named += f": cpu {default[0]}, memory {default[1]}"
+    named = share if default is None else f"{share}: cpu {default[0]}, memory {default[1]}"
     if gpus and default is not None:  # the share, where it is at least the ask, is kept
         for res, i in (("cpu", 0), ("memory", 1)):
             if res in asked and parse_quantity(default[i]) >= parse_quantity(asked[res][1]):
@@ -264,7 +263,7 @@ def _size(
         trial = capacity.rehearse(capacity.PodRequest.of(asked["cpu"][1], memory, gpus), 1, pool)
         short = [p.message for p in trial.problems if p.key in ("cpu", "memory")]
         if short:
-            kept_memory = f"{named.split(': cpu ')[0]}: cpu {default[0]}"
+            kept_memory = f"{share}: cpu {default[0]}"  # and the memory it asks, kept
             at, value = asked.pop("cpu")
             changes.append(
                 f"{at} {value}: dropped, a pod of that size fits no node of {pool.name} "
