@@ -39,7 +39,7 @@ from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.image_facts import facts_for, missing_pieces
+from trainforge.jobs.image_facts import facts_for, missing_pieces, runtime_way
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
@@ -530,7 +530,13 @@ def refuse_missing_pieces(
     image = images.image_for(job, target.pool)
     facts = job.image_facts or facts_for(image, None)
     for miss in missing_pieces(
-        facts, mlflow=mlflow, s3_mirror=mirror, efa=False, where=where, image=job.image
+        facts,
+        mlflow=mlflow,
+        s3_mirror=mirror,
+        efa=False,
+        where=where,
+        image=job.image,
+        runtime=runtime_way(job, target),
     ):
         raise JobConfigError(miss.key, miss.value, miss.message(job.image or image))
 

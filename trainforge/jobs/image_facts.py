@@ -122,6 +122,34 @@ class Missing:
         return f"{self.feature} needs {self.piece}, which image {image} lacks; {self.fix}"
 
 
+def runtime_way(job: Any, target: Any) -> str | None:
+    """The change that puts `job` on the trainforge runtime image without losing its code, or
+    None where none does. Why: code of the job's own image (codeSource: image's command, or a
+    module without codeDir) is not in the runtime image, and imageFacts without image is
+    refused (stack/jobs.py), so "leave image unset" is a fix only for shipped code."""
+    entry = getattr(job, "entrypoint", None)
+    if entry is not None and not entry.ships_code:
+        return None
+    way = "leave image and imageFacts unset" if job.image_facts is not None else "leave image unset"
+    images = getattr(target, "images", None)
+    if images is None or images.standard is None:
+        way += " with trainforge:images.runtime: true"  # else an unset image is the stock one
+    return way
+
+
+def _fix(
+    piece: str, declare: str, runtime: str | None, carrier: str, *more: str, install: str = ""
+) -> str:
+    """What works for a job whose image lacks `piece`: the runtime image (`runtime_way`), an
+    image of the user's that carries it, then the case's own ways out (`more`)."""
+    ways = [f"{runtime} ({carrier} carries {piece})"] if runtime else []
+    ways.append(
+        f"set image to one built FROM {carrier} or with {piece} installed{install} "
+        f"(docs/images.md) and declare imageFacts: {{{declare}: true}}"
+    )
+    return ", or ".join([*ways, *more])
+
+
 def missing_pieces(
     facts: ImageFacts,
     *,
@@ -132,25 +160,22 @@ def missing_pieces(
     pool: str | None = None,
     image: str | None = None,
     fp8: bool = False,
+    runtime: str | None = None,
+    waive: str | None = None,
 ) -> list[Missing]:
     """What the job's features need and its image is known to lack (unknown facts pass).
     `image`: the image the job runs, as its config names it (the value a `.image` problem
-    shows: never None for a job that names one)."""
-    own = (
-        "use the trainforge runtime image (leave image unset) or one built FROM it "
-        "(docs/images.md), and declare it in imageFacts"
-    )
+    shows: never None for a job that names one). `runtime`: `runtime_way` of the job; `waive`:
+    the plan rule when the caller reports a waivable finding (MLflow on the stock image, whose
+    code may run without it: docs/images.md), None for a refusal at preview."""
+    std = "the trainforge runtime image"
     out = []
     if mlflow and facts.mlflow is False:
-        out.append(
-            Missing(
-                "MLflow (the platform's tracking server)",
-                "mlflow (mlflow-skinny)",
-                f"{where}.image",
-                image,
-                own,
-            )
-        )
+        reason = "the reason its code runs without MLflow"
+        more = [f"waive {waive} for this job with {reason}"] if waive else []
+        fix = _fix("mlflow", "mlflow", runtime, std, *more)
+        feature = "MLflow (the platform's tracking server)"
+        out.append(Missing(feature, "mlflow (mlflow-skinny)", f"{where}.image", image, fix))
     if s3_mirror and facts.boto3 is False:
         # Refused, not left to fail: the mirror is trainforge.training's CheckpointManager,
         # which copies each checkpoint with boto3. Callers pass s3_mirror only where the code
@@ -164,7 +189,7 @@ def missing_pieces(
                 "boto3",
                 f"{where}.checkpoint.s3Mirror",
                 True,
-                f"{own}, or set checkpoint.s3Mirror: false",
+                _fix("boto3", "boto3", runtime, std, "set checkpoint.s3Mirror: false"),
             )
         )
     if efa:
@@ -176,9 +201,13 @@ def missing_pieces(
                         piece,
                         f"{where}.image",
                         image,
-                        "use the trainforge EFA runtime image (leave image unset on an EFA "
-                        "pool) or one FROM an AWS Deep Learning Container, or efa: false for "
-                        "TCP",
+                        _fix(
+                            piece,
+                            "awsOfiNccl" if piece == "aws-ofi-nccl" else piece,
+                            runtime,
+                            "the trainforge EFA runtime image (or an AWS Deep Learning Container)",
+                            "efa: false for TCP",
+                        ),
                     )
                 )
     if fp8 and facts.torchao is False:
@@ -190,9 +219,9 @@ def missing_pieces(
                 "torchao",
                 f"{where}.precision",
                 "fp8",
-                "use the trainforge runtime image (leave image unset) or one built FROM it "
-                f"(docs/images.md), or install torchao in yours ({INSTALL}), and declare it in "
-                "imageFacts (torchao: true); or precision: bf16",
+                _fix(
+                    "torchao", "torchao", runtime, std, "precision: bf16", install=f" ({INSTALL})"
+                ),
             )
         )
     return out

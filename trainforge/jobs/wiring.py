@@ -217,6 +217,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
         where=where,
         pool=pool.name,
         image=declared_image or job.image or _stock_name(pool),
+        runtime=image_facts.runtime_way(job, target),
     ):
         raise JobConfigError(miss.key, miss.value, miss.message(job.image or "(stock PyTorch)"))
     if mirror is None:

@@ -20,7 +20,7 @@ from trainforge.jobs.entrypoint import (
     mirrors_to_s3,
     shipped_files,
 )
-from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces
+from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces, runtime_way
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULES = {
@@ -250,12 +250,19 @@ def check(ctx: PlanContext) -> CheckResult:
         ]
         data.append({"job": name, "image": job.image, "facts": asdict(facts), "features": feats})
         mlflow = target.mlflow_tracking_uri is not None and mlflow_used
+        rule = "TRAINFORGE_IMAGE_PIECE"
         for miss in missing_pieces(
-            facts, mlflow=mlflow, s3_mirror=mirrored, efa=bool(job.efa), where=name, fp8=_fp8(job)
+            facts,
+            mlflow=mlflow,
+            s3_mirror=mirrored,
+            efa=bool(job.efa),
+            where=name,
+            fp8=_fp8(job),
+            runtime=runtime_way(job, target),
+            waive=rule,
         ):
             names = frozenset({job.name, name, dj.resource_name})
             message = f"{name}: {miss.message(image)}"
-            rule = "TRAINFORGE_IMAGE_PIECE"
             result.findings.append(
                 Finding(dj.resource_name or job.name, rule, message, miss.fix, names=names)
             )
