@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
+from trainforge.jobs import shell_argv
 from trainforge.training.contract import CHECKPOINT_S3
 
 # huggingface/datasets src/datasets/packaged_modules/__init__.py `_PACKAGED_DATASETS_MODULES`
@@ -46,8 +47,6 @@ MNIST_ERROR = (
     "RuntimeError: Error downloading train-images-idx3-ubyte.gz: Tried <mirror>, got: <URLError>"
 )
 _HTTP = ("get", "post", "put", "patch", "delete", "head", "request", "options")
-_SHELL_KEYWORDS = {"if", "then", "elif", "else", "do", "while", "until", "!", "exec", "time",
-                   "sudo", "env", "nohup", "{"}  # fmt: skip
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
 # a heredoc's file (as the script names it) -> its text as the pod writes it (None: unknown)
 WrittenTexts = Mapping[str, str | None] | None
@@ -323,16 +322,13 @@ def command_fetches(
 ) -> list[Fetch]:
     """A command's words (a container's command and args, or one shell command); `written`:
     see shell_fetches."""
-    while words and (words[0] in _SHELL_KEYWORDS or re.match(r"^\w+=", words[0])):
-        words = words[1:]
+    words = shell_argv.program(words)
     if not words:
         return []
     prog = posixpath.basename(words[0])
     urls = [w for w in words[1:] if url_host(w)]
-    # `sh -c SCRIPT`, `bash -lc SCRIPT`: the script is the word after the flags holding c
-    flags = [i for i, w in enumerate(words[1:-1], 1) if re.match(r"^-[a-z]*c[a-z]*$", w)]
-    if prog in ("bash", "sh", "dash", "zsh") and flags:
-        script = words[flags[0] + 1]
+    script = shell_argv.shell_script(words)
+    if script is not None:
         if re.search(r":\d+$", where):  # a script in a script's line: named by that line
             found = shell_fetches(script, where, staged, written)
             return [replace(f, where=where) for f in found]

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from trainforge.core.pods import argv, containers, get, literal_env
 from trainforge.jobs import pod as job_pod
-from trainforge.jobs import trainjob
+from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.entrypoint import default_checkpoint_dir
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -58,7 +58,6 @@ RULES = {
         "TeamFacts.run_as_user/run_as_group), or run the pods as that user"
     ),
 }
-SHELLS = {"sh", "bash", "ash", "dash"}
 WRITE_FLAGS = ("--checkpoint-dir", "--output-dir")
 WRITE_ENV = (CHECKPOINT_DIR, OUTPUT_DIR)  # the job contract's (what user code writes)
 READ_ONLY_VOLUMES = ("configMap", "secret", "projected", "downwardAPI")
@@ -73,13 +72,7 @@ SCENARIOS = {
 
 def shell_script(container: dict[str, Any]) -> str | None:
     """SCRIPT when the container runs `sh -c SCRIPT` (command and args together)."""
-    words = argv(container)
-    if not words or posixpath.basename(words[0]) not in SHELLS:
-        return None
-    for i, a in enumerate(words[1:-1], start=1):
-        if a.startswith("-") and not a.startswith("--") and "c" in a[1:]:
-            return words[i + 1]
-    return None
+    return shell_argv.shell_script(argv(container))
 
 
 @dataclass(frozen=True)
