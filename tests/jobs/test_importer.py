@@ -1241,3 +1241,53 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
         f"{bad}: spec.activeDeadlineSeconds: got 'an hour'; expected a whole number of seconds, "
         "1 or more"
     )
+
+
+@pytest.mark.parametrize("kind", ["karpenter", "node-group"])
+def test_a_pool_fitting_cpu_on_one_type_and_memory_on_another_is_one_rule(tmp_path, kind):
+    """The import judges a pod's size by the stack's own rule (jobs/capacity.fit, through
+    capacity.rehearse): one instance type must hold its cpu, memory and GPUs together. On a
+    pool where c6i.8xlarge holds the cpu (24) but not the memory (100Gi) and r6i.4xlarge the
+    memory but not the cpu, no type holds the pod: what the import writes is what the stack
+    accepts, and the ask as written is what the stack refuses (wave 19, imagefix item 2)."""
+    from tests.jobs.helpers import target
+
+    mixed = dataclasses.replace(
+        CPU_POOL, name="mixed", kind=kind, instance_types=("c6i.8xlarge", "r6i.4xlarge"),
+        nodes=(node_facts.node_shape("c6i.8xlarge", 32, 65536, eni_pods=234),
+               node_facts.node_shape("r6i.4xlarge", 16, 131072, eni_pods=234)),
+    )  # fmt: skip
+    text = """
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: prep}
+        spec:
+          completions: 2
+          completionMode: Indexed
+          template:
+            spec:
+              restartPolicy: Never
+              containers:
+              - name: main
+                image: ghcr.io/acme/prep:1.0
+                command: [python, /app/prep.py]
+                resources: {requests: {cpu: '24', memory: 100Gi}}
+    """
+    entry = {"name": "prep", "team": "research", "pool": "mixed", "cpu": "24", "memory": "100Gi",
+             "image": "ghcr.io/acme/prep:1.0@sha256:" + "a" * 64,
+             "entrypoint": {"command": ["python", "/app/prep.py"]}}  # fmt: skip
+    with pytest.raises(JobConfigError, match="can hold one pod|launches any of its types"):
+        resolve_job(parse_job(entry, "j"), target(mixed))  # the ask as written: refused
+    at = "spec.template.spec.containers[0].resources.requests"
+    if kind == "node-group":  # it may launch c6i.8xlarge, which never holds 100Gi: refused
+        with pytest.raises(ImportProblem) as e:
+            imp(write(tmp_path, text), pools={"mixed": mixed})
+        assert f"{at}.memory: got '100Gi'; managed node group 'mixed'" in str(e.value)
+        return
+    r = imp(write(tmp_path, text), pools={"mixed": mixed})
+    assert "cpu" not in r.entry and r.entry["memory"] == "100Gi"
+    assert f"{at}.cpu 24: dropped, a pod of that size fits no node of mixed (" in "\n".join(
+        r.changes
+    )
+    job = resolve_job(parse_job({**entry, "cpu": None}, "j"), target(mixed))  # accepted
+    assert job.memory == "100Gi"
