@@ -547,7 +547,7 @@ def _rename_first(rjobs):
         ),
         (
             lambda s: _rename_first(s["template"]["spec"]["replicatedJobs"]),
-            "name 'Node_1' is not a DNS-1035 label",
+            "name 'Node_1' is not a DNS-1123 label",
         ),
     ],
 )

@@ -22,7 +22,6 @@ from trainforge.jobs import trainjob
 from trainforge.plan import crds, kueue_validate
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.stack.jobs import DNS1035
 
 DEFAULT_K8S_VERSION = "1.31"
 
@@ -400,15 +399,18 @@ def runtime_findings(doc: dict, version: str) -> list[str]:
     rjobs, where = get(doc, *_rjobs_at()) or [], ".".join(_rjobs_at())
     if not rjobs:
         errs.append(f"{where} is empty")
-    names = [r.get("name") for r in rjobs]
-    if len(set(names)) != len(names):
+    given = [r.get("name") for r in rjobs]
+    if len(set(given)) != len(given):
         errs.append(f"{where}: names must be unique")
     to_spec, to_pod = shape.levels[2][:1], shape.levels[2][1:]
     job_at = ".".join(_split(shape.levels[1])[1] + to_spec)
     for i, rjob in enumerate(rjobs):
         at = f"{where}[{i}]"
-        if not isinstance(rjob.get("name"), str) or not DNS1035.match(rjob["name"]):
-            errs.append(f"{at}.name {rjob.get('name')!r} is not a DNS-1035 label")
+        # JobSet v0.12.0 names each Job <trainjob>-<name>-<index> (placement.GenJobName), a
+        # DNS-1035 label the TrainJob's own name starts, and labels it with the name
+        # (jobset.sigs.k8s.io/replicatedjob-name): a DNS-1123 label; "1node" is fine there
+        if not isinstance(rjob.get("name"), str) or not names.is_dns1123_label(rjob["name"]):
+            errs.append(f"{at}.name {rjob.get('name')!r} is not a DNS-1123 label")
         job = _job_of(rjob, shape)
         labels = get(job, "metadata", "labels") or {}
         ancestor = labels.get(trainjob.ANCESTOR_LABEL)
