@@ -217,3 +217,58 @@ def test_an_image_key_takes_a_pinned_reference_only(image):
     assert (
         ImagesConfig(runtime_image="r.example.com/rt:1.2").runtime_image == "r.example.com/rt:1.2"
     )
+
+
+# Names only one rule accepts: swapping DNS-1035 and DNS-1123 anywhere fails a test below.
+# "0-test" is upstream's own case: training-operator v1.9.4
+# pkg/webhooks/pytorch/pytorchjob_webhook_test.go, "pytorchJob name does not meet DNS1035"
+# (read 2026-11-30 from the kubeflow/trainer mirror, tag v1.9.4).
+DIGIT_FIRST = "0-test"  # a DNS-1123 label, not a DNS-1035 label
+DOTTED = "data.0-test"  # a DNS-1123 subdomain, not a label
+
+
+def test_the_names_that_tell_the_rules_apart():
+    assert names.is_dns1123_label(DIGIT_FIRST) and not names.is_dns1035_label(DIGIT_FIRST)
+    assert names.is_dns1123_subdomain(DOTTED) and not names.is_dns1123_label(DOTTED)
+
+
+def test_a_job_name_is_a_dns1035_label_as_its_operators_check_it():
+    """A job's name names its PyTorchJob (training-operator v1.9.4 pytorchjob_webhook.go:
+    NameIsDNS1035Label) or TrainJob (trainer v2.2.1 pkg/apis/trainer/v1alpha1/trainjob_types.go:
+    CEL `^[a-z]([-a-z0-9]*[a-z0-9])?$`), and the Services named after it: a leading digit is
+    refused by the stack key and by the plan's PyTorchJob rule."""
+    from tests.plan.test_plan_validate import job
+    from trainforge.plan.checks import validate as V
+    from trainforge.stack.jobs import _name
+
+    with pytest.raises(ValueError, match="DNS-1035"):
+        _name(DIGIT_FIRST)
+    assert V.pytorchjob_findings(job(), "1.35") == []
+    found = V.pytorchjob_findings(job(metadata__name=DIGIT_FIRST), "1.35")
+    assert f"metadata.name {DIGIT_FIRST!r} is not a DNS-1035 label (a-z, 0-9, '-', <= 63)" in found
+
+
+def test_dns1123_names_take_a_leading_digit():
+    """A team (its namespace: IsDNS1123Label), a cohort, a claim (a PVC: a subdomain), a Kueue
+    object (apiextensions-apiserver NameIsDNSSubdomain) and a runtime's replicated job (JobSet
+    v0.12.0 names its Jobs <trainjob>-<name>-<index>, pkg/util/placement GenJobName, and labels
+    them with the name: a DNS-1123 label) are not DNS-1035 labels: "0-test" is valid."""
+    import copy
+
+    from trainforge.jobs import trainjob
+    from trainforge.plan.checks import validate as V
+    from trainforge.plan.kueue_validate import kueue_findings
+    from trainforge.stack.services import ClaimName, Cohort, TeamName
+
+    assert _accepts(TeamName, DIGIT_FIRST) and not _accepts(TeamName, DOTTED)
+    assert _accepts(Cohort, DIGIT_FIRST)
+    assert _accepts(ClaimName, DOTTED)
+    flavor = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "ResourceFlavor", "spec": {}}
+    assert kueue_findings({**flavor, "metadata": {"name": DOTTED}}) == []
+    assert kueue_findings({**flavor, "metadata": {"name": "Flavor"}}) != []
+    runtime = copy.deepcopy(trainjob.runtime_manifests()[0])
+    rjobs = runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    rjobs[-1]["name"] = "1node"
+    assert not [m for m in V.runtime_findings(runtime, "1.35") if "label" in m]
+    rjobs[-1]["name"] = "Node_1"
+    assert [m for m in V.runtime_findings(runtime, "1.35") if "not a DNS-1123 label" in m]
