@@ -93,6 +93,17 @@ def test_the_previews_mlflow_fix_on_declared_facts_works_when_followed(platform)
     check_jobs(platform, [{**job, "imageFacts": {"mlflow": True}}])  # followed: own image
     with pytest.raises(JobConfigError, match="no imageFacts without image"):
         check_jobs(platform, [{k: v for k, v in job.items() if k != "image"}])
+    # the bundled runtime from the image (codeSource: image): that key goes too, or the job
+    # is refused for it ("an image: codeSource: image runs trainforge from your image")
+    runtime = {k: v for k, v in job.items() if k != "entrypoint"} | {"codeSource": "image"}
+    line = _refusal(platform, runtime)
+    assert "; leave image, imageFacts and codeSource unset (the trainforge runtime" in line
+    check_jobs(platform, [{k: v for k, v in runtime.items() if k not in ("image", "imageFacts",
+                                                                      "codeSource")}])  # fmt: skip
+    with pytest.raises(JobConfigError, match="codeSource: image runs trainforge from your image"):
+        check_jobs(
+            platform, [{k: v for k, v in runtime.items() if k not in ("image", "imageFacts")}]
+        )
     # code of the image: leaving image unset would drop it, so the fix does not say so
     baked = {**job, "entrypoint": {"command": ["python", "-c", "import mlflow"]}}
     assert "leave image" not in _refusal(platform, baked)

@@ -124,13 +124,17 @@ class Missing:
 
 def runtime_way(job: Any, target: Any) -> str | None:
     """The change that puts `job` on the trainforge runtime image without losing its code, or
-    None where none does. Why: code of the job's own image (codeSource: image's command, or a
-    module without codeDir) is not in the runtime image, and imageFacts without image is
-    refused (stack/jobs.py), so "leave image unset" is a fix only for shipped code."""
+    None where none does. Why: code of the job's own image (a `command`, or a module without
+    codeDir) is not in the runtime image, and imageFacts or codeSource: image
+    without image is refused (stack/jobs.py), so "leave image unset" alone is a fix only for
+    shipped code with neither."""
     entry = getattr(job, "entrypoint", None)
     if entry is not None and not entry.ships_code:
         return None
-    way = "leave image and imageFacts unset" if job.image_facts is not None else "leave image unset"
+    # the keys refused without an image (stack/jobs.py) go with it
+    keys = ["image"] + ["imageFacts"] * (job.image_facts is not None)
+    keys += ["codeSource"] * (getattr(job, "code_source", None) == "image")
+    way = f"leave {', '.join(keys[:-1])} and {keys[-1]} unset" if keys[1:] else "leave image unset"
     images = getattr(target, "images", None)
     if images is None or images.standard is None:
         way += " with trainforge:images.runtime: true"  # else an unset image is the stock one
