@@ -43,7 +43,8 @@ Codes 200-205 sit above the range of signal deaths (128 + signal, at most 128 + 
 reason is never mistaken for a signal. A process killed outright (SIGKILL: the kernel's OOM
 killer, a kill -9, a node that vanished) writes nothing; its code is the kernel's, 128 + 9 =
 137 (``node_lost``), as its parent reads it: the launcher names such a rank the cause its
-peers' collective errors and torchrun's SIGTERMs follow from (ROOT_CAUSE_ORDER), and the
+peers' collective errors and torchrun's SIGTERMs follow from (ROOT_CAUSE_ORDER), unless
+torchrun itself killed it in its teardown after the first failure (launch.teardown_kill), and the
 restart's ledger infers the same reason when some rank of the failed attempt left no exit
 record (ledger.py).
 

@@ -7,8 +7,9 @@ is re-created). Plain torchrun exits 1 whatever its workers did, so every failur
 permanent. This wrapper runs torchrun in-process (``torch.distributed.run.main``) and, when
 the worker group finally fails, exits with the code of the failure that explains the others
 (``exits.root_cause``: a rank that hung, raised or was SIGKILLed makes its peers fail in
-collectives, and torchrun then SIGTERMs the rest), or
-128 + the signal torchrun itself received (143 for a SIGTERM from the kubelet).
+collectives, and torchrun then SIGTERMs the rest; a rank torchrun SIGKILLs in that teardown
+follows the failure: ``teardown_kill``), or 128 + the signal torchrun itself received (143 for
+a SIGTERM from the kubelet).
 
 Exit codes alone can lie: a rank that raised writes its exit record, then tears down; its
 peer notices the closed connection and exits first with "peer lost", and torchrun SIGTERMs the
@@ -50,14 +51,33 @@ def _reason_for(exitcode: int) -> tuple[int, exits.Reason | None]:
     return code, exits.for_code(code)
 
 
+# torchrun's teardown (torch 2.13.0, torch/distributed/elastic/multiprocessing/api.py,
+# SubprocessContext._poll and _close, read 2026-11-30 in the v2.13.0 wheel): once a poll finds
+# a failed worker it close()s the rest, `_close(death_sig=SIGTERM, timeout=30)`: SIGTERM, and
+# SIGKILL to each still alive 30 s later (stuck in a C call); it then captures their ends. A
+# failure's `timestamp` (errors/__init__.py, ProcessFailure._set_no_reply_file) is
+# int(time.time()) when torchrun captured it: the first failures share the smallest, the
+# torn-down ranks' come after it.
+def teardown_kill(exitcode: int, when: int | None, first: int | None) -> bool:
+    """Whether a worker's end is a SIGKILL torchrun captured after the first failure: a rank
+    killed during torchrun's teardown of the group (its own SIGKILL 30 s after its SIGTERM),
+    which follows the failure and never explains it."""
+    return exitcode == -signal.SIGKILL and when is not None and first is not None and when > first
+
+
 def worker_exit_code(
-    failures: dict[int, int], records: dict[int, exits.Reason] | None = None
+    failures: dict[int, int],
+    records: dict[int, exits.Reason] | None = None,
+    times: dict[int, int] | None = None,
 ) -> tuple[int, str]:
-    """The exit code for the pod, and a one-line explanation, from {global rank: exitcode}
-    and the exit records {global rank: reason} the ranks wrote for this failure."""
-    records = records or {}
+    """The exit code for the pod, and a one-line explanation, from {global rank: exitcode},
+    the exit records {global rank: reason} the ranks wrote for this failure and the time
+    torchrun captured each failure {global rank: whole seconds} (`teardown_kill`)."""
+    records, times = records or {}, times or {}
+    first = min(times.values(), default=None)
     parts = []
     candidates: list[tuple[int, int, exits.Reason | None]] = []
+    followers: list[tuple[int, int]] = []
     for rank, exitcode in sorted(failures.items()):
         code, reason = _reason_for(exitcode)
         if exitcode < 0:
@@ -71,6 +91,12 @@ def worker_exit_code(
         elif recorded is not None and recorded != reason:
             label += f", recorded {recorded.name}"
             code, reason = recorded.code, recorded
+        elif teardown_kill(exitcode, times.get(rank), first):
+            late = times[rank] - first  # type: ignore[operator]
+            label += f" {late} s after the first failure, in torchrun's teardown: a follower"
+            followers.append((rank, code))
+            parts.append(f"rank {rank} exit {exitcode} ({label})")
+            continue
         parts.append(f"rank {rank} exit {exitcode} ({label})")
         candidates.append((rank, code, reason))
     for rank, recorded in sorted(records.items()):  # ranks of other pods, same failure
@@ -82,8 +108,11 @@ def worker_exit_code(
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
         why = f"{root.label}, {_then(code)}"
-    else:  # only other signals' deaths or foreign codes: keep the first one
-        rank, code, _ = candidates[0]
+    else:  # only other signals' deaths, foreign codes or teardown kills: the first failure's
+        rank, code = min(
+            [(r, c) for r, c, _ in candidates] or followers,
+            key=lambda rc: (times.get(rc[0], 0), rc[0]),
+        )
         why = _then(code)
     return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
 
@@ -171,9 +200,10 @@ def _launch(argv: list[str], local: str) -> int:
         torchrun_main(argv)
     except ChildFailedError as e:
         failures = {int(rank): int(f.exitcode) for rank, f in e.failures.items()}
-        first = min((float(f.timestamp) for f in e.failures.values()), default=0.0)
-        records = failure_records(checkpoint_dir(argv), first, local)
-        code, line = worker_exit_code(failures, records)
+        times = {int(rank): int(f.timestamp) for rank, f in e.failures.items()}
+        first = min(times.values(), default=0)
+        records = failure_records(checkpoint_dir(argv), float(first), local)
+        code, line = worker_exit_code(failures, records, times)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
         exits.write_termination(pod_reason(code, records))  # the pod's, over its workers'
         return code
