@@ -580,3 +580,26 @@ def test_the_exit_record_is_the_containers_termination_message(tmp_path, monkeyp
     assert exits.from_termination(log.read_text(), 1) is None  # a record of another exit
     exits.write_termination(None)
     assert log.read_text() == ""
+
+
+def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
+    """Ctrl-C (SIGINT) was recorded as `preempted` (code 143) while the process exited 130:
+    `trainforge report` and the ledger said a spot interruption for a stop you asked for. Now
+    the line and the record say `interrupted` 130, and the ledger does not count it as a
+    failed attempt (NO_PROGRESS_LIMIT of them in a row still let the next attempt run)."""
+    import json
+
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = tmp_path / "ckpt"
+    script = "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n"
+    for _ in range(NO_PROGRESS_LIMIT + 1):
+        proc = wrapper(tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+        assert proc.returncode == 130 == exits.INTERRUPTED.code, proc.stderr[-1500:]
+    assert "trainforge exit: interrupted code=130: KeyboardInterrupt [a stop you asked for" in (
+        proc.stderr
+    )
+    recs = [json.loads(p.read_text()) for p in (ckpt / ".trainforge" / "exits").glob("*/*.json")]
+    assert {r["reason"] for r in recs} == {"interrupted"} and {r["code"] for r in recs} == {130}
+    proc = wrapper(tmp_path, "print('ran')\n", TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+    assert proc.returncode == 0 and "ran" in proc.stdout, proc.stderr[-1500:]

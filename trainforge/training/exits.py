@@ -18,6 +18,9 @@ oom                   3  no         out of GPU (or host allocator) memory: the s
 no_progress           4  no         the job kept failing from the same checkpoint
 ranks_disagree        5  no         the ranks ended with different parameters (a replica
                                     or a shard differs from its peers' copy)
+interrupted         130  yes        SIGINT (Ctrl-C): you stopped the run; not a failure
+                                    and not a preemption (run-local re-creates nothing
+                                    after a stop asked of it)
 node_lost           137  yes        SIGKILL (the OOM killer, a kill -9) or a vanished node:
                                     the kernel's code (128 + 9), no record of ours
 preempted           143  yes        SIGTERM: stopped, not a failure; the record names the
@@ -124,6 +127,13 @@ PREEMPTED = Reason(
     "none: not a failure; the restart starts from the newest checkpoint the code loads, if "
     "any, else from the beginning",
 )
+# Ctrl-C: the status a process that dies of SIGINT reports (128 + 2), as Python's own does
+INTERRUPTED = Reason(
+    "interrupted",
+    130,
+    "SIGINT (Ctrl-C): you stopped the run; not a failure, not a preemption",
+    "none: run it again to continue (from the newest checkpoint the code loads, if any)",
+)
 COLLECTIVE_ERROR = Reason(
     "collective_error",
     200,
@@ -181,6 +191,7 @@ REASONS: dict[str, Reason] = {
         NO_PROGRESS,
         RANKS_DISAGREE,
         PREEMPTED,
+        INTERRUPTED,
         COLLECTIVE_ERROR,
         HANG,
         PEER_LOST,
@@ -271,6 +282,13 @@ def is_preempted(reason: Reason | None) -> bool:
     return reason is not None and reason.name == PREEMPTED.name
 
 
+def is_stop(reason: Reason | None) -> bool:
+    """Whether `reason` is a stop asked from outside, not a failure of the job: a preemption
+    (SIGTERM) or you stopping the run (SIGINT): the ledger's failed attempts in a row
+    (no_progress) do not count it."""
+    return is_preempted(reason) or (reason is not None and reason.name == INTERRUPTED.name)
+
+
 def from_record(rec: dict) -> Reason | None:
     """The reason an exit record names (`reason`, with its `code` and `asked` for
     user_exit, its `checkpoint` for preempted); None for a name this table does not know."""
@@ -301,6 +319,7 @@ ROOT_CAUSE_ORDER = (
     "user_retryable",
     "hang",
     "node_lost",
+    "interrupted",
     "collective_error",
     "peer_lost",
     "preempted",
@@ -584,6 +603,8 @@ def exit_line(
     in_pod = _torchrun_restart()
     if reason is SUCCESS:
         retry = "done"
+    elif reason is INTERRUPTED:  # Ctrl-C reaches run-local too, which then re-creates nothing
+        retry = "a stop you asked for: run-local re-creates nothing after a Ctrl-C"
     elif in_pod is not None:
         retry = in_pod
     elif then is None:

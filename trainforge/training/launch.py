@@ -128,7 +128,10 @@ def stopped_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason 
     """The pod's reason when a signal stopped the launcher (exit `code`): for a SIGTERM,
     preempted, with the checkpoint its ranks' records say they saved (the oldest of theirs,
     where every rank that recorded a preemption names one: exits.preempted), else without
-    one; None (the message cleared) for another signal."""
+    one; for a SIGINT, interrupted (you stopped it); None (the message cleared) for another
+    signal."""
+    if code == exits.INTERRUPTED.code:
+        return exits.INTERRUPTED
     if code != exits.PREEMPTED.code:
         return None
     saved = [r.checkpoint for r in records.values() if exits.is_preempted(r)]

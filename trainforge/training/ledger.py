@@ -280,8 +280,8 @@ class RunLedger:
             if a.resumed_step not in (None, resumed_step) or a.finished:
                 break
             reason = exits.from_record(a.exit or {})
-            if reason is exits.PREEMPTED:
-                break  # preemption is not a failure of the job
+            if exits.is_stop(reason):
+                break  # a preemption or your Ctrl-C is not a failure of the job
             if reason is not None and not reason.retryable:
                 break  # it stopped the job
             n += 1

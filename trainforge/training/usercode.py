@@ -262,8 +262,11 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
     except KeyboardInterrupt as e:
         keep.append(e)
         traceback.print_exc()
-        _record(ledger, exits.PREEMPTED, "interrupted (SIGINT): stopped, not failed")
-        return 130
+        reason = exits.INTERRUPTED
+        print(exits.exit_line(reason, rank=_rank(), step=None, detail="KeyboardInterrupt"),
+              file=sys.stderr, flush=True)  # fmt: skip
+        _record(ledger, reason, f"KeyboardInterrupt: {reason.what}")
+        return reason.code
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         keep.append(e)
         return _failed(ledger, e, script)
