@@ -327,9 +327,7 @@ def test_a_ranks_exit_line_never_contradicts_the_launcher(mine: str) -> None:
             continue
         code, decision = launch.worker_exit_code({0: other.code, 1: reason.code})
         permanent = "permanent" in decision.split("exiting with", 1)[1]
-        if reason is exits.INTERRUPTED:  # your Ctrl-C: nothing to decide
-            assert "a stop you asked for" in line
-        elif reason.retryable:
+        if reason.retryable:
             assert "the job restarts;" not in line and "the launcher decides" in line
         else:
             assert "permanent: the job stops" in line and permanent, (mine, other.name)

@@ -583,11 +583,18 @@ def next_step(code: int) -> str | None:
 
 
 def exit_line(
-    reason: Reason, *, rank: int | None, step: int | None, detail: str, action: str | None = None
+    reason: Reason,
+    *,
+    rank: int | None,
+    step: int | None,
+    detail: str,
+    action: str | None = None,
+    counted: str | None = None,
 ) -> str:
     """The one line a log reader needs: reason, code, whether it restarts, what to do (the
     reason's action, or `action` where the failure's own diagnosis knows better: the
-    reason's generic one may name what this failure does not have, e.g. a traceback)."""
+    reason's generic one may name what this failure does not have, e.g. a traceback).
+    `counted`: the run ledger's count of this end (`ledger_count`), beside the controller's."""
     where = []
     if rank is not None:
         where.append(f"rank {rank}")
@@ -603,8 +610,6 @@ def exit_line(
     in_pod = _torchrun_restart()
     if reason is SUCCESS:
         retry = "done"
-    elif reason is INTERRUPTED:  # Ctrl-C reaches run-local too, which then re-creates nothing
-        retry = "a stop you asked for: run-local re-creates nothing after a Ctrl-C"
     elif in_pod is not None:
         retry = in_pod
     elif then is None:
@@ -618,10 +623,25 @@ def exit_line(
         retry = f"{then}, unless another rank's cause stops the job first"
     else:
         retry = then
+    if reason is INTERRUPTED:  # a pod's controller would act on 130; run-local does not
+        retry = f"{retry}; a stop you asked for: run-local re-creates nothing after a Ctrl-C"
+    if counted:
+        retry = f"{retry}; {counted}"
     return (
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
         f"[{retry}; action: {action or reason.action}]"
     )
+
+
+def ledger_count(ledger: object | None, reason: Reason) -> str | None:
+    """The run ledger's count of an attempt that ends with `reason`, in words
+    (ledger.RunLedger.count_words), or None (no ledger, or it counts nothing). Never raises:
+    bookkeeping does not change an exit."""
+    count = getattr(ledger, "count_words", None)
+    try:
+        return count(reason) if count is not None else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def describe_exit(record: dict | None) -> str:
@@ -762,7 +782,8 @@ def report(
         env_rank = os.environ.get("RANK", "")
         rank = int(env_rank) if env_rank.isdigit() else None
     step = context.step if step is None else step
-    line = exit_line(reason, rank=rank, step=step, detail=detail, action=action)
+    counted = ledger_count(context.ledger, reason)
+    line = exit_line(reason, rank=rank, step=step, detail=detail, action=action, counted=counted)
     if reason is SUCCESS:
         if not rank:
             print(line, flush=True)
