@@ -38,6 +38,10 @@ user_retryable      205  yes        your code marked this failure retryable: it 
                                     (usercode.py), or it exited 205 itself
 =================  ====  =========  ==================================================
 
+A rank torchrun stopped in its teardown because another rank failed is none of these either:
+``stopped`` with the code its signal gave it, the failed rank and its reason (launch.py
+rewrites its record; ``stopped``).
+
 Your code's own ``sys.exit(n)`` under the wrapper (usercode.py) is none of these: ``user_exit``
 with the status the process then has (`exit_status`: n & 0xff, what the kernel reports and the
 operator reads; the record keeps the n your code asked for where it differs).
@@ -77,6 +81,9 @@ class Reason:
     asked: str | None = None
     # preempted only: the newest checkpoint step this process saved (context.checkpoint)
     checkpoint: int | None = None
+    # stopped only: the rank whose failure made torchrun stop this one, and its reason
+    by: int | None = None
+    cause: str | None = None
 
     @property
     def label(self) -> str:
@@ -277,6 +284,28 @@ def preempted(checkpoint: int | None) -> Reason:
     )
 
 
+# A rank torchrun stopped in its teardown because another rank failed (launch.py writes its
+# record): a follower, neither a preemption nor a failure of its own. Like user_exit, no
+# code of its own: the one its signal gave it (143 SIGTERM, 137 the teardown's SIGKILL).
+STOPPED = "stopped"
+
+
+def stopped(code: int, by: int | None, cause: str | None) -> Reason:
+    """The reason of a rank torchrun stopped (exit `code`) because rank `by` failed with
+    `cause` (a reason's name): what its record says instead of `preempted`."""
+    how = "its SIGKILL" if code == failures.KILLED else "its SIGTERM"
+    who = f"rank {by} failed" if by is not None else "another rank failed"
+    why = f" ({cause})" if cause else ""
+    return Reason(
+        STOPPED,
+        code,
+        f"stopped by torchrun ({how}) because {who}{why}: not a preemption",
+        f"none: rank {by}'s exit line names the cause" if by is not None else "none",
+        by=by,
+        cause=cause,
+    )
+
+
 def is_preempted(reason: Reason | None) -> bool:
     """Whether `reason` is a preemption (PREEMPTED, or `preempted` with its checkpoint)."""
     return reason is not None and reason.name == PREEMPTED.name
@@ -302,6 +331,11 @@ def from_record(rec: dict) -> Reason | None:
         said = said if isinstance(said, str) else None
         ok = isinstance(code, int) and not isinstance(code, bool)
         return user_exit(code, said) if ok else None
+    if name == STOPPED:
+        code, by, cause = rec.get("code"), rec.get("by"), rec.get("cause")
+        ok = isinstance(code, int) and not isinstance(code, bool)
+        by = by if isinstance(by, int) and not isinstance(by, bool) else None
+        return stopped(code, by, cause if isinstance(cause, str) else None) if ok else None
     return REASONS.get(name) if isinstance(name, str) else None
 
 
@@ -322,6 +356,7 @@ ROOT_CAUSE_ORDER = (
     "interrupted",
     "collective_error",
     "peer_lost",
+    STOPPED,
     "preempted",
     "success",
 )
@@ -668,12 +703,15 @@ TERMINATION_LOG = "/dev/termination-log"
 
 def record_fields(reason: Reason) -> dict[str, object]:
     """What an exit record keeps of `reason` beyond its name and code: the sys.exit your code
-    asked (user_exit), the checkpoint step saved (preempted); `from_record` reads them back."""
+    asked (user_exit), the checkpoint step saved (preempted), the rank whose failure stopped
+    it and its reason (stopped); `from_record` reads them back."""
     out: dict[str, object] = {}
     if reason.asked is not None:
         out["asked"] = reason.asked
     if reason.checkpoint is not None:
         out["checkpoint"] = reason.checkpoint
+    if reason.name == STOPPED:
+        out.update(by=reason.by, cause=reason.cause)
     return out
 
 

@@ -35,6 +35,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from trainforge.core import failures
@@ -73,6 +74,16 @@ def worker_exit_code(
     """The exit code for the pod, and a one-line explanation, from {global rank: exitcode},
     the exit records {global rank: reason} the ranks wrote for this failure and the time
     torchrun captured each failure {global rank: whole seconds} (`teardown_kill`)."""
+    code, _, _, line = verdict(failures, records, times)
+    return code, line
+
+
+def verdict(
+    failures: dict[int, int],
+    records: dict[int, exits.Reason] | None = None,
+    times: dict[int, int] | None = None,
+) -> tuple[int, int, exits.Reason | None, str]:
+    """`worker_exit_code`'s (code, the root cause's rank, its reason or None, line)."""
     records, times = records or {}, times or {}
     first = min(times.values(), default=None)
     parts = []
@@ -104,6 +115,7 @@ def worker_exit_code(
             parts.append(f"rank {rank} recorded {recorded.name}")
             candidates.append((rank, recorded.code, recorded))
     known = [c for c in candidates if c[2] is not None]
+    root: exits.Reason | None = None
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
@@ -114,7 +126,8 @@ def worker_exit_code(
             key=lambda rc: (times.get(rc[0], 0), rc[0]),
         )
         why = _then(code)
-    return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+    line = f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+    return code, rank, root, line
 
 
 def pod_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason | None:
@@ -160,10 +173,15 @@ def failure_records(
     return out
 
 
-def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
+def _newest_attempt(folder: Path) -> Path | None:
     attempts = sorted(folder.glob("attempt_*")) if folder.is_dir() else []
+    return attempts[-1] if attempts else None
+
+
+def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
+    newest = _newest_attempt(folder)
     out: dict[int, exits.Reason] = {}
-    for path in sorted(attempts[-1].glob("rank_*.json")) if attempts else []:
+    for path in sorted(newest.glob("rank_*.json")) if newest else []:
         try:
             rec = json.loads(path.read_text())
             reason = exits.from_record(rec)
@@ -172,6 +190,66 @@ def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a half-written record says nothing
     return out
+
+
+def followers(
+    failures: dict[int, int],
+    records: dict[int, exits.Reason],
+    times: dict[int, int],
+    root_rank: int,
+) -> dict[int, int]:
+    """{rank: exit code} of this pod's ranks that torchrun stopped because another failed,
+    where no signal reached the pod (torchrun raised ChildFailedError): each that died of its
+    SIGTERM or was SIGKILLed in its teardown (`teardown_kill`), or whose record says only
+    `preempted` (the SIGTERM it got was torchrun's). Never the root cause's rank; a record
+    with a cause of its own (a bug the rank raised, then SIGTERMed) stands."""
+    first = min(times.values(), default=None)
+    out: dict[int, int] = {}
+    for rank, exitcode in failures.items():
+        code, _ = _reason_for(exitcode)
+        recorded = records.get(rank)
+        if rank == root_rank or (recorded is not None and not exits.is_preempted(recorded)):
+            continue
+        killed = teardown_kill(exitcode, times.get(rank), first)
+        if killed or exitcode == -signal.SIGTERM or exits.is_preempted(recorded):
+            out[rank] = code
+    return out
+
+
+def restate_followers(
+    folders: list[Path],
+    stopped: dict[int, int],
+    root_rank: int,
+    root: exits.Reason | None,
+    first_failure: float,
+) -> None:
+    """Write the record of each rank torchrun stopped (`followers`: {rank: code}) into the
+    newest attempt of each exit-record folder (the run ledger's, this pod's): `stopped`,
+    because `root_rank` failed with `root`, over the `preempted` its SIGTERM handler wrote (or
+    none: a rank stuck in a C call, which the next attempt's ledger would read as node_lost).
+    Its step is kept. Only an attempt that holds a record of this failure (`_records_in`) is
+    written: an older attempt's folder is not this one's. Never raises."""
+    for folder in folders:
+        attempt = _newest_attempt(folder)
+        if attempt is None or not _records_in(folder, first_failure):
+            continue  # no rank recorded this failure here: nothing to correct
+        for rank, code in stopped.items():
+            path = attempt / f"rank_{rank:05d}.json"
+            try:
+                old = json.loads(path.read_text()) if path.is_file() else {}
+            except (OSError, ValueError):
+                old = {}
+            old = old if isinstance(old, dict) else {}
+            reason = exits.stopped(code, root_rank, root.label if root else None)
+            rec = {**exits.record_fields(reason), "reason": reason.name, "code": code,
+                   "rank": rank, "step": old.get("step"), "detail": reason.what,
+                   "time": old.get("time", time.time())}  # fmt: skip
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(json.dumps(rec, sort_keys=True), encoding="utf-8")
+                os.replace(tmp, path)
+            except OSError:
+                continue
 
 
 def _signal_name(num: int) -> str:
@@ -205,9 +283,13 @@ def _launch(argv: list[str], local: str) -> int:
         failures = {int(rank): int(f.exitcode) for rank, f in e.failures.items()}
         times = {int(rank): int(f.timestamp) for rank, f in e.failures.items()}
         first = min(times.values(), default=0)
-        records = failure_records(checkpoint_dir(argv), float(first), local)
-        code, line = worker_exit_code(failures, records, times)
+        ckpt = checkpoint_dir(argv)
+        records = failure_records(ckpt, float(first), local)
+        code, root_rank, root, line = verdict(failures, records, times)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
+        folders = [Path(local)] + ([Path(ckpt) / LEDGER_DIR / EXITS_DIR] if ckpt else [])
+        stopped = followers(failures, records, times, root_rank)
+        restate_followers(folders, stopped, root_rank, root, float(first))
         exits.write_termination(pod_reason(code, records))  # the pod's, over its workers'
         return code
     except SignalException as e:
