@@ -112,3 +112,10 @@ def test_torchrun_itself_stops_rank_1_and_its_record_says_why(tmp_path) -> None:
     rec = json.loads((attempt / "rank_00001.json").read_text())
     assert rec["reason"] == "stopped" and rec["by"] == 0, rec
     assert rec["cause"] == "collective_error" and rec["code"] == 143, rec
+
+
+def test_a_launcher_stopped_by_sigint_leaves_interrupted_not_a_cleared_message() -> None:
+    """Ctrl-C reaches the launcher (torchrun's SignalException, exit 130): the pod's
+    termination message was cleared (None); now it says `interrupted`, your stop."""
+    assert launch.stopped_reason(130, {}) is exits.INTERRUPTED
+    assert launch.stopped_reason(143, {}) is exits.PREEMPTED
