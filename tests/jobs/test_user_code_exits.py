@@ -165,7 +165,7 @@ def test_a_sigkilled_rank_is_the_cause_not_the_peer_torchrun_stopped(project, ru
     assert "rank 0 exit -9 (killed by SIGKILL); rank 1 exit -15 (killed by SIGTERM" in (proc.stderr)
     launched = next(x for x in proc.stderr.splitlines() if "trainforge launch: workers" in x)
     assert launched.endswith(
-        "exiting with 137 (node_lost, the pod is re-created, not counted, rank 0)"
+        "exiting with 137 (node_lost, the pod is re-created, not counted against backoffLimit, rank 0)"
     ), launched
     assert "the job's pod exited 137 (retryable); re-creating it (1/6)" in proc.stderr
     assert (out / "done").is_file()
@@ -580,3 +580,55 @@ def test_the_exit_record_is_the_containers_termination_message(tmp_path, monkeyp
     assert exits.from_termination(log.read_text(), 1) is None  # a record of another exit
     exits.write_termination(None)
     assert log.read_text() == ""
+
+
+def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
+    """Ctrl-C (SIGINT) was recorded as `preempted` (code 143) while the process exited 130:
+    `trainforge report` and the ledger said a spot interruption for a stop you asked for. Now
+    the line and the record say `interrupted` 130, and the ledger does not count it as a
+    failed attempt (NO_PROGRESS_LIMIT of them in a row still let the next attempt run)."""
+    import json
+
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    ckpt = tmp_path / "ckpt"
+    script = "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n"
+    for _ in range(NO_PROGRESS_LIMIT + 1):
+        proc = wrapper(tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+        assert proc.returncode == 130 == exits.INTERRUPTED.code, proc.stderr[-1500:]
+    assert "trainforge exit: interrupted code=130: KeyboardInterrupt [" in proc.stderr
+    assert "; a stop you asked for: run-local re-creates nothing after a Ctrl-C;" in proc.stderr
+    recs = [json.loads(p.read_text()) for p in (ckpt / ".trainforge" / "exits").glob("*/*.json")]
+    assert {r["reason"] for r in recs} == {"interrupted"} and {r["code"] for r in recs} == {130}
+    proc = wrapper(tmp_path, "print('ran')\n", TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+    assert proc.returncode == 0 and "ran" in proc.stdout, proc.stderr[-1500:]
+
+
+def test_not_counted_says_which_count_and_the_ledger_says_its_own(tmp_path):
+    """A PyTorchJob's ExitCode re-creation is "not counted" by the operator, but the run
+    ledger counts it: 5 lines in a row said "the pod is re-created, not counted against backoffLimit" and the 6th
+    attempt stopped as no_progress. Each line now names both counts, the one wording
+    (core.failures.Outcome.words, RunLedger.count_words) the stop then agrees with."""
+    from trainforge.core import failures
+    from trainforge.training.contract import ON_EXIT
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT
+
+    told = failures.told(lambda code: failures.pytorchjob_outcome("ExitCode", code))
+    env = {"TRAINFORGE_CHECKPOINT_DIR": str(tmp_path / "ckpt"), ON_EXIT: told}
+    script = "raise ConnectionResetError('Connection reset by peer')\n"  # peer_lost, retryable
+    for n in range(1, NO_PROGRESS_LIMIT + 1):
+        proc = wrapper(tmp_path, script, **env)
+        assert proc.returncode == exits.PEER_LOST.code, proc.stderr[-1500:]
+        said = (
+            "[the pod is re-created, not counted against backoffLimit, unless another rank's "
+            f"cause stops the job first; failed attempt {n} of {NO_PROGRESS_LIMIT} in a row in "
+            "the run ledger"
+        )
+        assert said in proc.stderr, proc.stderr[-1500:]
+        if n == 3:  # docs/reliability.md quotes this one
+            doc = (Path(__file__).parents[2] / "docs" / "reliability.md").read_text()
+            assert said in " ".join(doc.split())
+        assert ("the next attempt stops: no_progress" in proc.stderr) == (n == NO_PROGRESS_LIMIT)
+    proc = wrapper(tmp_path, script, **env)
+    assert proc.returncode == exits.NO_PROGRESS.code, proc.stderr[-1500:]
+    assert f"{NO_PROGRESS_LIMIT} attempts in a row failed" in proc.stderr

@@ -53,8 +53,12 @@ def pending_pytorchjob(policy: str = "ExitCode") -> dict:
     ("code", "reason", "then"),
     [
         (1, "user_error", "then: the job fails"),
-        (137, "", "then: the pod is re-created, not counted"),  # SIGKILL: no record
-        (202, "peer_lost", "then: the pod is re-created, not counted"),
+        (
+            137,
+            "",
+            "then: the pod is re-created, not counted against backoffLimit",
+        ),  # SIGKILL: no record
+        (202, "peer_lost", "then: the pod is re-created, not counted against backoffLimit"),
     ],
 )
 def test_status_and_why_say_what_the_operator_does_after_a_failed_pods_exit(code, reason, then):
@@ -90,7 +94,7 @@ def test_torchruns_restarts_in_the_pod_come_first():
     g = gathered(pending_pytorchjob(), "pytorchjob", "PyTorchJob", "pytorch",
                  [failed_pod("gpt-13b-worker-0", "pytorch", 202, cmd)])  # fmt: skip
     assert (
-        "then: torchrun's 3 restart(s) in the pod spent, the pod is re-created, not counted\n"
+        "then: torchrun's 3 restart(s) in the pod spent, the pod is re-created, not counted against backoffLimit\n"
     ) in explain.status(g, recorded.NOW)
 
 

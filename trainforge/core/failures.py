@@ -150,8 +150,10 @@ class Outcome:
         if not self.restarts:
             return "the job fails"
         what = "the container restarts in place" if self.in_place else "the pod is re-created"
-        counted = f"counted against {self.budget}" if self.counted else "not counted"
-        return f"{what}, {counted}"
+        # which count: the controller's; the run ledger's own count of failed attempts in a
+        # row (no_progress) is another, said beside it (ledger.RunLedger.count_words)
+        counted = "counted" if self.counted else "not counted"
+        return f"{what}, {counted} against {self.budget}"
 
 
 def pytorchjob_outcome(restart_policy: str, code: int, *, disrupted: bool = False) -> Outcome:

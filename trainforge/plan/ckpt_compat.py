@@ -230,7 +230,7 @@ def _resets(old_cfg: Any, new_cfg: Any, old: JobState, new: JobState) -> list[st
 
     gb_old, gb_new = global_batch(old_cfg, old.world_size), global_batch(new_cfg, new.world_size)
     data_why = [data_order.global_batch_change(gb_old, gb_new)] if gb_old != gb_new else []
-    data_why += _changed(old_cfg, new_cfg, "seed", "dataset", "data_path", "dataset_size")
+    data_why += _changed(old_cfg, new_cfg, *data_order.DATA_FIELDS)
     if data_why:
         out.append(data_order.reset(data_why))  # the runtime's resume line says the same
     if old.world_size and new.world_size and new.world_size > old.world_size:

@@ -75,6 +75,8 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
         code = train(cfg)
     except exits.RunFailure as e:
         return _failed(exits.report(e.reason, e.detail, action=e.action), own_process)
+    except KeyboardInterrupt:  # Ctrl-C: your stop, recorded as such (not a lost node)
+        return _failed(exits.report(exits.INTERRUPTED, "KeyboardInterrupt"), own_process)
     except Exception as e:  # noqa: BLE001 - every failure leaves with its reason and code
         reason, detail = exits.diagnose(e)
         if reason is exits.CONFIG_ERROR:

@@ -198,12 +198,16 @@ class CheckpointManager:
         log: LogFn = print,
         mirror: Any | None = None,
         global_batch: int | None = None,
+        data: dict[str, Any] | None = None,
     ) -> None:
         config.validate()
         self.config = config
         # samples per optimizer step (the bundled runtime's; None for own code): saved in the
         # extras so a resume can say what another world size does to the data order
         self.global_batch = global_batch
+        # the runtime's data_order.DATA_FIELDS values (seed, dataset): kept in the extras so a
+        # resume with others says the data order changed
+        self.data = data
         self.log = log
         self.root = Path(config.directory) if config.directory else None
         self.distributed = dist.is_available() and dist.is_initialized()
@@ -420,6 +424,8 @@ class CheckpointManager:
                 self.world_size,
                 extras.get("global_batch"),
                 self.global_batch,
+                extras.get("data"),
+                self.data,
             )
         self.log(
             f"checkpoint: resumed from {path} at step {step} "
@@ -516,6 +522,7 @@ class CheckpointManager:
             "data_position": step,
             "world_size": self.world_size,
             "global_batch": self.global_batch,
+            "data": self.data,
             "scheduler": scheduler.state_dict() if scheduler is not None else None,
             "rng": capture_rng_state(),
         }
@@ -1143,13 +1150,18 @@ class Checkpointing:
     """
 
     def __init__(
-        self, config: CheckpointConfig, *, log: LogFn = print, global_batch: int | None = None
+        self,
+        config: CheckpointConfig,
+        *,
+        log: LogFn = print,
+        global_batch: int | None = None,
+        data: dict[str, Any] | None = None,
     ) -> None:
         from trainforge.training.preemption import PreemptionHandler
 
         self.config = config
         self.log = log
-        self.manager = CheckpointManager(config, log=log, global_batch=global_batch)
+        self.manager = CheckpointManager(config, log=log, global_batch=global_batch, data=data)
         # SIGTERM handling needs somewhere to save; without a directory the default
         # (immediate termination) is the honest behaviour.
         self.preemption = (

@@ -45,7 +45,8 @@ HANG_TIMEOUT = "TRAINFORGE_HANG_TIMEOUT"
 RETRY_ON = "TRAINFORGE_RETRY_ON"
 # What the job's controller does after a pod exits, for each class of exit code (the
 # operator's: permanent 1-127, retryable 128-255), in words: "permanent=the job fails;
-# retryable=the pod is re-created, not counted". The emitter sets it in its pods from the model
+# retryable=the pod is re-created, not counted against backoffLimit". The emitter sets it in
+# its pods from the model
 # of its own objects (its `launch`: trainforge.core.failures.told over its `outcome`); the exit
 # line prints it (trainforge.training.exits.exit_line). run-local does not set it.
 ON_EXIT = "TRAINFORGE_ON_EXIT"

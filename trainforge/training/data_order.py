@@ -23,16 +23,42 @@ def reset(why: list[str]) -> str:
     return "data order: " + ", ".join(why) + "; " + EFFECT
 
 
+# The data the order is a function of, besides the global batch: the TrainConfig fields whose
+# change resets it. One list: the checkpoint's extras keep their values (checkpoint.py), the
+# runtime's resume line and the plan's resume check (plan/ckpt_compat.py) compare them.
+DATA_FIELDS = ("seed", "dataset", "data_path", "dataset_size")
+
+
+def data_changes(old: dict | None, new: dict | None) -> list[str]:
+    """`--flag old -> new` for each DATA_FIELDS value the checkpoint kept (`old`) that differs
+    from this run's (`new`); none where the checkpoint kept none (saved before it did)."""
+    if not isinstance(old, dict) or not new:
+        return []
+    return [
+        f"--{f.replace('_', '-')} {old[f]} -> {new.get(f)}"
+        for f in DATA_FIELDS
+        if f in old and old[f] != new.get(f)
+    ]
+
+
 def resume_note(
-    old_world: int | None, new_world: int, old_batch: int | None, new_batch: int
+    old_world: int | None,
+    new_world: int,
+    old_batch: int | None,
+    new_batch: int,
+    old_data: dict | None = None,
+    new_data: dict | None = None,
 ) -> str | None:
-    """What the resume line adds when the checkpoint was saved with another world size or
-    global batch (None: neither changed, or the checkpoint does not say)."""
+    """What the resume line adds when the checkpoint was saved with another world size, global
+    batch or data (`data_changes`: a seed or dataset of its own; None: nothing changed, or the
+    checkpoint does not say)."""
     world = f"world size {old_world} -> {new_world}" if old_world and old_world != new_world else ""
-    if old_batch and old_batch != new_batch:
-        return "; ".join(
-            p for p in (world, reset([global_batch_change(old_batch, new_batch)])) if p
-        )
+    why = (
+        [global_batch_change(old_batch, new_batch)] if old_batch and old_batch != new_batch else []
+    )
+    why += data_changes(old_data, new_data)
+    if why:
+        return "; ".join(p for p in (world, reset(why)) if p)
     if not world:
         return None
     if old_batch:

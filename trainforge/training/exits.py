@@ -18,6 +18,9 @@ oom                   3  no         out of GPU (or host allocator) memory: the s
 no_progress           4  no         the job kept failing from the same checkpoint
 ranks_disagree        5  no         the ranks ended with different parameters (a replica
                                     or a shard differs from its peers' copy)
+interrupted         130  yes        SIGINT (Ctrl-C): you stopped the run; not a failure
+                                    and not a preemption (run-local re-creates nothing
+                                    after a stop asked of it)
 node_lost           137  yes        SIGKILL (the OOM killer, a kill -9) or a vanished node:
                                     the kernel's code (128 + 9), no record of ours
 preempted           143  yes        SIGTERM: stopped, not a failure; the record names the
@@ -35,6 +38,10 @@ user_retryable      205  yes        your code marked this failure retryable: it 
                                     (usercode.py), or it exited 205 itself
 =================  ====  =========  ==================================================
 
+A rank torchrun stopped in its teardown because another rank failed is none of these either:
+``stopped`` with the code its signal gave it, the failed rank and its reason (launch.py
+rewrites its record; ``stopped``).
+
 Your code's own ``sys.exit(n)`` under the wrapper (usercode.py) is none of these: ``user_exit``
 with the status the process then has (`exit_status`: n & 0xff, what the kernel reports and the
 operator reads; the record keeps the n your code asked for where it differs).
@@ -43,7 +50,8 @@ Codes 200-205 sit above the range of signal deaths (128 + signal, at most 128 + 
 reason is never mistaken for a signal. A process killed outright (SIGKILL: the kernel's OOM
 killer, a kill -9, a node that vanished) writes nothing; its code is the kernel's, 128 + 9 =
 137 (``node_lost``), as its parent reads it: the launcher names such a rank the cause its
-peers' collective errors and torchrun's SIGTERMs follow from (ROOT_CAUSE_ORDER), and the
+peers' collective errors and torchrun's SIGTERMs follow from (ROOT_CAUSE_ORDER), unless
+torchrun itself killed it in its teardown after the first failure (launch.teardown_kill), and the
 restart's ledger infers the same reason when some rank of the failed attempt left no exit
 record (ledger.py).
 
@@ -73,6 +81,9 @@ class Reason:
     asked: str | None = None
     # preempted only: the newest checkpoint step this process saved (context.checkpoint)
     checkpoint: int | None = None
+    # stopped only: the rank whose failure made torchrun stop this one, and its reason
+    by: int | None = None
+    cause: str | None = None
 
     @property
     def label(self) -> str:
@@ -122,6 +133,13 @@ PREEMPTED = Reason(
     "SIGTERM: stopped; trainforge cannot tell whether a checkpoint was saved",
     "none: not a failure; the restart starts from the newest checkpoint the code loads, if "
     "any, else from the beginning",
+)
+# Ctrl-C: the status a process that dies of SIGINT reports (128 + 2), as Python's own does
+INTERRUPTED = Reason(
+    "interrupted",
+    130,
+    "SIGINT (Ctrl-C): you stopped the run; not a failure, not a preemption",
+    "none: run it again to continue (from the newest checkpoint the code loads, if any)",
 )
 COLLECTIVE_ERROR = Reason(
     "collective_error",
@@ -180,6 +198,7 @@ REASONS: dict[str, Reason] = {
         NO_PROGRESS,
         RANKS_DISAGREE,
         PREEMPTED,
+        INTERRUPTED,
         COLLECTIVE_ERROR,
         HANG,
         PEER_LOST,
@@ -265,9 +284,38 @@ def preempted(checkpoint: int | None) -> Reason:
     )
 
 
+# A rank torchrun stopped in its teardown because another rank failed (launch.py writes its
+# record): a follower, neither a preemption nor a failure of its own. Like user_exit, no
+# code of its own: the one its signal gave it (143 SIGTERM, 137 the teardown's SIGKILL).
+STOPPED = "stopped"
+
+
+def stopped(code: int, by: int | None, cause: str | None) -> Reason:
+    """The reason of a rank torchrun stopped (exit `code`) because rank `by` failed with
+    `cause` (a reason's name): what its record says instead of `preempted`."""
+    how = "its SIGKILL" if code == failures.KILLED else "its SIGTERM"
+    who = f"rank {by} failed" if by is not None else "another rank failed"
+    why = f" ({cause})" if cause else ""
+    return Reason(
+        STOPPED,
+        code,
+        f"stopped by torchrun ({how}) because {who}{why}: not a preemption",
+        f"none: rank {by}'s exit line names the cause" if by is not None else "none",
+        by=by,
+        cause=cause,
+    )
+
+
 def is_preempted(reason: Reason | None) -> bool:
     """Whether `reason` is a preemption (PREEMPTED, or `preempted` with its checkpoint)."""
     return reason is not None and reason.name == PREEMPTED.name
+
+
+def is_stop(reason: Reason | None) -> bool:
+    """Whether `reason` is a stop asked from outside, not a failure of the job: a preemption
+    (SIGTERM) or you stopping the run (SIGINT): the ledger's failed attempts in a row
+    (no_progress) do not count it."""
+    return is_preempted(reason) or (reason is not None and reason.name == INTERRUPTED.name)
 
 
 def from_record(rec: dict) -> Reason | None:
@@ -283,6 +331,11 @@ def from_record(rec: dict) -> Reason | None:
         said = said if isinstance(said, str) else None
         ok = isinstance(code, int) and not isinstance(code, bool)
         return user_exit(code, said) if ok else None
+    if name == STOPPED:
+        code, by, cause = rec.get("code"), rec.get("by"), rec.get("cause")
+        ok = isinstance(code, int) and not isinstance(code, bool)
+        by = by if isinstance(by, int) and not isinstance(by, bool) else None
+        return stopped(code, by, cause if isinstance(cause, str) else None) if ok else None
     return REASONS.get(name) if isinstance(name, str) else None
 
 
@@ -300,8 +353,10 @@ ROOT_CAUSE_ORDER = (
     "user_retryable",
     "hang",
     "node_lost",
+    "interrupted",
     "collective_error",
     "peer_lost",
+    STOPPED,
     "preempted",
     "success",
 )
@@ -563,11 +618,18 @@ def next_step(code: int) -> str | None:
 
 
 def exit_line(
-    reason: Reason, *, rank: int | None, step: int | None, detail: str, action: str | None = None
+    reason: Reason,
+    *,
+    rank: int | None,
+    step: int | None,
+    detail: str,
+    action: str | None = None,
+    counted: str | None = None,
 ) -> str:
     """The one line a log reader needs: reason, code, whether it restarts, what to do (the
     reason's action, or `action` where the failure's own diagnosis knows better: the
-    reason's generic one may name what this failure does not have, e.g. a traceback)."""
+    reason's generic one may name what this failure does not have, e.g. a traceback).
+    `counted`: the run ledger's count of this end (`ledger_count`), beside the controller's."""
     where = []
     if rank is not None:
         where.append(f"rank {rank}")
@@ -596,10 +658,25 @@ def exit_line(
         retry = f"{then}, unless another rank's cause stops the job first"
     else:
         retry = then
+    if reason is INTERRUPTED:  # a pod's controller would act on 130; run-local does not
+        retry = f"{retry}; a stop you asked for: run-local re-creates nothing after a Ctrl-C"
+    if counted:
+        retry = f"{retry}; {counted}"
     return (
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
         f"[{retry}; action: {action or reason.action}]"
     )
+
+
+def ledger_count(ledger: object | None, reason: Reason) -> str | None:
+    """The run ledger's count of an attempt that ends with `reason`, in words
+    (ledger.RunLedger.count_words), or None (no ledger, or it counts nothing). Never raises:
+    bookkeeping does not change an exit."""
+    count = getattr(ledger, "count_words", None)
+    try:
+        return count(reason) if count is not None else None
+    except Exception:  # noqa: BLE001
+        return None
 
 
 def describe_exit(record: dict | None) -> str:
@@ -626,12 +703,15 @@ TERMINATION_LOG = "/dev/termination-log"
 
 def record_fields(reason: Reason) -> dict[str, object]:
     """What an exit record keeps of `reason` beyond its name and code: the sys.exit your code
-    asked (user_exit), the checkpoint step saved (preempted); `from_record` reads them back."""
+    asked (user_exit), the checkpoint step saved (preempted), the rank whose failure stopped
+    it and its reason (stopped); `from_record` reads them back."""
     out: dict[str, object] = {}
     if reason.asked is not None:
         out["asked"] = reason.asked
     if reason.checkpoint is not None:
         out["checkpoint"] = reason.checkpoint
+    if reason.name == STOPPED:
+        out.update(by=reason.by, cause=reason.cause)
     return out
 
 
@@ -740,7 +820,8 @@ def report(
         env_rank = os.environ.get("RANK", "")
         rank = int(env_rank) if env_rank.isdigit() else None
     step = context.step if step is None else step
-    line = exit_line(reason, rank=rank, step=step, detail=detail, action=action)
+    counted = ledger_count(context.ledger, reason)
+    line = exit_line(reason, rank=rank, step=step, detail=detail, action=action, counted=counted)
     if reason is SUCCESS:
         if not rank:
             print(line, flush=True)

@@ -7,8 +7,9 @@ is re-created). Plain torchrun exits 1 whatever its workers did, so every failur
 permanent. This wrapper runs torchrun in-process (``torch.distributed.run.main``) and, when
 the worker group finally fails, exits with the code of the failure that explains the others
 (``exits.root_cause``: a rank that hung, raised or was SIGKILLed makes its peers fail in
-collectives, and torchrun then SIGTERMs the rest), or
-128 + the signal torchrun itself received (143 for a SIGTERM from the kubelet).
+collectives, and torchrun then SIGTERMs the rest; a rank torchrun SIGKILLs in that teardown
+follows the failure: ``teardown_kill``), or 128 + the signal torchrun itself received (143 for
+a SIGTERM from the kubelet).
 
 Exit codes alone can lie: a rank that raised writes its exit record, then tears down; its
 peer notices the closed connection and exits first with "peer lost", and torchrun SIGTERMs the
@@ -34,6 +35,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from trainforge.core import failures
@@ -50,14 +52,43 @@ def _reason_for(exitcode: int) -> tuple[int, exits.Reason | None]:
     return code, exits.for_code(code)
 
 
+# torchrun's teardown (torch 2.13.0, torch/distributed/elastic/multiprocessing/api.py,
+# SubprocessContext._poll and _close, read 2026-11-30 in the v2.13.0 wheel): once a poll finds
+# a failed worker it close()s the rest, `_close(death_sig=SIGTERM, timeout=30)`: SIGTERM, and
+# SIGKILL to each still alive 30 s later (stuck in a C call); it then captures their ends. A
+# failure's `timestamp` (errors/__init__.py, ProcessFailure._set_no_reply_file) is
+# int(time.time()) when torchrun captured it: the first failures share the smallest, the
+# torn-down ranks' come after it.
+def teardown_kill(exitcode: int, when: int | None, first: int | None) -> bool:
+    """Whether a worker's end is a SIGKILL torchrun captured after the first failure: a rank
+    killed during torchrun's teardown of the group (its own SIGKILL 30 s after its SIGTERM),
+    which follows the failure and never explains it."""
+    return exitcode == -signal.SIGKILL and when is not None and first is not None and when > first
+
+
 def worker_exit_code(
-    failures: dict[int, int], records: dict[int, exits.Reason] | None = None
+    failures: dict[int, int],
+    records: dict[int, exits.Reason] | None = None,
+    times: dict[int, int] | None = None,
 ) -> tuple[int, str]:
-    """The exit code for the pod, and a one-line explanation, from {global rank: exitcode}
-    and the exit records {global rank: reason} the ranks wrote for this failure."""
-    records = records or {}
+    """The exit code for the pod, and a one-line explanation, from {global rank: exitcode},
+    the exit records {global rank: reason} the ranks wrote for this failure and the time
+    torchrun captured each failure {global rank: whole seconds} (`teardown_kill`)."""
+    code, _, _, line = verdict(failures, records, times)
+    return code, line
+
+
+def verdict(
+    failures: dict[int, int],
+    records: dict[int, exits.Reason] | None = None,
+    times: dict[int, int] | None = None,
+) -> tuple[int, int, exits.Reason | None, str]:
+    """`worker_exit_code`'s (code, the root cause's rank, its reason or None, line)."""
+    records, times = records or {}, times or {}
+    first = min(times.values(), default=None)
     parts = []
     candidates: list[tuple[int, int, exits.Reason | None]] = []
+    followers: list[tuple[int, int]] = []
     for rank, exitcode in sorted(failures.items()):
         code, reason = _reason_for(exitcode)
         if exitcode < 0:
@@ -71,6 +102,12 @@ def worker_exit_code(
         elif recorded is not None and recorded != reason:
             label += f", recorded {recorded.name}"
             code, reason = recorded.code, recorded
+        elif teardown_kill(exitcode, times.get(rank), first):
+            late = times[rank] - first  # type: ignore[operator]
+            label += f" {late} s after the first failure, in torchrun's teardown: a follower"
+            followers.append((rank, code))
+            parts.append(f"rank {rank} exit {exitcode} ({label})")
+            continue
         parts.append(f"rank {rank} exit {exitcode} ({label})")
         candidates.append((rank, code, reason))
     for rank, recorded in sorted(records.items()):  # ranks of other pods, same failure
@@ -78,14 +115,19 @@ def worker_exit_code(
             parts.append(f"rank {rank} recorded {recorded.name}")
             candidates.append((rank, recorded.code, recorded))
     known = [c for c in candidates if c[2] is not None]
+    root: exits.Reason | None = None
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
         why = f"{root.label}, {_then(code)}"
-    else:  # only other signals' deaths or foreign codes: keep the first one
-        rank, code, _ = candidates[0]
+    else:  # only other signals' deaths, foreign codes or teardown kills: the first failure's
+        rank, code = min(
+            [(r, c) for r, c, _ in candidates] or followers,
+            key=lambda rc: (times.get(rc[0], 0), rc[0]),
+        )
         why = _then(code)
-    return code, f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+    line = f"workers failed: {'; '.join(parts)}; exiting with {code} ({why}, rank {rank})"
+    return code, rank, root, line
 
 
 def pod_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason | None:
@@ -99,7 +141,10 @@ def stopped_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason 
     """The pod's reason when a signal stopped the launcher (exit `code`): for a SIGTERM,
     preempted, with the checkpoint its ranks' records say they saved (the oldest of theirs,
     where every rank that recorded a preemption names one: exits.preempted), else without
-    one; None (the message cleared) for another signal."""
+    one; for a SIGINT, interrupted (you stopped it); None (the message cleared) for another
+    signal."""
+    if code == exits.INTERRUPTED.code:
+        return exits.INTERRUPTED
     if code != exits.PREEMPTED.code:
         return None
     saved = [r.checkpoint for r in records.values() if exits.is_preempted(r)]
@@ -128,10 +173,15 @@ def failure_records(
     return out
 
 
-def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
+def _newest_attempt(folder: Path) -> Path | None:
     attempts = sorted(folder.glob("attempt_*")) if folder.is_dir() else []
+    return attempts[-1] if attempts else None
+
+
+def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
+    newest = _newest_attempt(folder)
     out: dict[int, exits.Reason] = {}
-    for path in sorted(attempts[-1].glob("rank_*.json")) if attempts else []:
+    for path in sorted(newest.glob("rank_*.json")) if newest else []:
         try:
             rec = json.loads(path.read_text())
             reason = exits.from_record(rec)
@@ -140,6 +190,66 @@ def _records_in(folder: Path, first_failure: float) -> dict[int, exits.Reason]:
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a half-written record says nothing
     return out
+
+
+def followers(
+    failures: dict[int, int],
+    records: dict[int, exits.Reason],
+    times: dict[int, int],
+    root_rank: int,
+) -> dict[int, int]:
+    """{rank: exit code} of this pod's ranks that torchrun stopped because another failed,
+    where no signal reached the pod (torchrun raised ChildFailedError): each that died of its
+    SIGTERM or was SIGKILLed in its teardown (`teardown_kill`), or whose record says only
+    `preempted` (the SIGTERM it got was torchrun's). Never the root cause's rank; a record
+    with a cause of its own (a bug the rank raised, then SIGTERMed) stands."""
+    first = min(times.values(), default=None)
+    out: dict[int, int] = {}
+    for rank, exitcode in failures.items():
+        code, _ = _reason_for(exitcode)
+        recorded = records.get(rank)
+        if rank == root_rank or (recorded is not None and not exits.is_preempted(recorded)):
+            continue
+        killed = teardown_kill(exitcode, times.get(rank), first)
+        if killed or exitcode == -signal.SIGTERM or exits.is_preempted(recorded):
+            out[rank] = code
+    return out
+
+
+def restate_followers(
+    folders: list[Path],
+    stopped: dict[int, int],
+    root_rank: int,
+    root: exits.Reason | None,
+    first_failure: float,
+) -> None:
+    """Write the record of each rank torchrun stopped (`followers`: {rank: code}) into the
+    newest attempt of each exit-record folder (the run ledger's, this pod's): `stopped`,
+    because `root_rank` failed with `root`, over the `preempted` its SIGTERM handler wrote (or
+    none: a rank stuck in a C call, which the next attempt's ledger would read as node_lost).
+    Its step is kept. Only an attempt that holds a record of this failure (`_records_in`) is
+    written: an older attempt's folder is not this one's. Never raises."""
+    for folder in folders:
+        attempt = _newest_attempt(folder)
+        if attempt is None or not _records_in(folder, first_failure):
+            continue  # no rank recorded this failure here: nothing to correct
+        for rank, code in stopped.items():
+            path = attempt / f"rank_{rank:05d}.json"
+            try:
+                old = json.loads(path.read_text()) if path.is_file() else {}
+            except (OSError, ValueError):
+                old = {}
+            old = old if isinstance(old, dict) else {}
+            reason = exits.stopped(code, root_rank, root.label if root else None)
+            rec = {**exits.record_fields(reason), "reason": reason.name, "code": code,
+                   "rank": rank, "step": old.get("step"), "detail": reason.what,
+                   "time": old.get("time", time.time())}  # fmt: skip
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            try:
+                tmp.write_text(json.dumps(rec, sort_keys=True), encoding="utf-8")
+                os.replace(tmp, path)
+            except OSError:
+                continue
 
 
 def _signal_name(num: int) -> str:
@@ -171,10 +281,15 @@ def _launch(argv: list[str], local: str) -> int:
         torchrun_main(argv)
     except ChildFailedError as e:
         failures = {int(rank): int(f.exitcode) for rank, f in e.failures.items()}
-        first = min((float(f.timestamp) for f in e.failures.values()), default=0.0)
-        records = failure_records(checkpoint_dir(argv), first, local)
-        code, line = worker_exit_code(failures, records)
+        times = {int(rank): int(f.timestamp) for rank, f in e.failures.items()}
+        first = min(times.values(), default=0)
+        ckpt = checkpoint_dir(argv)
+        records = failure_records(ckpt, float(first), local)
+        code, root_rank, root, line = verdict(failures, records, times)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
+        folders = [Path(local)] + ([Path(ckpt) / LEDGER_DIR / EXITS_DIR] if ckpt else [])
+        stopped = followers(failures, records, times, root_rank)
+        restate_followers(folders, stopped, root_rank, root, float(first))
         exits.write_termination(pod_reason(code, records))  # the pod's, over its workers'
         return code
     except SignalException as e:

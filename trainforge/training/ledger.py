@@ -280,12 +280,26 @@ class RunLedger:
             if a.resumed_step not in (None, resumed_step) or a.finished:
                 break
             reason = exits.from_record(a.exit or {})
-            if reason is exits.PREEMPTED:
-                break  # preemption is not a failure of the job
+            if exits.is_stop(reason):
+                break  # a preemption or your Ctrl-C is not a failure of the job
             if reason is not None and not reason.retryable:
                 break  # it stopped the job
             n += 1
         return n
+
+    def count_words(self, reason: exits.Reason) -> str | None:
+        """Where this attempt ends with `reason`: the run ledger's own count, in words, beside
+        the controller's ("not counted against backoffLimit": core.failures.Outcome.words).
+        A retryable failure is failed attempt n of NO_PROGRESS_LIMIT in a row from one
+        checkpoint (`attempts_without_progress`, as the next attempt counts it); None where
+        this ledger counts nothing (not rank 0's, no shared storage, a stop, a permanent end)."""
+        if self.rank != 0 or not self.persistent or not self.attempts:
+            return None
+        if reason is exits.SUCCESS or exits.is_stop(reason) or not reason.retryable:
+            return None
+        n = self.attempts_without_progress(self.current.resumed_step) + 1
+        stops = " (the next attempt stops: no_progress)" if n >= NO_PROGRESS_LIMIT else ""
+        return f"failed attempt {n} of {NO_PROGRESS_LIMIT} in a row in the run ledger{stops}"
 
     @property
     def current(self) -> Attempt:

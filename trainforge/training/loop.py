@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, exits, fp8, versions
+from trainforge.training import agreement, data_order, exits, fp8, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import (
     ADAMW_BETAS,
@@ -304,7 +304,10 @@ def _train(
 
     # checkpoint hook (before the loop): resume model, optimizer, scheduler, RNG and step from
     # the newest complete checkpoint; the data position follows from the step.
-    checkpointing = ckpt_mod.Checkpointing(cfg.checkpoint, log=log_all, global_batch=global_batch)
+    order_inputs = {f: getattr(cfg, f) for f in data_order.DATA_FIELDS}  # saved, compared
+    checkpointing = ckpt_mod.Checkpointing(
+        cfg.checkpoint, log=log_all, global_batch=global_batch, data=order_inputs
+    )
     try:
         with _watched(watchdog, "restore"):
             state.step = checkpointing.restore(state.model, state.optimizer, state.scheduler)

@@ -262,8 +262,11 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
     except KeyboardInterrupt as e:
         keep.append(e)
         traceback.print_exc()
-        _record(ledger, exits.PREEMPTED, "interrupted (SIGINT): stopped, not failed")
-        return 130
+        reason = exits.INTERRUPTED
+        print(exits.exit_line(reason, rank=_rank(), step=None, detail="KeyboardInterrupt"),
+              file=sys.stderr, flush=True)  # fmt: skip
+        _record(ledger, reason, f"KeyboardInterrupt: {reason.what}")
+        return reason.code
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         keep.append(e)
         return _failed(ledger, e, script)
@@ -288,7 +291,10 @@ def _failed(ledger, e: BaseException, script: str | None, after: str = "") -> in
         reason, detail = _diagnose(e)
         action = _action(reason, e)
     detail += after
-    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail, action=action)
+    counted = exits.ledger_count(ledger, reason)
+    line = exits.exit_line(
+        reason, rank=_rank(), step=None, detail=detail, action=action, counted=counted
+    )
     print(line, file=sys.stderr, flush=True)
     _record(ledger, reason, detail)
     return reason.code
@@ -305,7 +311,8 @@ def _exited(ledger, value: object, after: str = "") -> int:
             _record(ledger, reason, "finished")
             return code
         detail = f"your code asked sys.exit({said}); the process exits 0 ({said} & 0xff)"
-    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail)
+    counted = exits.ledger_count(ledger, reason)
+    line = exits.exit_line(reason, rank=_rank(), step=None, detail=detail, counted=counted)
     print(line, file=sys.stderr, flush=True)
     _record(ledger, reason, detail)
     return code
