@@ -1,8 +1,8 @@
 """Lazy star-imports for the Pulumi SDKs' generated service packages, for the offline plan.
 
 `pulumi_aws.ec2/__init__.py` (pulumi_aws 7.51.1) is ~180 `from .x import *` lines, one per
-resource or function module; `pulumi_kubernetes.core.v1` is ~50. A plan uses a dozen of them,
-yet importing the package executes them all (~1 CPU s of a plan: docs/performance.md, "Plan").
+resource or function module; `pulumi_kubernetes.core.v1` is ~50. prod reads 15 of ec2's, yet
+importing the package executes them all (docs/performance.md, "Wave 19, plan prod").
 `install()` loads such packages with the same `__init__` minus those lines, and resolves a
 name the first time it is read (PEP 562 module `__getattr__`) by importing the one module
 that star-import would have taken it from (the last one whose `__all__` names it). Any other
