@@ -242,9 +242,11 @@ def _refuse(message: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from trainforge.plan import lazy_sdk
     from trainforge.plan.runner import tune_gc
 
     tune_gc()  # before the imports below: most of a plan's objects live to its end
+    lazy_sdk.install()  # and the SDKs' modules a plan never reads are never imported
     args = build_parser().parse_args(argv)
     if bad := _output_error(args):  # before a plan's seconds
         return _refuse(bad)
