@@ -283,6 +283,9 @@ class JobCost:
     # figures, `choice` and `duration` are the dearest worker's: a cap must hold wherever it runs.
     runs: tuple[WorkerRun, ...] | None = None
     no_node: str = ""  # why the pool's limits stop every NodeClaim (`capacity.launch_stopped`)
+    # seconds after submission its run starts, the queue simulation's (None: unknown, e.g.
+    # behind a run of unknown length); a job that runs at once starts at 0
+    start: float | None = 0.0
 
     @property
     def why_no_node(self) -> str:
@@ -797,37 +800,48 @@ class CostReport:
     @property
     def in_fixed_hourly(self) -> list[float]:
         """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway (its desiredSize,
-        already in the fixed cost, paid whether a job runs or not). The running jobs on its
-        pool and type take them in order, at most that many; only nodes beyond add to the bill.
-        The one model of that overlap: the verdict, the report and the cluster budget read it."""
+        already in the fixed cost, paid whether a job runs or not); only nodes beyond add to
+        the bill. The jobs on its pool and type take the desired nodes free when they start
+        (the queue simulation's `start`: a job waiting behind another takes those the one
+        ahead left), in start then declared order; one whose start is unknown takes none (a
+        ceiling). The one model of that overlap: the verdict, the report and the cluster budget
+        read it."""
         out = [0.0] * len(self.jobs)
         for i in self.fixed:
             if not i.pool or not i.nodes or i.hourly is None:
                 continue
-            left = i.nodes
-            for n, j in enumerate(self.jobs):
-                c = j.choice
-                if not (j.runs_at_once and j.runs is None and j.pool == i.pool and c
-                        and c.instance_type == i.instance_type and j.hourly is not None):  # fmt: skip
+            held: list[tuple[float, float]] = []  # (until, nodes) of the jobs that took some
+            for n, j in sorted(enumerate(self.jobs), key=lambda x: x[1].start or 0.0):
+                c, start = j.choice, j.start
+                if not (j.admission != "never" and j.runs is None and j.pool == i.pool and c
+                        and start is not None and c.instance_type == i.instance_type
+                        and j.hourly is not None):  # fmt: skip
                     continue
-                took = min(c.nodes, left)
+                busy = sum(k for until, k in held if until > start)
+                took = min(c.nodes, max(i.nodes - busy, 0.0))
+                if not took:
+                    continue
+                d = j.duration.seconds
+                held.append((math.inf if d is None else start + d, took))
                 out[n] += took * i.hourly / i.nodes
-                left -= took
         return out
 
     @property
     def running_in_fixed(self) -> float:
         """The part of `running_hourly` on node groups' always-on nodes (`in_fixed_hourly`)."""
-        return sum(self.in_fixed_hourly)
+        return sum(h for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True)
+                   if j.runs_at_once)  # fmt: skip
 
     def run_in_fixed(self, most_hours: float = math.inf) -> float:
-        """The part of the jobs' run costs (each run at most `most_hours`) on those nodes: the
-        platform's fixed cost pays it already (a run of unknown length: none)."""
-        return sum(
-            h * min(j.duration.seconds / 3600, most_hours)
-            for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True)
-            if h and j.duration.seconds is not None
-        )
+        """The part of the jobs' run costs on those nodes, within the first `most_hours` after
+        submission (each run from its `start`): the platform's fixed cost pays it already (a
+        run of unknown length: none)."""
+        total = 0.0
+        for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True):
+            if h and j.duration.seconds is not None and j.start is not None:
+                start = j.start / 3600
+                total += h * max(0.0, min(start + j.duration.seconds / 3600, most_hours) - start)
+        return total
 
     def fixed_missing(self) -> list[str]:
         """The prices the platform's total lacks ("ebs.gp3 in us-west-2")."""

@@ -1,0 +1,90 @@
+"""The cost figures say what the cluster will run: a job waiting for quota runs after the one
+ahead of it, on the nodes that one leaves (a node group's always-on nodes too).
+
+The stack: prod (its `YOURS:` values filled in) with two llm jobs of 4 x 8 GPUs on the
+p4d-reserved group (2 nodes always on, in the platform's fixed cost) where llm is guaranteed 32
+GPUs, so `second` waits for `first` (1 h each), and a CPU job timed by its
+activeDeadlineSeconds (a ceiling). By hand: `first` runs 0-1 h on the 2 desired nodes + 2 more,
+`second` 1-2 h on the same 2 desired nodes + 2 more; the cluster's month adds 2 + 2 p4d
+node-hours to the platform's, not the 6 counted before (`second` was counted on 4 new nodes).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import replace
+
+import pytest
+
+from tests.conftest import ROOT, prod_own_values
+from trainforge.jobs import duration
+from trainforge.plan import core, cost, price_facts
+from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import cost_check
+from trainforge.stack.file import read_stack_file
+
+
+def _p4d(name: str) -> dict:
+    return {"name": name, "team": "llm", "pool": "p4d-reserved", "workers": 4,
+            "gpusPerWorker": 8, "model": "mlp", "steps": 3600, "expectedStepSeconds": 1.0}  # fmt: skip
+
+
+DEADLINE_JOB = {"name": "cpu-deadline", "team": "llm", "pool": "training-workloads", "workers": 2,
+                "model": "mlp", "steps": 100, "runPolicy": {"activeDeadlineSeconds": 5400}}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def planned():
+    overrides = prod_own_values()
+    jobs = json.loads(read_stack_file(ROOT / "Pulumi.prod.yaml").engine()["trainforge:jobs"])
+    overrides["trainforge:jobs"] = json.dumps([*jobs, _p4d("first"), _p4d("second"), DEADLINE_JOB])
+    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
+    return result, cost_check.build_report(ctx, today=dt.date(2026, 11, 30))
+
+
+def _known_fixed(report: cost.CostReport) -> cost.CostReport:
+    """The report without its unpriced always-on items (FSx, KMS), so a month is a figure."""
+    return replace(report, fixed=[i for i in report.fixed if i.hourly is not None])
+
+
+def test_a_waiting_job_runs_on_the_desired_nodes_the_one_ahead_left(planned):
+    _, report = planned
+    jobs = {j.name: j for j in report.jobs}
+    first, second = jobs["first"], jobs["second"]
+    assert (first.admission, second.admission) == ("runs", "waits")
+    assert (first.start, second.start) == (0.0, 3600.0)  # after first's hour
+    assert first.duration.seconds == second.duration.seconds == 3600.0
+    p4d = price_facts.ec2_on_demand("us-east-1", "p4d.24xlarge").usd
+    assert first.choice.nodes == second.choice.nodes == 4
+    # each takes the group's 2 desired nodes in its own hour
+    by_job = dict(zip((j.name for j in report.jobs), report.in_fixed_hourly, strict=True))
+    assert by_job["first"] == by_job["second"] == pytest.approx(2 * p4d)
+    report = _known_fixed(report)
+    platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
+    others = jobs["gpt-350m-fsdp"].run_cost + jobs["cpu-deadline"].run_cost
+    by_hand = platform + 2 * p4d * 1 + 2 * p4d * 1 + others  # only the nodes beyond the 2
+    assert cost_check.cluster_month(report) == pytest.approx(by_hand, abs=0.02)
+    # the verdict's share on the always-on nodes is both jobs' (the JSON the verdict reads)
+    assert report.to_json()["runCostInFixed"] == pytest.approx(2 * 2 * p4d, abs=0.02)
+
+
+def test_a_run_takes_the_desired_nodes_free_when_it_starts_within_the_month():
+    group = cost.FixedItem("node group g", "2 nodes", 2 * 10.0, pool="g", instance_type="t",
+                           nodes=2)  # fmt: skip
+    choice = cost.NodeChoice("t", 2, 1, price_facts.Price(10.0, "hour", "x"), None, "")
+    two_hours = duration.Duration(7200, "estimate", "")
+
+    def job(name, start, admission="waits"):
+        return cost.JobCost(name, "a", "g", name, choice, False, two_hours, admission=admission,
+                            start=start)  # fmt: skip
+
+    report = cost.CostReport("r", dt.date(2026, 11, 30), fixed=[group])
+    # a at once (0-2 h), b after it (2-4 h), c while a runs (1 h: none free), d unknown start
+    report.jobs = [job("a", 0.0, "runs"), job("b", 7200.0), job("c", 3600.0), job("d", None)]
+    assert report.in_fixed_hourly == [20.0, 20.0, 0.0, 0.0]
+    assert report.running_in_fixed == 20.0  # only a runs now
+    assert report.run_in_fixed() == 80.0  # a's 2 h and b's 2 h on the 2 desired nodes
+    assert report.run_in_fixed(most_hours=3) == 60.0  # b's second hour is past the window
