@@ -61,7 +61,7 @@ def test_a_waiting_job_runs_on_the_desired_nodes_the_one_ahead_left(planned):
     assert first.choice.nodes == second.choice.nodes == 4
     # each takes the group's 2 desired nodes in its own hour
     by_job = dict(zip((j.name for j in report.jobs), report.in_fixed_hourly, strict=True))
-    assert by_job["first"] == by_job["second"] == pytest.approx(2 * p4d)
+    assert by_job["first"] == by_job["second"] == pytest.approx(2 * p4d, abs=0.005)  # to the cent
     report = _known_fixed(report)
     platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
     others = jobs["gpt-350m-fsdp"].run_cost + jobs["cpu-deadline"].run_cost
@@ -88,3 +88,86 @@ def test_a_run_takes_the_desired_nodes_free_when_it_starts_within_the_month():
     assert report.running_in_fixed == 20.0  # only a runs now
     assert report.run_in_fixed() == 80.0  # a's 2 h and b's 2 h on the 2 desired nodes
     assert report.run_in_fixed(most_hours=3) == 60.0  # b's second hour is past the window
+
+
+# --- every figure a line prints is derivable from the table ------------------------------------
+
+
+def _money(text: str) -> float:
+    return float(text.removeprefix("<= ").removeprefix("$").replace(",", ""))
+
+
+def _rows(lines: list[str], header: str) -> dict[str, list[str]]:
+    """A table of the rendered report (the one whose header starts `header`), by first cell."""
+    import re
+
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"  {header}"))
+    out = {}
+    for line in lines[at + 1 :]:
+        cells = re.split(r"\s{2,}", line.strip())
+        if not line.startswith("  ") or line.startswith("   ") or len(cells) < 4:
+            break
+        out[cells[0]] = cells
+    return out
+
+
+def test_the_verdicts_and_the_teams_sums_are_the_tables_rows_added(planned):
+    """Each figure is the sum of the rows as printed (to the cent), with `<=`/`at most` where a
+    row is a ceiling: before, the verdict's run costs read $330.80 and llm's month $177.96
+    where the rows add to $330.79 and $177.95 (unrounded sums), and llm's month, which holds a
+    deadline's ceiling, had no `<=`."""
+    from trainforge.plan import verdict
+
+    result, report = planned
+    lines = cost_check.render(report)
+    jobs = _rows(lines, "job ")
+    assert set(jobs) == {"gpt-350m-fsdp", "first", "second", "cpu-deadline"}
+    assert jobs["cpu-deadline"][3].startswith("<= ")  # its run cost: a ceiling
+    runs = round(sum(_money(r[3]) for r in jobs.values()), 2)
+    running = round(sum(_money(r[8]) for r in jobs.values() if r[2] == "at once"), 2)
+    group = _rows(lines, "item ")[
+        "node group trainforge-prod-p4d-reserved (p4d.24xlarge, on-demand)"
+    ]
+    desired = _money(group[2])  # the group's 2 desired nodes' $/h, in the platform's
+    line = verdict.cost_lines(result, None)[1]
+    assert f"${running - desired:,.2f}/h while running (their ${desired:,.2f}/h on node" in line
+    # first's hour and second's hour each on the 2 desired nodes
+    assert line.endswith(
+        f"run costs at most ${runs:,.2f} in all (of which ${2 * desired:,.2f} on node groups' "
+        "always-on nodes, paid in the platform's)"
+    ), line
+    llm = _rows(lines, "team ")["llm"]
+    mine = [r for r in jobs.values() if r[1] == "llm"]
+    assert llm[3] == f"<= ${round(sum(_money(r[3]) for r in mine), 2):,.2f}"
+    assert llm[1] == f"${round(sum(_money(r[8]) for r in mine if r[2] == 'at once'), 2):,.2f}"
+    # the budget finding says the same figure, a ceiling too
+    (f,) = cost_check.findings(
+        report, cost_check.parse_caps({"teams": {"llm": {"teamPerMonth": 1}}}, {"llm", "vision"})
+    )
+    assert f"team llm's declared jobs cost at most {llm[3][3:]} in a month" in f.message
+
+
+def _doc() -> str:
+    """docs/cost.md with its lines joined (an example may wrap)."""
+    return " ".join((ROOT / "docs/cost.md").read_text().split())
+
+
+def test_devs_verdict_adds_its_rows_as_docs_cost_md_says():
+    """dev's shipped stack: three m5.2xlarge jobs at $0.384/h and gpt-small-fsdp at $1.052/h;
+    the rows print $0.38 and $1.05, the verdict their sum, $2.19 (it printed $2.20)."""
+    from tests.conftest import shipped_plan
+    from trainforge.plan import verdict
+
+    result = shipped_plan("dev")
+    rows = verdict.section_data(result, verdict.COST_TITLE)["jobs"]
+    assert sorted(f"${r['onDemandPerHour']:,.2f}" for r in rows) == ["$0.38"] * 3 + ["$1.05"]
+    line = verdict.cost_lines(result, None)[1]
+    assert line.startswith("      + jobs: 4 of 4 run at once, $2.19/h while running, "), line
+    said = "run costs $0.79 for the priced jobs + unknown for 3 jobs without a run length: "
+    assert line.endswith(said + "research/mnist-ddp, research/mnist-user, research/resumable")
+    doc = _doc()
+    assert "`$0.38` x 3 + `$1.05` = `$2.19/h while running`" in doc
+    assert (
+        f"`{said}...` (no steps x step time, estimate or deadline to multiply by; the dev "
+        "stack's verdict today)" in doc
+    )

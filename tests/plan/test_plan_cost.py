@@ -413,7 +413,8 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, tmp_path):
     assert job.duration.seconds < 86400
     assert job.run_cost == pytest.approx(16.288 * job.duration.seconds / 3600)
     teams = {t.name: t for t in report.teams}
-    assert teams["vision"].jobs_hourly == pytest.approx(16.288) and teams["llm"].jobs_hourly == 0
+    # a team's sum adds its jobs' figures as printed, to the cent
+    assert teams["vision"].jobs_hourly == 16.29 and teams["llm"].jobs_hourly == 0
     # vision may hold its own 16 GPUs plus what it may borrow from its cohort (llm's 64 and
     # the cohort's 80 nobody is guaranteed: every GPU of the cluster, 160; prod sets no
     # borrowing limit), at the priciest $/GPU-hour of the stack (p5.48xlarge: 55.04 / 8), and
@@ -816,6 +817,17 @@ def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourl
         "groups' always-on nodes is in the platform's), each job on its own nodes; run costs "
         f"{run} in all (of which {run} on node groups' always-on nodes, paid in the platform's)"
     )
+    # docs/cost.md's example figures are these
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    assert (two_nodes, run) == ("$43.92", "$61.76")
+    assert (
+        f"`$0.00/h while running (their {two_nodes}/h on node groups' always-on nodes is in "
+        "the platform's)`" in doc
+    )
+    assert (
+        f"`run costs {run} in all (of which {run} on node groups' always-on nodes, paid in "
+        "the platform's)`" in doc
+    )
 
 
 def test_the_reports_running_line_counts_a_node_groups_desired_nodes_once(on_reserved):
@@ -840,7 +852,7 @@ def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved)
         platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
         (job,) = report.jobs
         (vision,) = [t for t in report.teams if t.month]
-        assert vision.month == pytest.approx(job.run_cost) and job.run_cost > 50
+        assert vision.month == round(job.run_cost, 2) and job.run_cost > 50  # as printed
         assert cost_check.cluster_month(report) == pytest.approx(platform)
         ok = cost_check.parse_caps({"clusterPerMonth": platform + 1})
         assert not cost_check.findings(report, ok)
@@ -849,6 +861,8 @@ def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved)
     finally:
         report.fixed = fixed
     assert f.rule == "TF_COST_CLUSTER_BUDGET"
+    less = f"less their ${job.run_cost:,.2f} on node groups' always-on nodes, in the platform's"
+    assert f"`{less}`" in " ".join((ROOT / "docs/cost.md").read_text().split())  # its example
     assert f.message == (
         f"the cluster costs ${platform:,.2f} in a month (platform ${platform:,.2f}/month + every "
         f"declared job run once, less their ${job.run_cost:,.2f} on node groups' always-on "

@@ -35,6 +35,32 @@ def _sum(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
+def cents(value: float | None) -> float | None:
+    """A figure as the report prints it (`usd`: to the cent). Every total adds these, so a
+    total is the sum of the figures printed above it (dev: 3 x $0.38 + $1.05 = $2.19/h, not
+    the $2.20 of the unrounded $0.384s)."""
+    return None if value is None else round(value, 2)
+
+
+def row_totals(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The sums of the jobs' rows (`CostReport.rows`, or a base report's JSON) that the report
+    and the verdict print, each row's figure to the cent: what runs at once per hour and its
+    part on node groups' always-on nodes; the runs of every job admitted at all (waiting ones
+    too) and their part on those nodes. A row without a figure adds nothing (named apart)."""
+    running = [r for r in rows if r.get("admission", "runs") == "runs"]
+    counted = [r for r in rows if r.get("admission", "runs") != "never"]
+
+    def total(of: list[dict[str, Any]], key: str) -> float:
+        return sum(cents(v) or 0.0 for r in of if isinstance(v := r.get(key), int | float))
+
+    return {
+        "runningPerHour": total(running, "onDemandPerHour"),
+        "runningInFixedPerHour": total(running, "inFixedPerHour"),
+        "runCosts": total(counted, "runCost"),
+        "runCostInFixed": total(counted, "runCostInFixed"),
+    }
+
+
 def _unknown_first(value: float | None) -> tuple[bool, float]:
     """A sort key where an unknown figure is the highest (it could be)."""
     return (value is None, value or 0.0)
@@ -534,6 +560,8 @@ class TeamCost:
     waiting: tuple[str, ...] = ()  # declared jobs that wait for quota (or are never admitted)
     month: float | None = 0.0  # every declared job run once, within a month (None: unknown)
     month_unknown: tuple[str, ...] = ()  # the jobs whose run cost is unknown
+    # a job's run in `month` is a ceiling (its activeDeadlineSeconds), so the month is one too
+    month_at_most: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -541,6 +569,7 @@ class TeamCost:
             "jobs": list(self.jobs),
             "waiting": list(self.waiting),
             "monthEstimate": self.month,
+            "monthAtMost": self.month_at_most,
             "monthUnknown": list(self.month_unknown),
             "jobsOnDemandPerHour": self.jobs_hourly,
             "quotaCeilingPerHour": self.ceiling.hourly,
@@ -559,15 +588,16 @@ def team_costs(
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
         running = [j for j in mine if j.runs_at_once]
-        hourly: float | None = sum((j.hourly or 0.0) for j in running)
+        hourly: float | None = sum(cents(j.hourly) or 0.0 for j in running)
         if any(j.hourly is None for j in running):
             hourly = None
         unknown = tuple(j.name for j in mine if j.month_cost is None)
-        month = None if unknown else sum(j.month_cost or 0.0 for j in mine)
+        month = None if unknown else sum(cents(j.month_cost) or 0.0 for j in mine)
         out.append(
             TeamCost(name, teams[name].namespace, tuple(j.name for j in running), hourly,
                      quota_ceiling(teams[name], placed),
-                     tuple(j.name for j in mine if not j.runs_at_once), month, unknown)
+                     tuple(j.name for j in mine if not j.runs_at_once), month, unknown,
+                     any(j.duration.ceiling and j.month_cost for j in mine))
         )  # fmt: skip
     return out
 
@@ -791,14 +821,27 @@ class CostReport:
             return money
         return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The jobs' data rows (`JobCost.to_json`) with each one's part on node groups'
+        always-on nodes ($/h and its run), to the cent: what `row_totals` sums."""
+        return [
+            {**j.to_json(), "inFixedPerHour": cents(h),
+             "runCostInFixed": cents(self._hours_in_fixed(j) * h)}
+            for j, h in zip(self.jobs, self._in_fixed(), strict=True)
+        ]  # fmt: skip
+
     @property
     def running_hourly(self) -> float:
         """$/hour of the priced jobs that run at once, each on its own nodes (no packing of
         several jobs' pods onto shared nodes)."""
-        return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
+        return row_totals(self.rows())["runningPerHour"]
 
     @property
     def in_fixed_hourly(self) -> list[float]:
+        """`_in_fixed` to the cent, as printed."""
+        return [cents(h) or 0.0 for h in self._in_fixed()]
+
+    def _in_fixed(self) -> list[float]:
         """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway (its desiredSize,
         already in the fixed cost, paid whether a job runs or not); only nodes beyond add to
         the bill. The jobs on its pool and type take the desired nodes free when they start
@@ -829,19 +872,28 @@ class CostReport:
     @property
     def running_in_fixed(self) -> float:
         """The part of `running_hourly` on node groups' always-on nodes (`in_fixed_hourly`)."""
-        return sum(h for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True)
-                   if j.runs_at_once)  # fmt: skip
+        return row_totals(self.rows())["runningInFixedPerHour"]
+
+    @property
+    def run_costs(self) -> float:
+        """The priced runs of every job admitted at all (waiting ones too), to the cent each."""
+        return row_totals(self.rows())["runCosts"]
+
+    @staticmethod
+    def _hours_in_fixed(j: JobCost, most_hours: float = math.inf) -> float:
+        """The hours of `j`'s run within the first `most_hours` after submission (from its
+        `start`; unknown: none)."""
+        if j.duration.seconds is None or j.start is None:
+            return 0.0
+        start = j.start / 3600
+        return max(0.0, min(start + j.duration.seconds / 3600, most_hours) - start)
 
     def run_in_fixed(self, most_hours: float = math.inf) -> float:
         """The part of the jobs' run costs on those nodes, within the first `most_hours` after
-        submission (each run from its `start`): the platform's fixed cost pays it already (a
-        run of unknown length: none)."""
-        total = 0.0
-        for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True):
-            if h and j.duration.seconds is not None and j.start is not None:
-                start = j.start / 3600
-                total += h * max(0.0, min(start + j.duration.seconds / 3600, most_hours) - start)
-        return total
+        submission (each run from its `start`), to the cent each: the platform's fixed cost
+        pays it already (a run of unknown length: none)."""
+        return sum(cents(h * self._hours_in_fixed(j, most_hours)) or 0.0
+                   for j, h in zip(self.jobs, self._in_fixed(), strict=True))  # fmt: skip
 
     def fixed_missing(self) -> list[str]:
         """The prices the platform's total lacks ("ebs.gp3 in us-west-2")."""
@@ -853,11 +905,12 @@ class CostReport:
         return sorted(used)
 
     def to_json(self) -> dict[str, Any]:
+        rows = self.rows()
         return {
             "factsDate": P.FACTS_DATE,
             "region": self.region,
             "asOf": self.today.isoformat(),
-            "jobs": [j.to_json() for j in self.jobs],
+            "jobs": rows,
             "teams": [t.to_json() for t in self.teams],
             "fixed": [i.to_json() for i in self.fixed],
             "fixedPerHourKnown": self.fixed_hourly_known,
@@ -865,9 +918,7 @@ class CostReport:
             "fixedUnknown": self.fixed_unknown,
             "fixedTotal": self.fixed_total(),
             "fixedMissingPrices": self.fixed_missing(),
-            "runningPerHour": self.running_hourly,
-            "runningInFixedPerHour": self.running_in_fixed,
-            "runCostInFixed": self.run_in_fixed(),
+            **row_totals(rows),
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

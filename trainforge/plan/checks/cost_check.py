@@ -139,7 +139,8 @@ def render(report: C.CostReport) -> list[str]:
             c = t.ceiling
             ceiling = ["unlimited"] * 2 if c.unlimited else [usd(c.hourly), usd(c.monthly)]
             waiting = ", ".join(t.waiting) or "-"
-            rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), *ceiling])
+            month = ("<= " if t.month_at_most and t.month is not None else "") + usd(t.month)
+            rows.append([t.name, usd(t.jobs_hourly), waiting, month, *ceiling])
         lines += ["Teams:", *_table(rows)]
         lines += [f"  {t.name}: quota ceiling = {t.ceiling.detail}" for t in report.teams]
         lines += [
@@ -328,8 +329,9 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"{usd(budget)}/month",
             [p for j in mine if (p := j.missing_price(report.region))],
             _no_month(f"team {t.name}", budget, t.month_unknown) if t.month is None else "",
-            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once{dear}: "
-            + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
+            f"team {t.name}'s declared jobs cost {_at_most(t.month_at_most)}{usd(t.month)} in a "
+            f"month (each run once{dear}: "
+            + ", ".join(f"{j.name} {_at_most(j.duration.ceiling)}{usd(j.month_cost)}" for j in mine)
             + f"), over its {usd(budget)}/month budget"
             if t.month is not None and t.month > budget
             else None,
@@ -345,13 +347,19 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             report.fixed_missing()
             + [p for j in report.jobs if (p := j.missing_price(report.region))],
             _no_month("the cluster", budget, unknown) if month is None else "",
-            f"the cluster costs {usd(month)} in a month (platform "
+            f"the cluster costs {_at_most(any(t.month_at_most for t in report.teams))}"
+            f"{usd(month)} in a month (platform "
             f"{usd(report.fixed_hourly_known * P.HOURS_PER_MONTH)}/month + every declared job "
             f"run once{_less_in_fixed(report)}), over its {usd(budget)}/month budget"
             if month is not None and month > budget
             else None,
         )
     return out
+
+
+def _at_most(ceiling: bool) -> str:
+    """ "at most " before a figure that is a ceiling (a run timed by its deadline)."""
+    return "at most " if ceiling else ""
 
 
 def _unpriced_team(team: str, cap: float, jobs: list[C.JobCost]) -> str:
