@@ -171,3 +171,20 @@ def test_devs_verdict_adds_its_rows_as_docs_cost_md_says():
         f"`{said}...` (no steps x step time, estimate or deadline to multiply by; the dev "
         "stack's verdict today)" in doc
     )
+
+
+def test_the_pr_markdown_marks_ceilings_and_changes_the_figures_as_printed():
+    """A PR's cost markdown says `<=` where the report does, and a change is the printed
+    figures' ($11.34 -> $8.06 is -$3.28, not the unrounded -$3.29)."""
+    from trainforge.plan.diff import cost_markdown, delta
+
+    assert delta(11.344, 8.056) == "-$3.28"
+    job = {"name": "j", "team": "t", "admission": "runs", "onDemandPerHour": 1.0,
+           "runCost": 1.5, "runCostBasis": duration.DEADLINE, "nodes": 1, "instanceType": "x"}  # fmt: skip
+    team = {"name": "t", "jobsOnDemandPerHour": 1.0, "monthEstimate": 1.5, "monthAtMost": True,
+            "quotaCeilingPerMonth": 9.0}  # fmt: skip
+    old = {"jobs": [], "teams": [], "fixedPerMonthKnown": 1.0}
+    new = {"jobs": [job], "teams": [team], "fixedPerMonthKnown": 1.0}
+    md = "\n".join(cost_markdown(old, new))
+    assert "| `j` (t) | added | - → <= $1.50 | +$1.50 | activeDeadlineSeconds |" in md, md
+    assert "| t | - → $1.00 | - → <= $1.50 | - → $9.00 |" in md, md
