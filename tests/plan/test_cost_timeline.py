@@ -63,7 +63,7 @@ def test_a_waiting_job_runs_on_the_desired_nodes_the_one_ahead_left(planned):
     by_job = dict(zip((j.name for j in report.jobs), report.in_fixed_hourly, strict=True))
     assert by_job["first"] == by_job["second"] == pytest.approx(2 * p4d, abs=0.005)  # to the cent
     report = _known_fixed(report)
-    platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
+    platform = report.fixed_monthly_known
     others = jobs["gpt-350m-fsdp"].run_cost + jobs["cpu-deadline"].run_cost
     by_hand = platform + 2 * p4d * 1 + 2 * p4d * 1 + others  # only the nodes beyond the 2
     assert cost_check.cluster_month(report) == pytest.approx(by_hand, abs=0.02)
@@ -97,6 +97,15 @@ def _money(text: str) -> float:
     return float(text.removeprefix("<= ").removeprefix("$").replace(",", ""))
 
 
+def _cent(text: str) -> float:
+    """A printed figure to the cent, as a reader rounds it by hand (half up: $43.915 is
+    $43.92)."""
+    from decimal import ROUND_HALF_UP, Decimal
+
+    value = Decimal(text.removeprefix("<= ").removeprefix("$").replace(",", ""))
+    return float(value.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
 def _rows(lines: list[str], header: str) -> dict[str, list[str]]:
     """A table of the rendered report (the one whose header starts `header`), by first cell."""
     import re
@@ -128,7 +137,7 @@ def test_the_verdicts_and_the_teams_sums_are_the_tables_rows_added(planned):
     group = _rows(lines, "item ")[
         "node group trainforge-prod-p4d-reserved (p4d.24xlarge, on-demand)"
     ]
-    desired = _money(group[2])  # the group's 2 desired nodes' $/h, in the platform's
+    desired = _cent(group[2])  # the 2 desired nodes, in the platform's, to the cent
     line = verdict.cost_lines(result, None)[1]
     assert f"${running - desired:,.2f}/h while running (their ${desired:,.2f}/h on node" in line
     # first's hour and second's hour each on the 2 desired nodes
@@ -188,3 +197,24 @@ def test_the_pr_markdown_marks_ceilings_and_changes_the_figures_as_printed():
     md = "\n".join(cost_markdown(old, new))
     assert "| `j` (t) | added | - → <= $1.50 | +$1.50 | activeDeadlineSeconds |" in md, md
     assert "| t | - → $1.00 | - → <= $1.50 | - → $9.00 |" in md, md
+
+
+def test_the_platforms_total_is_its_columns_added(planned):
+    """The platform table's $/h column adds up to the total the report and the verdict print:
+    before, prod's items read $0.10 + $0.14 + $0.01 + $0.58 + $43.92 + $0.14 = $44.89 over a
+    total of $44.88/h (3 NAT gateways at $0.045 and 3 IPv4 addresses at $0.005 are not whole
+    cents); each $/h is now printed to a tenth of a cent, each $/month to the cent."""
+    from trainforge.plan import verdict
+
+    result, report = planned
+    lines = cost_check.render(report)
+    items = [r for r in _rows(lines, "item ").values() if r[2] != "unknown"]
+    hourly = round(sum(_money(r[2]) for r in items), 2)
+    monthly = round(sum(_money(r[3]) for r in items), 2)
+    (total,) = [ln for ln in lines if ln.startswith("  total: ")]
+    assert total.startswith(
+        f"  total: at least ${hourly:,.2f}/h = ${monthly:,.2f}/month, 2 item(s)"
+    )
+    platform = verdict.cost_lines(result, None)[0]
+    assert platform.startswith(f"Cost: platform ${hourly:,.2f}/h = ${monthly:,.2f}/month + unknown")
+    assert "$0.015" in {r[2] for r in items}  # 3 IPv4 addresses at $0.005

@@ -849,7 +849,7 @@ def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved)
     fixed = report.fixed
     report.fixed = [i for i in fixed if i.hourly is not None]  # FSx, KMS: no price in the table
     try:
-        platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
+        platform = report.fixed_monthly_known
         (job,) = report.jobs
         (vision,) = [t for t in report.teams if t.month]
         assert vision.month == round(job.run_cost, 2) and job.run_cost > 50  # as printed

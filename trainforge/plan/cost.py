@@ -624,6 +624,12 @@ class FixedItem:
     def monthly(self) -> float | None:
         return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
 
+    @property
+    def per_hour(self) -> str:
+        """Its $/h as the platform table prints it: to a tenth of a cent, since an item's price
+        may be one ($0.005 per IPv4 address-hour), so that the column adds up to the total."""
+        return usd(None) if self.hourly is None else f"${self.hourly:,.3f}"
+
     def to_json(self) -> dict[str, Any]:
         return {"what": self.what, "quantity": self.quantity, "perHour": self.hourly,
                 "perMonth": self.monthly, "source": self.source, "note": self.note}  # fmt: skip
@@ -806,7 +812,13 @@ class CostReport:
 
     @property
     def fixed_hourly_known(self) -> float:
-        return sum(i.hourly for i in self.fixed if i.hourly is not None)
+        """The platform table's $/h column added, each as printed (`FixedItem.per_hour`)."""
+        return sum(round(i.hourly, 3) for i in self.fixed if i.hourly is not None)
+
+    @property
+    def fixed_monthly_known(self) -> float:
+        """The platform table's $/month column added, each to the cent as printed."""
+        return sum(cents(i.monthly) or 0.0 for i in self.fixed if i.monthly is not None)
 
     @property
     def fixed_unknown(self) -> list[str]:
@@ -816,7 +828,7 @@ class CostReport:
         """Dollars, or "at least $X/h ..., N items unknown (...)": never a bare $0.00."""
         known = self.fixed_hourly_known
         unknown = self.fixed_unknown
-        money = f"{usd(known)}/h = {usd(known * HOURS_PER_MONTH)}/month"
+        money = f"{usd(known)}/h = {usd(self.fixed_monthly_known)}/month"
         if not unknown:
             return money
         return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"
@@ -914,7 +926,7 @@ class CostReport:
             "teams": [t.to_json() for t in self.teams],
             "fixed": [i.to_json() for i in self.fixed],
             "fixedPerHourKnown": self.fixed_hourly_known,
-            "fixedPerMonthKnown": self.fixed_hourly_known * HOURS_PER_MONTH,
+            "fixedPerMonthKnown": self.fixed_monthly_known,
             "fixedUnknown": self.fixed_unknown,
             "fixedTotal": self.fixed_total(),
             "fixedMissingPrices": self.fixed_missing(),

@@ -150,7 +150,7 @@ def render(report: C.CostReport) -> list[str]:
         ]
     rows = [["item", "quantity", "$/h", "$/month", "note"]]
     for i in report.fixed:
-        rows.append([i.what, i.quantity, usd(i.hourly), usd(i.monthly), i.note])
+        rows.append([i.what, i.quantity, i.per_hour, usd(i.monthly), i.note])
     total = report.fixed_total()
     lines += [
         "Platform (fixed, while the stack exists; Karpenter pools scale to zero):",
@@ -349,7 +349,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             _no_month("the cluster", budget, unknown) if month is None else "",
             f"the cluster costs {_at_most(any(t.month_at_most for t in report.teams))}"
             f"{usd(month)} in a month (platform "
-            f"{usd(report.fixed_hourly_known * P.HOURS_PER_MONTH)}/month + every declared job "
+            f"{usd(report.fixed_monthly_known)}/month + every declared job "
             f"run once{_less_in_fixed(report)}), over its {usd(budget)}/month budget"
             if month is not None and month > budget
             else None,
@@ -387,7 +387,7 @@ def cluster_month(report: C.CostReport) -> float | None:
     if report.fixed_unknown or any(t.month is None for t in report.teams):
         return None
     jobs = sum(t.month or 0 for t in report.teams) - report.run_in_fixed(P.HOURS_PER_MONTH)
-    return report.fixed_hourly_known * P.HOURS_PER_MONTH + jobs
+    return report.fixed_monthly_known + jobs
 
 
 def _less_in_fixed(report: C.CostReport) -> str:
