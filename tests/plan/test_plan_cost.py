@@ -59,6 +59,9 @@ def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
     # one pod per node (a spread in the pod template): the cheaper type, once per pod
     spread = cost.choose_nodes(_job(), G5, "us-east-1", capacity.job_gang(_job(), G5, most=1))
     assert (spread.instance_type, spread.nodes) == ("g5.12xlarge", 2)
+    said = f"g5.48xlarge** ({choice.describe().split()[-1]}), not the cheaper two g5.12xlarge "
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    assert f"{said}({spread.describe().split()[-1]})" in doc  # docs/cost.md's $16.29, $11.34
     # an 8-GPU pod only fits the big type
     big = cost.choose_nodes(_job(gpusPerWorker=8, workers=1), G5, "us-east-1")
     assert (big.instance_type, big.nodes) == ("g5.48xlarge", 1)
@@ -835,6 +838,9 @@ def test_the_reports_running_line_counts_a_node_groups_desired_nodes_once(on_res
     (job,) = report.jobs
     lines = cost_check.render(report)
     (running,) = [line for line in lines if line.startswith("  running at once:")]
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    beyond = f"$0.00/h beyond the platform's (their ${job.hourly:,.2f}/h on node groups'"
+    assert f"`{beyond} always-on nodes is in it)`" in doc  # docs/cost.md's example is this
     assert running.startswith(
         f"  running at once: 1 of 1 job(s), $0.00/h beyond the platform's (their "
         f"${job.hourly:,.2f}/h on node groups' always-on nodes is in it) with each job on its "
