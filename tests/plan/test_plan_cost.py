@@ -59,6 +59,9 @@ def test_karpenter_pool_uses_the_cheapest_type_that_fits_every_pod():
     # one pod per node (a spread in the pod template): the cheaper type, once per pod
     spread = cost.choose_nodes(_job(), G5, "us-east-1", capacity.job_gang(_job(), G5, most=1))
     assert (spread.instance_type, spread.nodes) == ("g5.12xlarge", 2)
+    said = f"g5.48xlarge** ({choice.describe().split()[-1]}), not the cheaper two g5.12xlarge "
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    assert f"{said}({spread.describe().split()[-1]})" in doc  # docs/cost.md's $16.29, $11.34
     # an 8-GPU pod only fits the big type
     big = cost.choose_nodes(_job(gpusPerWorker=8, workers=1), G5, "us-east-1")
     assert (big.instance_type, big.nodes) == ("g5.48xlarge", 1)
@@ -413,7 +416,8 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, tmp_path):
     assert job.duration.seconds < 86400
     assert job.run_cost == pytest.approx(16.288 * job.duration.seconds / 3600)
     teams = {t.name: t for t in report.teams}
-    assert teams["vision"].jobs_hourly == pytest.approx(16.288) and teams["llm"].jobs_hourly == 0
+    # a team's sum adds its jobs' figures as printed, to the cent
+    assert teams["vision"].jobs_hourly == 16.29 and teams["llm"].jobs_hourly == 0
     # vision may hold its own 16 GPUs plus what it may borrow from its cohort (llm's 64 and
     # the cohort's 80 nobody is guaranteed: every GPU of the cluster, 160; prod sets no
     # borrowing limit), at the priciest $/GPU-hour of the stack (p5.48xlarge: 55.04 / 8), and
@@ -816,6 +820,17 @@ def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourl
         "groups' always-on nodes is in the platform's), each job on its own nodes; run costs "
         f"{run} in all (of which {run} on node groups' always-on nodes, paid in the platform's)"
     )
+    # docs/cost.md's example figures are these
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    assert (two_nodes, run) == ("$43.92", "$61.76")
+    assert (
+        f"`$0.00/h while running (their {two_nodes}/h on node groups' always-on nodes is in "
+        "the platform's)`" in doc
+    )
+    assert (
+        f"`run costs {run} in all (of which {run} on node groups' always-on nodes, paid in "
+        "the platform's)`" in doc
+    )
 
 
 def test_the_reports_running_line_counts_a_node_groups_desired_nodes_once(on_reserved):
@@ -823,6 +838,9 @@ def test_the_reports_running_line_counts_a_node_groups_desired_nodes_once(on_res
     (job,) = report.jobs
     lines = cost_check.render(report)
     (running,) = [line for line in lines if line.startswith("  running at once:")]
+    doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+    beyond = f"$0.00/h beyond the platform's (their ${job.hourly:,.2f}/h on node groups'"
+    assert f"`{beyond} always-on nodes is in it)`" in doc  # docs/cost.md's example is this
     assert running.startswith(
         f"  running at once: 1 of 1 job(s), $0.00/h beyond the platform's (their "
         f"${job.hourly:,.2f}/h on node groups' always-on nodes is in it) with each job on its "
@@ -837,10 +855,10 @@ def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved)
     fixed = report.fixed
     report.fixed = [i for i in fixed if i.hourly is not None]  # FSx, KMS: no price in the table
     try:
-        platform = report.fixed_hourly_known * price_facts.HOURS_PER_MONTH
+        platform = report.fixed_monthly_known
         (job,) = report.jobs
         (vision,) = [t for t in report.teams if t.month]
-        assert vision.month == pytest.approx(job.run_cost) and job.run_cost > 50
+        assert vision.month == round(job.run_cost, 2) and job.run_cost > 50  # as printed
         assert cost_check.cluster_month(report) == pytest.approx(platform)
         ok = cost_check.parse_caps({"clusterPerMonth": platform + 1})
         assert not cost_check.findings(report, ok)
@@ -849,6 +867,8 @@ def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved)
     finally:
         report.fixed = fixed
     assert f.rule == "TF_COST_CLUSTER_BUDGET"
+    less = f"less their ${job.run_cost:,.2f} on node groups' always-on nodes, in the platform's"
+    assert f"`{less}`" in " ".join((ROOT / "docs/cost.md").read_text().split())  # its example
     assert f.message == (
         f"the cluster costs ${platform:,.2f} in a month (platform ${platform:,.2f}/month + every "
         f"declared job run once, less their ${job.run_cost:,.2f} on node groups' always-on "

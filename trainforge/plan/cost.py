@@ -35,6 +35,32 @@ def _sum(values: list[float | None]) -> float | None:
     return None if any(v is None for v in values) else sum(v or 0.0 for v in values)
 
 
+def cents(value: float | None) -> float | None:
+    """A figure as the report prints it (`usd`: to the cent). Every total adds these, so a
+    total is the sum of the figures printed above it (dev: 3 x $0.38 + $1.05 = $2.19/h, not
+    the $2.20 of the unrounded $0.384s)."""
+    return None if value is None else round(value, 2)
+
+
+def row_totals(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """The sums of the jobs' rows (`CostReport.rows`, or a base report's JSON) that the report
+    and the verdict print, each row's figure to the cent: what runs at once per hour and its
+    part on node groups' always-on nodes; the runs of every job admitted at all (waiting ones
+    too) and their part on those nodes. A row without a figure adds nothing (named apart)."""
+    running = [r for r in rows if r.get("admission", "runs") == "runs"]
+    counted = [r for r in rows if r.get("admission", "runs") != "never"]
+
+    def total(of: list[dict[str, Any]], key: str) -> float:
+        return sum(cents(v) or 0.0 for r in of if isinstance(v := r.get(key), int | float))
+
+    return {
+        "runningPerHour": total(running, "onDemandPerHour"),
+        "runningInFixedPerHour": total(running, "inFixedPerHour"),
+        "runCosts": total(counted, "runCost"),
+        "runCostInFixed": total(counted, "runCostInFixed"),
+    }
+
+
 def _unknown_first(value: float | None) -> tuple[bool, float]:
     """A sort key where an unknown figure is the highest (it could be)."""
     return (value is None, value or 0.0)
@@ -283,6 +309,9 @@ class JobCost:
     # figures, `choice` and `duration` are the dearest worker's: a cap must hold wherever it runs.
     runs: tuple[WorkerRun, ...] | None = None
     no_node: str = ""  # why the pool's limits stop every NodeClaim (`capacity.launch_stopped`)
+    # seconds after submission its run starts, the queue simulation's (None: unknown, e.g.
+    # behind a run of unknown length); a job that runs at once starts at 0
+    start: float | None = 0.0
 
     @property
     def why_no_node(self) -> str:
@@ -531,6 +560,8 @@ class TeamCost:
     waiting: tuple[str, ...] = ()  # declared jobs that wait for quota (or are never admitted)
     month: float | None = 0.0  # every declared job run once, within a month (None: unknown)
     month_unknown: tuple[str, ...] = ()  # the jobs whose run cost is unknown
+    # a job's run in `month` is a ceiling (its activeDeadlineSeconds), so the month is one too
+    month_at_most: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -538,6 +569,7 @@ class TeamCost:
             "jobs": list(self.jobs),
             "waiting": list(self.waiting),
             "monthEstimate": self.month,
+            "monthAtMost": self.month_at_most,
             "monthUnknown": list(self.month_unknown),
             "jobsOnDemandPerHour": self.jobs_hourly,
             "quotaCeilingPerHour": self.ceiling.hourly,
@@ -556,15 +588,16 @@ def team_costs(
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
         running = [j for j in mine if j.runs_at_once]
-        hourly: float | None = sum((j.hourly or 0.0) for j in running)
+        hourly: float | None = sum(cents(j.hourly) or 0.0 for j in running)
         if any(j.hourly is None for j in running):
             hourly = None
         unknown = tuple(j.name for j in mine if j.month_cost is None)
-        month = None if unknown else sum(j.month_cost or 0.0 for j in mine)
+        month = None if unknown else sum(cents(j.month_cost) or 0.0 for j in mine)
         out.append(
             TeamCost(name, teams[name].namespace, tuple(j.name for j in running), hourly,
                      quota_ceiling(teams[name], placed),
-                     tuple(j.name for j in mine if not j.runs_at_once), month, unknown)
+                     tuple(j.name for j in mine if not j.runs_at_once), month, unknown,
+                     any(j.duration.ceiling and j.month_cost for j in mine))
         )  # fmt: skip
     return out
 
@@ -590,6 +623,12 @@ class FixedItem:
     @property
     def monthly(self) -> float | None:
         return None if self.hourly is None else self.hourly * HOURS_PER_MONTH
+
+    @property
+    def per_hour(self) -> str:
+        """Its $/h as the platform table prints it: to a tenth of a cent, since an item's price
+        may be one ($0.005 per IPv4 address-hour), so that the column adds up to the total."""
+        return usd(None) if self.hourly is None else f"${self.hourly:,.3f}"
 
     def to_json(self) -> dict[str, Any]:
         return {"what": self.what, "quantity": self.quantity, "perHour": self.hourly,
@@ -773,7 +812,13 @@ class CostReport:
 
     @property
     def fixed_hourly_known(self) -> float:
-        return sum(i.hourly for i in self.fixed if i.hourly is not None)
+        """The platform table's $/h column added, each as printed (`FixedItem.per_hour`)."""
+        return sum(round(i.hourly, 3) for i in self.fixed if i.hourly is not None)
+
+    @property
+    def fixed_monthly_known(self) -> float:
+        """The platform table's $/month column added, each to the cent as printed."""
+        return sum(cents(i.monthly) or 0.0 for i in self.fixed if i.monthly is not None)
 
     @property
     def fixed_unknown(self) -> list[str]:
@@ -783,51 +828,84 @@ class CostReport:
         """Dollars, or "at least $X/h ..., N items unknown (...)": never a bare $0.00."""
         known = self.fixed_hourly_known
         unknown = self.fixed_unknown
-        money = f"{usd(known)}/h = {usd(known * HOURS_PER_MONTH)}/month"
+        money = f"{usd(known)}/h = {usd(self.fixed_monthly_known)}/month"
         if not unknown:
             return money
         return f"at least {money}, {len(unknown)} item(s) unknown ({', '.join(unknown)})"
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The jobs' data rows (`JobCost.to_json`) with each one's part on node groups'
+        always-on nodes ($/h and its run), to the cent: what `row_totals` sums."""
+        return [
+            {**j.to_json(), "inFixedPerHour": cents(h),
+             "runCostInFixed": cents(self._hours_in_fixed(j) * h)}
+            for j, h in zip(self.jobs, self._in_fixed(), strict=True)
+        ]  # fmt: skip
 
     @property
     def running_hourly(self) -> float:
         """$/hour of the priced jobs that run at once, each on its own nodes (no packing of
         several jobs' pods onto shared nodes)."""
-        return sum(j.hourly for j in self.jobs if j.runs_at_once and j.hourly is not None)
+        return row_totals(self.rows())["runningPerHour"]
 
     @property
     def in_fixed_hourly(self) -> list[float]:
+        """`_in_fixed` to the cent, as printed."""
+        return [cents(h) or 0.0 for h in self._in_fixed()]
+
+    def _in_fixed(self) -> list[float]:
         """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway (its desiredSize,
-        already in the fixed cost, paid whether a job runs or not). The running jobs on its
-        pool and type take them in order, at most that many; only nodes beyond add to the bill.
-        The one model of that overlap: the verdict, the report and the cluster budget read it."""
+        already in the fixed cost, paid whether a job runs or not); only nodes beyond add to
+        the bill. The jobs on its pool and type take the desired nodes free when they start
+        (the queue simulation's `start`: a job waiting behind another takes those the one
+        ahead left), in start then declared order; one whose start is unknown takes none (a
+        ceiling). The one model of that overlap: the verdict, the report and the cluster budget
+        read it."""
         out = [0.0] * len(self.jobs)
         for i in self.fixed:
             if not i.pool or not i.nodes or i.hourly is None:
                 continue
-            left = i.nodes
-            for n, j in enumerate(self.jobs):
-                c = j.choice
-                if not (j.runs_at_once and j.runs is None and j.pool == i.pool and c
-                        and c.instance_type == i.instance_type and j.hourly is not None):  # fmt: skip
+            held: list[tuple[float, float]] = []  # (until, nodes) of the jobs that took some
+            for n, j in sorted(enumerate(self.jobs), key=lambda x: x[1].start or 0.0):
+                c, start = j.choice, j.start
+                if not (j.admission != "never" and j.runs is None and j.pool == i.pool and c
+                        and start is not None and c.instance_type == i.instance_type
+                        and j.hourly is not None):  # fmt: skip
                     continue
-                took = min(c.nodes, left)
+                busy = sum(k for until, k in held if until > start)
+                took = min(c.nodes, max(i.nodes - busy, 0.0))
+                if not took:
+                    continue
+                d = j.duration.seconds
+                held.append((math.inf if d is None else start + d, took))
                 out[n] += took * i.hourly / i.nodes
-                left -= took
         return out
 
     @property
     def running_in_fixed(self) -> float:
         """The part of `running_hourly` on node groups' always-on nodes (`in_fixed_hourly`)."""
-        return sum(self.in_fixed_hourly)
+        return row_totals(self.rows())["runningInFixedPerHour"]
+
+    @property
+    def run_costs(self) -> float:
+        """The priced runs of every job admitted at all (waiting ones too), to the cent each."""
+        return row_totals(self.rows())["runCosts"]
+
+    @staticmethod
+    def _hours_in_fixed(j: JobCost, most_hours: float = math.inf) -> float:
+        """The hours of `j`'s run within the first `most_hours` after submission (from its
+        `start`; unknown: none)."""
+        if j.duration.seconds is None or j.start is None:
+            return 0.0
+        start = j.start / 3600
+        return max(0.0, min(start + j.duration.seconds / 3600, most_hours) - start)
 
     def run_in_fixed(self, most_hours: float = math.inf) -> float:
-        """The part of the jobs' run costs (each run at most `most_hours`) on those nodes: the
-        platform's fixed cost pays it already (a run of unknown length: none)."""
-        return sum(
-            h * min(j.duration.seconds / 3600, most_hours)
-            for j, h in zip(self.jobs, self.in_fixed_hourly, strict=True)
-            if h and j.duration.seconds is not None
-        )
+        """The part of the jobs' run costs on those nodes, within the first `most_hours` after
+        submission (each run from its `start`), to the cent each: the platform's fixed cost
+        pays it already (a run of unknown length: none)."""
+        return sum(cents(h * self._hours_in_fixed(j, most_hours)) or 0.0
+                   for j, h in zip(self.jobs, self._in_fixed(), strict=True))  # fmt: skip
 
     def fixed_missing(self) -> list[str]:
         """The prices the platform's total lacks ("ebs.gp3 in us-west-2")."""
@@ -839,21 +917,20 @@ class CostReport:
         return sorted(used)
 
     def to_json(self) -> dict[str, Any]:
+        rows = self.rows()
         return {
             "factsDate": P.FACTS_DATE,
             "region": self.region,
             "asOf": self.today.isoformat(),
-            "jobs": [j.to_json() for j in self.jobs],
+            "jobs": rows,
             "teams": [t.to_json() for t in self.teams],
             "fixed": [i.to_json() for i in self.fixed],
             "fixedPerHourKnown": self.fixed_hourly_known,
-            "fixedPerMonthKnown": self.fixed_hourly_known * HOURS_PER_MONTH,
+            "fixedPerMonthKnown": self.fixed_monthly_known,
             "fixedUnknown": self.fixed_unknown,
             "fixedTotal": self.fixed_total(),
             "fixedMissingPrices": self.fixed_missing(),
-            "runningPerHour": self.running_hourly,
-            "runningInFixedPerHour": self.running_in_fixed,
-            "runCostInFixed": self.run_in_fixed(),
+            **row_totals(rows),
             "usageBased": USAGE_BASED,
             "sources": {k: P.SOURCES[k].__dict__ for k in self.sources()},
         }

@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from trainforge.jobs.duration import DEADLINE
 from trainforge.plan.checks.cost_check import RUNNING_HEADER, STARTS
 from trainforge.plan.ckpt_compat import argv_fields
 from trainforge.plan.manifests import CHECKOV_DIR, ident
@@ -151,16 +152,22 @@ def render_markdown(
 
 
 def delta(old: Any, new: Any) -> str:
-    """`+$1.50`, `-$0.20`, `no change`, or `unknown` where a side has no figure."""
+    """`+$1.50`, `-$0.20`, `no change`, or `unknown` where a side has no figure; the change of
+    the figures as printed, to the cent (`cost.cents`)."""
     if not isinstance(old, int | float) or not isinstance(new, int | float):
         return "unknown"
-    d = new - old
+    d = round(new, 2) - round(old, 2)
     return "no change" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
 
 
 def _money(row: dict[str, Any], key: str) -> str:
-    """A figure of one side's cost row; '-' where that side has no row."""
-    return _usd(row.get(key)) if row else "-"
+    """A figure of one side's cost row; '-' where that side has no row; `<= ` before a
+    ceiling (a run timed by its deadline, a team's month that holds one), as the report."""
+    if not row:
+        return "-"
+    ceiling = {"runCost": row.get("runCostBasis") == DEADLINE,
+               "monthEstimate": row.get("monthAtMost")}.get(key)  # fmt: skip
+    return ("<= " if ceiling and row.get(key) is not None else "") + _usd(row.get(key))
 
 
 def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> list[str]:
@@ -207,7 +214,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
         o = old_teams.get(t["name"], {})
         if o and all(o.get(k) == t.get(k) for k in keys):
             continue
-        now = [_usd(t.get(k)) for k in keys]
+        now = [_money(t, k) for k in keys]
         if t.get("quotaUnlimited"):
             now[2] = "unlimited"
         cells = [f"{_money(o, k)} → {n}" for k, n in zip(keys, now, strict=True)]

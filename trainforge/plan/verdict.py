@@ -14,6 +14,7 @@ from trainforge.jobs.duration import DEADLINE, duration_text
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount
+from trainforge.plan.cost import row_totals
 from trainforge.plan.diff import delta
 from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.waivers import stale_note
@@ -41,14 +42,14 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
     jobs = cost.get("jobs", [])
     running = [j for j in jobs if j.get("admission", "runs") == "runs"]
     counted = [j for j in jobs if j.get("admission", "runs") != "never"]
+    sums = row_totals(jobs)  # the cost model's sums of the rows (a base report's too)
     return {
         **cost,
+        **sums,
         "running": running,
         "counted": counted,
         "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
-        "jobsPerHour": sum(j["onDemandPerHour"] for j in running if _priced(j, "onDemandPerHour"))
-        - (cost.get("runningInFixedPerHour") or 0.0),
-        "runCosts": sum(j["runCost"] for j in counted if _priced(j, "runCost")),
+        "jobsPerHour": sums["runningPerHour"] - sums["runningInFixedPerHour"],
         "unpricedRates": [j for j in running if not _priced(j, "onDemandPerHour")],
         "unpricedRuns": [j for j in counted if not _priced(j, "runCost")],
     }

@@ -46,6 +46,8 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         teams.update(contract.teams)
     # what runs at once is what Kueue admits (every job without Kueue queues)
     admitted = queues.outcomes(ctx) if declared and declared.jobs else {}
+    # when each run starts: a waiting job after the ones ahead of it end (without Kueue: at once)
+    starts = {(w.team, w.job): w.started for w in queues.simulate(ctx)[0]} if admitted else {}
     for d in declared.jobs if declared else []:
         obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
         resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
@@ -59,7 +61,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
         else:
             run = queues.job_run(ctx, d)
-            report.jobs.append(replace(run, admission=state[0], admission_reason=state[1]))
+            start = starts.get((d.spec.team, d.spec.name), 0.0) if state[0] != "never" else None
+            report.jobs.append(replace(run, admission=state[0], admission_reason=state[1],
+                                       start=start))  # fmt: skip
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     placed = [(p, region) for p in pools.values()]
@@ -135,7 +139,8 @@ def render(report: C.CostReport) -> list[str]:
             c = t.ceiling
             ceiling = ["unlimited"] * 2 if c.unlimited else [usd(c.hourly), usd(c.monthly)]
             waiting = ", ".join(t.waiting) or "-"
-            rows.append([t.name, usd(t.jobs_hourly), waiting, usd(t.month), *ceiling])
+            month = ("<= " if t.month_at_most and t.month is not None else "") + usd(t.month)
+            rows.append([t.name, usd(t.jobs_hourly), waiting, month, *ceiling])
         lines += ["Teams:", *_table(rows)]
         lines += [f"  {t.name}: quota ceiling = {t.ceiling.detail}" for t in report.teams]
         lines += [
@@ -145,7 +150,7 @@ def render(report: C.CostReport) -> list[str]:
         ]
     rows = [["item", "quantity", "$/h", "$/month", "note"]]
     for i in report.fixed:
-        rows.append([i.what, i.quantity, usd(i.hourly), usd(i.monthly), i.note])
+        rows.append([i.what, i.quantity, i.per_hour, usd(i.monthly), i.note])
     total = report.fixed_total()
     lines += [
         "Platform (fixed, while the stack exists; Karpenter pools scale to zero):",
@@ -324,8 +329,9 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"{usd(budget)}/month",
             [p for j in mine if (p := j.missing_price(report.region))],
             _no_month(f"team {t.name}", budget, t.month_unknown) if t.month is None else "",
-            f"team {t.name}'s declared jobs cost {usd(t.month)} in a month (each run once{dear}: "
-            + ", ".join(f"{j.name} {usd(j.month_cost)}" for j in mine)
+            f"team {t.name}'s declared jobs cost {_at_most(t.month_at_most)}{usd(t.month)} in a "
+            f"month (each run once{dear}: "
+            + ", ".join(f"{j.name} {_at_most(j.duration.ceiling)}{usd(j.month_cost)}" for j in mine)
             + f"), over its {usd(budget)}/month budget"
             if t.month is not None and t.month > budget
             else None,
@@ -341,13 +347,19 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             report.fixed_missing()
             + [p for j in report.jobs if (p := j.missing_price(report.region))],
             _no_month("the cluster", budget, unknown) if month is None else "",
-            f"the cluster costs {usd(month)} in a month (platform "
-            f"{usd(report.fixed_hourly_known * P.HOURS_PER_MONTH)}/month + every declared job "
+            f"the cluster costs {_at_most(any(t.month_at_most for t in report.teams))}"
+            f"{usd(month)} in a month (platform "
+            f"{usd(report.fixed_monthly_known)}/month + every declared job "
             f"run once{_less_in_fixed(report)}), over its {usd(budget)}/month budget"
             if month is not None and month > budget
             else None,
         )
     return out
+
+
+def _at_most(ceiling: bool) -> str:
+    """ "at most " before a figure that is a ceiling (a run timed by its deadline)."""
+    return "at most " if ceiling else ""
 
 
 def _unpriced_team(team: str, cap: float, jobs: list[C.JobCost]) -> str:
@@ -375,7 +387,7 @@ def cluster_month(report: C.CostReport) -> float | None:
     if report.fixed_unknown or any(t.month is None for t in report.teams):
         return None
     jobs = sum(t.month or 0 for t in report.teams) - report.run_in_fixed(P.HOURS_PER_MONTH)
-    return report.fixed_hourly_known * P.HOURS_PER_MONTH + jobs
+    return report.fixed_monthly_known + jobs
 
 
 def _less_in_fixed(report: C.CostReport) -> str:
