@@ -7,8 +7,6 @@ from __future__ import annotations
 import copy
 import json
 import pathlib
-import subprocess
-import sys
 
 import jsonschema
 import pytest
@@ -144,24 +142,14 @@ def test_a_key_no_area_declares_is_refused_in_our_namespaces_only():
     assert problems(doc) == []
 
 
-def test_the_command_writes_what_is_committed(tmp_path):
+def test_the_command_writes_what_is_committed(tmp_path, trainforge_here):
+    """`trainforge schema` in the test process (what it writes is the subject, not a
+    process's start: two fewer interpreters importing trainforge)."""
     out = tmp_path / "s.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "schema", "--out", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = trainforge_here(ROOT, "schema", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert out.read_text() == (ROOT / schema.SCHEMA_PATH).read_text()
-    check = subprocess.run(
-        [sys.executable, "-m", "trainforge", "schema", "--check"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    check = trainforge_here(ROOT, "schema", "--check")
     assert check.returncode == 0, check.stderr
 
 

@@ -7,9 +7,6 @@ parser's words (`expected <block end>, but found '<block mapping start>'`)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from tests.conftest import ROOT
@@ -60,16 +57,12 @@ def test_a_yaml_syntax_error_is_one_line_with_line_and_column(tmp_path, text, ex
     assert str(err.value) == expected
 
 
-def test_plan_prints_it_as_one_line(tmp_path):
+def test_plan_prints_it_as_one_line(tmp_path, trainforge_here):
+    """`trainforge plan` in the test process (the message is the subject, not a process's
+    start: one fewer interpreter importing trainforge)."""
     (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
     (tmp_path / "Pulumi.bad.yaml").write_text("config:\n  a: 1\n b: 2\n")
-    proc = subprocess.run(
-        [sys.executable, "-m", "trainforge", "plan", "--stack", "bad", "--project-dir", tmp_path],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-    )
+    proc = trainforge_here(ROOT, "plan", "--stack", "bad", "--project-dir", str(tmp_path))
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.splitlines() == [
         "trainforge plan: configuration error: Pulumi.bad.yaml:3:2: not valid YAML: this "

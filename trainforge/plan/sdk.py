@@ -127,7 +127,8 @@ def api_stand_in(objects: list[dict[str, Any]], sub: Submission) -> Iterator[str
             return self._send(404, NOT_FOUND)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # poll every 20 ms: shutdown() waited one poll (0.5 s by default) after each program
+    threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{httpd.server_address[1]}"
     finally:
