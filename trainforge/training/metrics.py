@@ -143,8 +143,9 @@ class MetricsServer:
         # 0.0.0.0: the PodMonitor scrapes the pod IP from inside the cluster network.
         self.httpd = ThreadingHTTPServer(("0.0.0.0", port), Handler)
         self.port = self.httpd.server_address[1]
+        # poll every 20 ms: close() waits for one poll (0.5 s by default) before the rank may exit
         self.thread = threading.Thread(
-            target=self.httpd.serve_forever, name="trainforge-metrics", daemon=True
+            target=self.httpd.serve_forever, args=(0.02,), name="trainforge-metrics", daemon=True
         )
         self.thread.start()
 
