@@ -567,3 +567,42 @@ def test_a_trainjobs_refused_pod_is_named_by_its_replicated_jobs_pod_set(monkeyp
             "resources validation failed: spec.podSets[1].template.spec.containers[0]: Invalid "
             'value: ["cpu"]: requests must not exceed its limits' in finding.message
         ), finding.message
+
+
+USER_CODE = {"entrypoint": {"command": ["python", "-c", "pass"]}, "image": "repo/img:1"}
+
+
+DEADLINE_ONLY = {"runPolicy": {"activeDeadlineSeconds": 7200}, **USER_CODE}  # no estimate
+
+
+@pytest.mark.parametrize(
+    ("first", "words", "runs"),
+    [
+        (job("nlp-first", "nlp", 2, **DEADLINE_ONLY), "within", "at most "),
+        (job("nlp-first", "nlp", 2, expectedStepSeconds=72), "after", "~"),  # 100 x 72 s
+    ],
+)
+def test_a_start_behind_a_run_timed_by_its_deadline_is_said_within_not_after(first, words, runs):
+    """A job ahead timed by its activeDeadlineSeconds may end sooner (a ceiling): the waiting
+    job starts within that time, not after it; with an estimate ahead, after it."""
+    if "entrypoint" in first:
+        first = {k: v for k, v in first.items() if k not in ("model", "steps")}
+    result = plan(
+        [
+            job("vision-long", "vision", 2, expectedStepSeconds=1000),  # holds vision's 2
+            first,
+            job("nlp-second", "nlp", 2, expectedStepSeconds=36),
+        ]
+    )
+    lines, by_job = admission(result)
+    assert by_job["nlp-first"]["state"] == "runs" and by_job["nlp-second"]["state"] == "waits"
+    assert by_job["nlp-first"]["durationSeconds"] == 7200
+    second = next(ln for ln in lines if ln.startswith("nlp/nlp-second"))
+    assert f"; expected to start {words} 2.0 h;" in second
+    assert f"; runs {runs}2.0 h" in next(ln for ln in lines if ln.startswith("nlp/nlp-first"))
+    assert "nlp/nlp-second waits for 2 GPUs in pool gpu-workloads" in lines[0]
+    assert f"expected to start {words} 2.0 h" in lines[0]
+    # the verdict's first screen says it the same way
+    screen = " ".join(ln.strip() for ln in verdict_lines(result, stack="dev"))
+    assert "nlp/nlp-second: waits for 2 GPUs" in screen
+    assert f"expected to start {words} 2.0 h" in screen

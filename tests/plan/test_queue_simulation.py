@@ -634,6 +634,39 @@ def test_over_time_a_waiting_job_starts_when_the_job_ahead_ends():
     assert second.started is None and "expected start unknown" in Q._waiting_text(second)
 
 
+@pytest.mark.parametrize("ceiling", ["first", "middle", None])
+def test_a_start_behind_a_ceiling_is_an_upper_bound_and_so_is_what_follows_it(ceiling):
+    """A run timed by its deadline may end sooner: the job behind it starts within its time,
+    and so does one behind that (its end is an upper bound too, though the first ended before
+    it arrived); estimates alone: after."""
+    q = _queue("t", 2)
+    work = [_work(j, "t", 2, i) for i, j in enumerate(("first", "middle", "last"))]
+    for w in work:
+        w.duration, w.ceiling = 3600.0, w.job == ceiling
+    work[2].submitted = 5400.0  # after first ends, while middle runs
+    Q.Simulation({"t": q}, {}).run_timed(work)
+    first, middle, last = work
+    assert (middle.started, last.started) == (3600.0, 7200.0)
+    assert first.start_bound is False
+    assert middle.start_bound is (ceiling == "first")
+    assert last.start_bound is (ceiling is not None)
+    said = "within" if ceiling else "after"
+    assert Q._waiting_text(last).endswith(f"; expected to start {said} 30 min")
+
+
+@pytest.mark.parametrize(("ceiling", "said"), [("short", "after"), ("long", "within")])
+def test_only_the_end_that_lets_a_job_in_decides_within_or_after(ceiling, said):
+    """The job waits for both GPUs: if the short run, timed by its deadline, ends sooner, it
+    still waits for the long one's estimated end (after); a ceiling there: within."""
+    q = _queue("t", 2)
+    work = [_work("short", "t", 1, 0), _work("long", "t", 1, 1), _work("both", "t", 2, 2)]
+    for w, hours in zip(work, (1, 2, 1), strict=True):
+        w.duration, w.ceiling = hours * 3600.0, w.job == ceiling
+    Q.Simulation({"t": q}, {}).run_timed(work)
+    assert work[2].started == 7200.0
+    assert Q._waiting_text(work[2]).endswith(f"; expected to start {said} 2.0 h")
+
+
 def _pool(gpus: int, max_nodes: int | None = None) -> PoolFacts:
     """Pool F of 8-GPU nodes holding `gpus` GPUs in all (a node group: at most `max_nodes`)."""
     return PoolFacts(F, gpus_per_node=8, max_nodes=max_nodes, limits=PoolLimits(gpus=gpus))
