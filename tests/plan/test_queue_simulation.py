@@ -6,6 +6,7 @@ that render a whole plan are in test_check_queues.py."""
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 
@@ -997,3 +998,59 @@ def test_the_launch_check_reads_the_pools_types_as_the_cost_does():
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
     sim.run_timed([w])
     assert sim.unlaunchable == []
+
+
+def _cpu_and_gpu_pools() -> list[dict]:
+    """ClusterQueue t (LocalQueue default in namespace t): flavor cpu-pool (8 cpu, no GPU)
+    first, then gpu-pool (8 cpu, 4 GPUs)."""
+    api = "kueue.x-k8s.io/v1beta2"
+
+    def flavor(name: str) -> dict:
+        return {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+    quota = [
+        {"name": f, "resources": [{"name": r, "nominalQuota": q} for r, q in res.items()]}
+        for f, res in (
+            ("cpu-pool", {"cpu": "8", Q.GPU: "0"}),
+            ("gpu-pool", {"cpu": "8", Q.GPU: "4"}),
+        )
+    ]
+    return [
+        flavor("cpu-pool"), flavor("gpu-pool"),
+        {"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": "t"},
+         "spec": {"resourceGroups": [{"coveredResources": ["cpu", Q.GPU], "flavors": quota}]}},
+        {"apiVersion": api, "kind": "LocalQueue", "metadata": {"name": "default", "namespace": "t"},
+         "spec": {"clusterQueue": "t"}},
+    ]  # fmt: skip
+
+
+INIT = K.PodSet("dataset-initializer", 1, {"cpu": Fraction(1)})
+NODE = K.PodSet("node", 1, {"cpu": Fraction(1), Q.GPU: Fraction(1)})
+
+
+def test_a_fleet_worker_runs_a_trainjob_on_its_trainers_flavor_not_its_initializers():
+    """A TrainJob's initializer pod set comes before `node` and may take another flavor (a
+    CPU pool): the worker runs (and the fleet prices) the job on the trainer's flavor."""
+    wl = Q.ObjectWorkload("default", "", 1, NODE.total(), [INIT, NODE], NODE, [INIT, NODE])
+    assert Q._worker_flavor(K.read(_cpu_and_gpu_pools()), "t", wl) == ("gpu-pool", "")
+
+
+@pytest.mark.parametrize(
+    ("init", "state", "said"),
+    [
+        (INIT, "admitted", ""),  # on cpu-pool, the trainer on gpu-pool
+        (replace(INIT, requests={"cpu": Fraction(9)}), "never",
+         "couldn't assign flavors to pod set dataset-initializer: insufficient quota for cpu in "
+         "flavor cpu-pool, previously considered podsets requests (0) + current podset request "
+         "(9) > maximum capacity (8)"),
+    ],
+)  # fmt: skip
+def test_an_undeclared_trainjobs_initializer_takes_a_flavor_too(init, state, said):
+    """`admit_object` (an SDK or hand-written TrainJob) assigns every pod set as Kueue does:
+    one no flavor can hold leaves it pending for good; one on another flavor than the
+    trainer's is fine, the trainer's flavor is the job's."""
+    got = Q.admit_object(
+        _cpu_and_gpu_pools(), "t", {}, {}, NODE.requests, 1, [init, NODE], "node"
+    ).workload
+    assert got.state == state and said in got.reason, got.reason
+    assert got.flavor == ("gpu-pool" if state == "admitted" else None)

@@ -574,8 +574,8 @@ class ObjectWorkload:
     queue: str | None  # its queue label
     priority_class: str
     pods: int  # as its backend counts them
-    need: dict[str, Fraction]  # all its pods, in the quota's resources
-    sets: list[K.PodSet]  # one per pod template; a TrainJob's: `main` alone
+    need: dict[str, Fraction]  # all its pods (a TrainJob: its trainer's), in the quota's resources
+    sets: list[K.PodSet]  # one per pod template; a TrainJob's: one per replicatedJob
     main: K.PodSet  # all its pods as its first pod's, which the simulation runs over time
     checked: list[K.PodSet] | None  # the pod sets Kueue validates where not `sets`
 
@@ -601,15 +601,19 @@ def object_workload(
         )
         for t in templates
     ]
-    checked = None
+    checked, counted = None, sets
     if doc.get("kind") == trainjob.KIND:
         # Kueue validates the pods the Trainer builds, whatever its numNodes, and names the
-        # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`)
+        # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`); it assigns a
+        # flavor to every replicatedJob's pod set, an initializer's too (v0.19.2 trainjob
+        # `podSets` -> jobset `JobSet.PodSets`; flavorassigner.go `assignFlavors`, read
+        # 2026-11-30). Over time the simulation charges the trainer's alone.
         checked = K.trainjob_podsets(doc, runtimes, lrs) or []
         main = replace(main, name=trainjob.REPLICATED_JOB)
-        sets = [main]
+        sets = [main if p.name == main.name else p for p in checked] or [main]
+        counted = [main]
     need: dict[str, Fraction] = {}
-    for p in sets:
+    for p in counted:
         for r, v in p.total().items():
             need[r] = need.get(r, Fraction(0)) + v
     labels = (doc.get("metadata") or {}).get("labels") or {}
@@ -711,7 +715,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             {f: K.flavor_fits_podset(p, m.flavors.get(f), all_tas, f) for f in q.flavors}
             for p in sets
         ]
-        w.flavor = next((f for f, why in skips_of[0].items() if why is None), None)
+        mine = next((i for i, p in enumerate(sets) if p.name == ps.name), 0)  # `ps`'s index
+        w.flavor = next((f for f, why in skips_of[mine].items() if why is None), None)
         stuck = next((i for i, sk in enumerate(skips_of) if all(sk.values())), None)
         owned = _owned_fields(obj, m.flavors.get(w.flavor or "")) if stuck is None else []
         if owned:
@@ -720,7 +725,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             w.flavor = None
             p, skips = sets[stuck], skips_of[stuck]
             whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
-            name = pod_templates(obj.doc, build=False)[stuck].name
+            templates = pod_templates(obj.doc, build=False)
+            name = templates[stuck].name if len(templates) == len(sets) else p.name
             whose = "its" if len(sets) == 1 else f"its pod template {name}'s"
             never(
                 w,
@@ -819,8 +825,10 @@ def admit_object(
     lrs = _limit_ranges_in(docs, namespace)
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
     ps = replace(ps, name=name)
+    # every pod set takes a flavor (a TrainJob's initializers too, `object_workload`)
+    sets = [ps if p.name == name else p for p in validated or ()] or [ps]
     queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
-    got = K.admit(m, namespace, queue, pclass, [ps], validated)
+    got = K.admit(m, namespace, queue, pclass, sets, validated)
     out = ObjectAdmission(w, got.local_queue)
     if got.reason or got.queue is None or got.assignment is None:
         w.state, w.reason, w.invalid = "never", got.reason, got.invalid
@@ -828,10 +836,12 @@ def admit_object(
     w.queue = w.team = got.queue.name
     w.queue_name = got.local_queue
     w.priority = got.priority
-    if got.assignment.mode == K.NO_FIT or got.assignment.flavor is None:
-        w.state, w.reason = "never", kueue_refusal(w.queue, got.assignment)
+    a = got.assignment
+    took = {c.flavor for c in a.podsets.get(name, {}).values()}  # its pod set's
+    if a.mode == K.NO_FIT or len(took) != 1:
+        w.state, w.reason = "never", kueue_refusal(w.queue, a)
         return out
-    w.flavor = got.assignment.flavor
+    w.flavor = took.pop()
     fl = m.flavors[w.flavor]
     out.node_selector = dict(fl.labels)
     out.tolerations = [t for t in fl.tolerations if t not in (pod.get("tolerations") or [])]
@@ -870,13 +880,15 @@ class Dispatch:
 
 
 def _worker_flavor(m: K.Kueue, namespace: str, wl: ObjectWorkload) -> tuple[str | None, str]:
-    """The flavor (the first pod set's) a worker's Kueue `m` gives the Workload when idle, or
-    None and why it never admits it."""
+    """The flavor (its trainer's pod set's, else its first's) a worker's Kueue `m` gives the
+    Workload when idle, or None and why it never admits it."""
     got = K.admit(m, namespace, wl.queue, wl.priority_class, wl.sets, wl.checked)
     if got.reason or got.queue is None or got.assignment is None:
         return None, got.reason
     a = got.assignment
-    taken = [c.flavor for per in a.podsets.values() for c in per.values()]
+    # the trainer's pod set where it is named (a TrainJob's initializers may come first)
+    per = a.podsets.get(wl.main.name) or next(iter(a.podsets.values()), {})
+    taken = [c.flavor for c in per.values()]
     if a.mode == K.NO_FIT or not taken:
         return None, kueue_refusal(got.queue.name, a)
     return a.flavor or taken[0], ""
