@@ -198,3 +198,26 @@ def test_a_flavor_earlier_pod_sets_filled_is_not_never():
         "p2": "b",
         "p3": "a",
     }
+
+
+def test_the_live_reader_reads_the_over_capacity_words_as_words_py_writes_them(monkeypatch):
+    """pending.py's pattern for "over the maximum capacity" is built from words.py (wave 18's
+    `_FOR_GOOD` likewise): Kueue's words changed there are read alike, with no copy to edit."""
+    import importlib
+
+    from trainforge.plan.kueue import pending
+
+    def reworded(r: str, f: str, assumed: str, request: str, most: str) -> str:
+        return f"{r} over in {f}: ({assumed}) before, ({request}) asked, ({most}) at most"
+
+    monkeypatch.setattr(W, "over_words", reworded)
+    try:
+        changed = importlib.reload(pending)
+        own = W.message({"main": [W.over_capacity("cpu", "a", 0, 12, 10)]})
+        earlier = W.message({"main": [W.over_capacity("cpu", "a", 6, 3, 8)]})
+        assert "cpu over in a: (0) before, (12) asked, (10) at most" in own
+        assert changed.outlook(_pending(own)) == (NEVER, own)
+        assert changed.outlook(_pending(earlier)) == (MAY, "")
+    finally:
+        monkeypatch.undo()
+        importlib.reload(pending)

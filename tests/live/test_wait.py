@@ -16,7 +16,12 @@ from tests.live import recorded
 from tests.live.test_status import PLATFORM, REFUSED, FakeApi, run
 from trainforge.core.contract import GPU_RESOURCE
 from trainforge.jobs.backends import emit
-from trainforge.jobs.duration import EXPECTED_BASIS, expected_duration
+from trainforge.jobs.duration import (
+    DEADLINE_DETAIL,
+    EXPECTED_BASIS,
+    EXPECTED_SECONDS,
+    expected_duration,
+)
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.live import cli, wait
@@ -109,6 +114,41 @@ def test_the_flavor_it_waits_for_is_the_one_kueue_assigns(capsys, api):
         "  expected: start after 2.0 h (about 2026-11-25 14:00 UTC), within ClusterQueue llm's "
         "nominal quota in flavor efa-training\n"
     ) in out
+
+
+def _timed(api: FakeApi, job: str, seconds: int, basis: str = DEADLINE_DETAIL) -> None:
+    """`job` expected to run `seconds` (by default its activeDeadlineSeconds: a ceiling), as
+    the emitter annotates it."""
+    notes = api.routes[f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/{job}"]["metadata"]
+    notes["annotations"] = {EXPECTED_BASIS: basis, EXPECTED_SECONDS: str(seconds)}
+
+
+def test_a_start_the_end_of_a_deadline_timed_job_lets_in_is_within_not_after(capsys, api):
+    """llama-pt's end lets gpt-13b in: timed by its deadline (no ETA in its metrics), it may
+    end sooner, so the start is within 2.0 h; bert-sweep's deadline lets in only llama-ft,
+    ahead of it, so with that one alone the start stays after 2.0 h."""
+    metrics = f"/api/v1/namespaces/{NS}/pods/llama-pt-master-0:9400/proxy/metrics"
+    api.routes[metrics] = recorded.LLAMA_PT_METRICS.replace(
+        'trainforge_eta_seconds{run="llama-pt"} 7200.0\n', ""
+    )
+    ran = 6 * 3600 - 5  # llama-pt was admitted at 06:00:05, now is 12:00
+    _timed(api, "llama-pt", ran + 7200, "16000 steps x 1.8s (expectedStepSeconds)")
+    _timed(api, "bert-sweep", 3 * 3600)
+    e = expected(api)
+    assert (e.seconds, e.bound, e.unknown) == (7200, False, "")
+    _timed(api, "llama-pt", ran + 7200)
+    e = expected(api)
+    assert (e.seconds, e.bound, e.unknown) == (7200, True, "")
+    code, out, _ = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0
+    assert "  expected: start within 2.0 h (by about 2026-11-25 14:00 UTC), within " in out
+    assert (
+        "llama-pt holds 32 GPUs, ends within 2.0 h (runs at most 8.0 h: at most "
+        "activeDeadlineSeconds (a ceiling); admitted 6.0 h ago)"
+    ) in " ".join(out.split())
 
 
 def _hand_written(api: FakeApi) -> None:
@@ -400,6 +440,18 @@ def _emitted(name: str, workers: int, steps: int, step_seconds: float):
     t = target(GPU_POOL)
     job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
     return job, emit(job, t, CODE)
+
+
+def test_a_deadline_timed_jobs_object_says_so_as_the_live_wait_reads_it():
+    """The emitter's basis annotation of a job timed by its deadline alone is what the live
+    wait reads as a ceiling (`_timed` above writes the same)."""
+    raw = {"name": "d", "team": "llm", "pool": GPU_POOL.name, "workers": 1,
+           "runPolicy": {"activeDeadlineSeconds": 7200},
+           "entrypoint": {"command": ["python", "-c", "pass"]}, "image": "repo/img:1"}  # fmt: skip
+    t = target(GPU_POOL)
+    job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    notes = emit(job, t, CODE).workload["metadata"]["annotations"]
+    assert (notes[EXPECTED_BASIS], notes[EXPECTED_SECONDS]) == (DEADLINE_DETAIL, "7200")
 
 
 def test_the_live_estimate_is_the_plans_for_the_same_queue(tmp_path):

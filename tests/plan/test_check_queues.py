@@ -567,3 +567,91 @@ def test_a_trainjobs_refused_pod_is_named_by_its_replicated_jobs_pod_set(monkeyp
             "resources validation failed: spec.podSets[1].template.spec.containers[0]: Invalid "
             'value: ["cpu"]: requests must not exceed its limits' in finding.message
         ), finding.message
+
+
+USER_CODE = {"entrypoint": {"command": ["python", "-c", "pass"]}, "image": "repo/img:1"}
+
+
+DEADLINE_ONLY = {"runPolicy": {"activeDeadlineSeconds": 7200}, **USER_CODE}  # no estimate
+
+
+@pytest.mark.parametrize(
+    ("first", "words", "runs"),
+    [
+        (job("nlp-first", "nlp", 2, **DEADLINE_ONLY), "within", "at most "),
+        (job("nlp-first", "nlp", 2, expectedStepSeconds=72), "after", "~"),  # 100 x 72 s
+    ],
+)
+def test_a_start_behind_a_run_timed_by_its_deadline_is_said_within_not_after(first, words, runs):
+    """A job ahead timed by its activeDeadlineSeconds may end sooner (a ceiling): the waiting
+    job starts within that time, not after it; with an estimate ahead, after it."""
+    if "entrypoint" in first:
+        first = {k: v for k, v in first.items() if k not in ("model", "steps")}
+    result = plan(
+        [
+            job("vision-long", "vision", 2, expectedStepSeconds=1000),  # holds vision's 2
+            first,
+            job("nlp-second", "nlp", 2, expectedStepSeconds=36),
+        ]
+    )
+    lines, by_job = admission(result)
+    assert by_job["nlp-first"]["state"] == "runs" and by_job["nlp-second"]["state"] == "waits"
+    assert by_job["nlp-first"]["durationSeconds"] == 7200
+    second = next(ln for ln in lines if ln.startswith("nlp/nlp-second"))
+    assert f"; expected to start {words} 2.0 h;" in second
+    assert f"; runs {runs}2.0 h" in next(ln for ln in lines if ln.startswith("nlp/nlp-first"))
+    assert "nlp/nlp-second waits for 2 GPUs in pool gpu-workloads" in lines[0]
+    assert f"expected to start {words} 2.0 h" in lines[0]
+    # the verdict's first screen says it the same way
+    screen = " ".join(ln.strip() for ln in verdict_lines(result, stack="dev"))
+    assert "nlp/nlp-second: waits for 2 GPUs" in screen
+    assert f"expected to start {words} 2.0 h" in screen
+
+
+def _with_initializer(monkeypatch, **pod) -> None:
+    """The platform's runtimes with a `dataset-initializer` replicatedJob before `node`, its
+    pod the trainer's with `pod` merged into it (its container's resources: `resources`)."""
+    import copy
+
+    from trainforge.jobs import trainjob
+
+    real_runtime = trainjob.runtime_manifest
+
+    def with_initializer(*a, **kw):
+        doc = real_runtime(*a, **kw)
+        rjobs = doc["spec"]["template"]["spec"]["replicatedJobs"]
+        init = copy.deepcopy(rjobs[0])
+        init["name"] = "dataset-initializer"
+        spec = init["template"]["spec"]["template"]["spec"]
+        if "resources" in pod:
+            spec["containers"][0]["resources"] = pod["resources"]
+        spec.update({k: v for k, v in pod.items() if k != "resources"})
+        rjobs.insert(0, init)
+        return doc
+
+    monkeypatch.setattr(trainjob, "runtime_manifest", with_initializer)
+
+
+@pytest.mark.parametrize(
+    ("pod", "said"),
+    [
+        # more cpu than the queue can ever hold in any flavor
+        ({"resources": {"requests": {"cpu": "500"}, "limits": {"cpu": "500"}}},
+         "couldn't assign flavors to pod set dataset-initializer: insufficient quota for cpu"),
+        # a node selector no flavor's labels match
+        ({"nodeSelector": {"trainforge.io/pool": "nowhere"}},
+         "no flavor of ClusterQueue vision matches its pod template dataset-initializer's "
+         "nodeSelector {'trainforge.io/pool': 'nowhere'}"),
+    ],
+)  # fmt: skip
+def test_a_trainjob_whose_initializer_no_flavor_takes_is_never_admitted(monkeypatch, pod, said):
+    """Kueue assigns a flavor to every pod set of a TrainJob's Workload, one per replicatedJob
+    of the JobSet its runtime builds (an initializer's too: kueue v0.19.2 pkg/controller/jobs/
+    trainjob `podSets` -> jobset `JobSet.PodSets`; flavorassigner.go `assignFlavors`), and
+    leaves it pending where one gets none; the plan took the trainer's pod set alone."""
+    _with_initializer(monkeypatch, **pod)
+    result = plan([job("init", "vision", 1, backend="trainjob")])
+    _, by_job = admission(result)
+    assert by_job["init"]["state"] == "never"
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
+    assert said in finding.message, finding.message

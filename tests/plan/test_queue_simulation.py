@@ -6,6 +6,7 @@ that render a whole plan are in test_check_queues.py."""
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 
@@ -634,6 +635,39 @@ def test_over_time_a_waiting_job_starts_when_the_job_ahead_ends():
     assert second.started is None and "expected start unknown" in Q._waiting_text(second)
 
 
+@pytest.mark.parametrize("ceiling", ["first", "middle", None])
+def test_a_start_behind_a_ceiling_is_an_upper_bound_and_so_is_what_follows_it(ceiling):
+    """A run timed by its deadline may end sooner: the job behind it starts within its time,
+    and so does one behind that (its end is an upper bound too, though the first ended before
+    it arrived); estimates alone: after."""
+    q = _queue("t", 2)
+    work = [_work(j, "t", 2, i) for i, j in enumerate(("first", "middle", "last"))]
+    for w in work:
+        w.duration, w.ceiling = 3600.0, w.job == ceiling
+    work[2].submitted = 5400.0  # after first ends, while middle runs
+    Q.Simulation({"t": q}, {}).run_timed(work)
+    first, middle, last = work
+    assert (middle.started, last.started) == (3600.0, 7200.0)
+    assert first.start_bound is False
+    assert middle.start_bound is (ceiling == "first")
+    assert last.start_bound is (ceiling is not None)
+    said = "within" if ceiling else "after"
+    assert Q._waiting_text(last).endswith(f"; expected to start {said} 30 min")
+
+
+@pytest.mark.parametrize(("ceiling", "said"), [("short", "after"), ("long", "within")])
+def test_only_the_end_that_lets_a_job_in_decides_within_or_after(ceiling, said):
+    """The job waits for both GPUs: if the short run, timed by its deadline, ends sooner, it
+    still waits for the long one's estimated end (after); a ceiling there: within."""
+    q = _queue("t", 2)
+    work = [_work("short", "t", 1, 0), _work("long", "t", 1, 1), _work("both", "t", 2, 2)]
+    for w, hours in zip(work, (1, 2, 1), strict=True):
+        w.duration, w.ceiling = hours * 3600.0, w.job == ceiling
+    Q.Simulation({"t": q}, {}).run_timed(work)
+    assert work[2].started == 7200.0
+    assert Q._waiting_text(work[2]).endswith(f"; expected to start {said} 2.0 h")
+
+
 def _pool(gpus: int, max_nodes: int | None = None) -> PoolFacts:
     """Pool F of 8-GPU nodes holding `gpus` GPUs in all (a node group: at most `max_nodes`)."""
     return PoolFacts(F, gpus_per_node=8, max_nodes=max_nodes, limits=PoolLimits(gpus=gpus))
@@ -964,3 +998,59 @@ def test_the_launch_check_reads_the_pools_types_as_the_cost_does():
     sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
     sim.run_timed([w])
     assert sim.unlaunchable == []
+
+
+def _cpu_and_gpu_pools() -> list[dict]:
+    """ClusterQueue t (LocalQueue default in namespace t): flavor cpu-pool (8 cpu, no GPU)
+    first, then gpu-pool (8 cpu, 4 GPUs)."""
+    api = "kueue.x-k8s.io/v1beta2"
+
+    def flavor(name: str) -> dict:
+        return {"apiVersion": api, "kind": "ResourceFlavor", "metadata": {"name": name}}
+
+    quota = [
+        {"name": f, "resources": [{"name": r, "nominalQuota": q} for r, q in res.items()]}
+        for f, res in (
+            ("cpu-pool", {"cpu": "8", Q.GPU: "0"}),
+            ("gpu-pool", {"cpu": "8", Q.GPU: "4"}),
+        )
+    ]
+    return [
+        flavor("cpu-pool"), flavor("gpu-pool"),
+        {"apiVersion": api, "kind": "ClusterQueue", "metadata": {"name": "t"},
+         "spec": {"resourceGroups": [{"coveredResources": ["cpu", Q.GPU], "flavors": quota}]}},
+        {"apiVersion": api, "kind": "LocalQueue", "metadata": {"name": "default", "namespace": "t"},
+         "spec": {"clusterQueue": "t"}},
+    ]  # fmt: skip
+
+
+INIT = K.PodSet("dataset-initializer", 1, {"cpu": Fraction(1)})
+NODE = K.PodSet("node", 1, {"cpu": Fraction(1), Q.GPU: Fraction(1)})
+
+
+def test_a_fleet_worker_runs_a_trainjob_on_its_trainers_flavor_not_its_initializers():
+    """A TrainJob's initializer pod set comes before `node` and may take another flavor (a
+    CPU pool): the worker runs (and the fleet prices) the job on the trainer's flavor."""
+    wl = Q.ObjectWorkload("default", "", 1, NODE.total(), [INIT, NODE], NODE, [INIT, NODE])
+    assert Q._worker_flavor(K.read(_cpu_and_gpu_pools()), "t", wl) == ("gpu-pool", "")
+
+
+@pytest.mark.parametrize(
+    ("init", "state", "said"),
+    [
+        (INIT, "admitted", ""),  # on cpu-pool, the trainer on gpu-pool
+        (replace(INIT, requests={"cpu": Fraction(9)}), "never",
+         "couldn't assign flavors to pod set dataset-initializer: insufficient quota for cpu in "
+         "flavor cpu-pool, previously considered podsets requests (0) + current podset request "
+         "(9) > maximum capacity (8)"),
+    ],
+)  # fmt: skip
+def test_an_undeclared_trainjobs_initializer_takes_a_flavor_too(init, state, said):
+    """`admit_object` (an SDK or hand-written TrainJob) assigns every pod set as Kueue does:
+    one no flavor can hold leaves it pending for good; one on another flavor than the
+    trainer's is fine, the trainer's flavor is the job's."""
+    got = Q.admit_object(
+        _cpu_and_gpu_pools(), "t", {}, {}, NODE.requests, 1, [init, NODE], "node"
+    ).workload
+    assert got.state == state and said in got.reason, got.reason
+    assert got.flavor == ("gpu-pool" if state == "admitted" else None)

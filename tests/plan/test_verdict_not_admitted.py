@@ -29,11 +29,14 @@ def test_a_waiting_job_has_its_reason_once_and_its_expected_start():
          "expectedStartSeconds": 3600.0},
         {"team": "research", "job": "c", "state": "waits", "reason": WHY,
          "expectedStartSeconds": None},
+        {"team": "research", "job": "e", "state": "waits", "reason": WHY,
+         "expectedStartSeconds": 7200.0, "expectedStartIsBound": True},  # behind a ceiling
         {"team": "vision", "job": "d", "state": "never", "reason": "no flavor can hold it"},
     ]  # fmt: skip
     assert not_admitted(_result(*rows)) == [
         f"research/b: {WHY}; expected to start after {duration_text(3600)}",
         f"research/c: {WHY}; expected start unknown",
+        f"research/e: {WHY}; expected to start within {duration_text(7200)}",
         "vision/d: never admitted (no flavor can hold it)",
     ]
     assert duration_text(3600) == "60 min"

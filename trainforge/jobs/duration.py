@@ -23,6 +23,7 @@ EXPECTED_BASIS = "trainforge.io/expected-duration"
 
 
 DEADLINE = "activeDeadlineSeconds"  # the source whose figure is a ceiling (Duration.ceiling)
+DEADLINE_DETAIL = f"at most {DEADLINE} (a ceiling)"  # its basis annotation, as live/ reads it
 
 
 @dataclass(frozen=True)
@@ -116,9 +117,7 @@ def _from_deadline(job: JobSpec, pool: PoolFacts) -> Duration | None:
     deadline = job.run_policy.active_deadline_seconds
     if deadline is None:
         return None
-    return Duration(
-        float(deadline), "activeDeadlineSeconds", "at most activeDeadlineSeconds (a ceiling)"
-    )
+    return Duration(float(deadline), DEADLINE, DEADLINE_DETAIL)
 
 
 def _from_estimate(job: JobSpec, pool: PoolFacts) -> Duration | None:

@@ -14,8 +14,9 @@ submitted at once, each running for its expected duration). Here the queue is th
   positionInClusterQueue, over every LocalQueue of the namespace that feeds that
   ClusterQueue), each running for its expected duration once admitted.
 
-These run through the plan's own simulation (`Simulation.run_timed`), so a live estimate and
-the plan's agree for the same queue. It counts the team's nominal quota only: what the rest
+These run through the plan's own simulation (`queues.queue_start`), so a live estimate and
+the plan's agree for the same queue; a job ahead timed by its deadline (a ceiling) makes the
+start an upper bound ("within"). It counts the team's nominal quota only: what the rest
 of the cohort lends is not visible to a team (other teams' queues and jobs are not), so the
 job may start earlier; and later when a job ahead runs longer than expected.
 
@@ -48,7 +49,12 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from trainforge.jobs.duration import EXPECTED_BASIS, EXPECTED_SECONDS, duration_text
+from trainforge.jobs.duration import (
+    DEADLINE_DETAIL,
+    EXPECTED_BASIS,
+    EXPECTED_SECONDS,
+    duration_text,
+)
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.live.gather import (
     KUEUE,
@@ -63,9 +69,8 @@ from trainforge.live.gather import (
 )
 from trainforge.live.kube import Api, KubeError
 from trainforge.plan import kueue as K
-from trainforge.plan.checks import queues as sim
+from trainforge.plan.checks.queues import Queued, amount, queue_start
 
-RESOURCES = sim.RESOURCES
 # what the team's cohort lends is not visible to it: as much as the queue may borrow
 _UNSEEN = Fraction(10**18)
 
@@ -81,6 +86,7 @@ class Holder:
     flavor: str | None
     seconds: float | None  # what it has left to run (running) or its expected run time
     basis: str  # where `seconds` comes from, or why it is unknown
+    ceiling: bool = False  # `seconds` is a ceiling (its activeDeadlineSeconds): it may end sooner
     position: int = -1  # positionInClusterQueue of a waiting one
     priority: int = 0
 
@@ -97,6 +103,7 @@ class Expected:
     holders: list[Holder] = field(default_factory=list)
     unknown: str = ""
     cohort: str | None = None
+    bound: bool = False  # `seconds` is an upper bound: a job ahead is timed by a ceiling
 
 
 # --- reading the queue --------------------------------------------------------------------------
@@ -117,7 +124,7 @@ def _assignment(
     and taints, flavorFungibility, topology) of a pending Workload's pod sets once the queue's
     quota is free, its cohort lending up to the queue's borrowingLimit: its `flavor` is the
     one the workload waits for (None: no one flavor). `lrs`: the namespace's LimitRanges."""
-    lent = {f: {r: _UNSEEN for r in RESOURCES} for f in queue.flavors}
+    lent = {f: {r: _UNSEEN for r in K.RESOURCES} for f in queue.flavors}
     quotas = K.Quotas({queue.name: queue}, {queue.cohort: lent} if queue.cohort else {})
     return K.Assigner(quotas, flavors).assign(queue, K.workload_podsets(wl, lrs))
 
@@ -173,10 +180,11 @@ def _holder(
         h.basis = "its job object is not found"
         return h
     expected, basis = _expected(g.job)
+    h.ceiling = basis == DEADLINE_DETAIL
     if running:
         m = metrics_of(api, g)
         if m and m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
-            h.seconds, h.basis = m["eta_seconds"], "ETA from its metrics"
+            h.seconds, h.basis, h.ceiling = m["eta_seconds"], "ETA from its metrics", False
             return h
         admitted = (condition(wl, "Admitted") or condition(wl, "QuotaReserved") or {}).get(
             "lastTransitionTime"
@@ -190,7 +198,10 @@ def _holder(
             )
         else:
             h.seconds = expected - ran
-            h.basis = f"runs ~{duration_text(expected)}: {basis}; admitted {duration_text(ran)} ago"
+            runs = "at most " if h.ceiling else "~"
+            h.basis = (
+                f"runs {runs}{duration_text(expected)}: {basis}; admitted {duration_text(ran)} ago"
+            )
         return h
     h.seconds, h.basis = expected, basis
     return h
@@ -347,30 +358,20 @@ def _run(
     if over:
         r = over[0]
         out.unknown = (
-            f"it asks {sim.amount(r, need[r])} in flavor {out.flavor}, more than ClusterQueue "
-            f"{queue.name}'s nominal {sim.amount(r, queue.nominal[out.flavor][r])}: it runs "
+            f"it asks {amount(r, need[r])} in flavor {out.flavor}, more than ClusterQueue "
+            f"{queue.name}'s nominal {amount(r, queue.nominal[out.flavor][r])}: it runs "
             "only on quota its cohort lends, which your access does not show"
         )
         return out
-    # what a team sees of its cohort is its own queue: simulate that queue alone
-    queue.cohort = None
-    queue.usage = {}
-    s = sim.Simulation({queue.name: queue}, {})
-    items: list[sim.Workload] = []
-    for i, h in enumerate(out.holders):
-        w = sim.Workload(h.job, queue.name, "", h.position if not h.running else i - 10**6)
-        w.queue, w.flavor, w.need, w.priority = queue.name, h.flavor, h.need, h.priority
-        w.duration = h.seconds
-        if h.running:
-            s.admit(w)
-        items.append(w)
-    job = sim.Workload(wl["metadata"]["name"], queue.name, "", int(me["positionInClusterQueue"]))
-    job.queue, job.flavor, job.need = queue.name, out.flavor, need
-    job.priority = int(me.get("priority", 0))
-    items.append(job)
-    s.run_timed(items)
-    waiting = [w for w, h in zip(items, [*out.holders, None], strict=True) if not (h and h.running)]
-    if any(w.started == 0 for w in waiting):
+    # what a team sees of its cohort is its own queue: that queue alone
+    ahead = [
+        Queued(h.job, h.need, h.seconds, h.ceiling, h.running, h.position, h.priority)
+        for h in out.holders
+    ]
+    at, prio = int(me["positionInClusterQueue"]), int(me.get("priority", 0))
+    mine = Queued(wl["metadata"]["name"], need, position=at, priority=prio)
+    start = queue_start(queue, out.flavor, ahead, mine)
+    if start.room_now:
         msg = (condition(wl, "QuotaReserved") or {}).get("message", "")
         outside = "the namespace's ResourceQuota"
         if out.cohort:
@@ -380,11 +381,11 @@ def _run(
             f"holds it is outside that view ({outside})" + (f"; Kueue says: {msg}" if msg else "")
         )
         return out
-    if job.started is None:
+    if start.seconds is None:
         out.unknown = "it does not fit within 90 days of the jobs ahead ending"
         return out
-    out.seconds = job.started
-    out.at = now + timedelta(seconds=job.started)
+    out.seconds, out.bound = start.seconds, start.bound
+    out.at = now + timedelta(seconds=start.seconds)
     return out
 
 
@@ -398,17 +399,22 @@ def lines(e: Expected) -> list[tuple[str, str]]:
     when = e.at.strftime("%Y-%m-%d %H:%M UTC") if e.at else "?"
     if e.seconds <= 0:
         head = "start at Kueue's next scheduling cycle"
+    elif e.bound:  # a job ahead may end before its ceiling
+        head = f"start within {duration_text(e.seconds)} (by about {when})"
     else:
         head = f"start after {duration_text(e.seconds)} (about {when})"
     quota = f"ClusterQueue {e.cluster_queue}'s nominal quota in flavor {e.flavor}"
     out = [("expected", f"{head}, within {quota}")]
     for h in e.holders:
+        took = duration_text(h.seconds or 0)
         if h.running:
-            text = f"{h.job} holds {_gang(h.need)}, ends in {duration_text(h.seconds or 0)} ({h.basis})"
+            ends = "within" if h.ceiling else "in"
+            text = f"{h.job} holds {_gang(h.need)}, ends {ends} {took} ({h.basis})"
         else:
+            runs = "at most " if h.ceiling else "~"
             text = (
                 f"{h.job} waits ahead (position {h.position + 1}), asks {_gang(h.need)}, "
-                f"runs ~{duration_text(h.seconds or 0)} ({h.basis})"
+                f"runs {runs}{took} ({h.basis})"
             )
         out.append(("ahead", text))
     cohort = f"cohort {e.cohort}" if e.cohort else "a cohort"
@@ -423,6 +429,6 @@ def lines(e: Expected) -> list[tuple[str, str]]:
 
 
 def _gang(need: dict[str, Fraction]) -> str:
-    if sim.GPU in need:
-        return sim.amount(sim.GPU, need[sim.GPU])
-    return ", ".join(sim.amount(r, v) for r, v in sorted(need.items())) or "nothing"
+    if K.GPU in need:
+        return amount(K.GPU, need[K.GPU])
+    return ", ".join(amount(r, v) for r, v in sorted(need.items())) or "nothing"

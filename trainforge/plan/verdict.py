@@ -13,7 +13,7 @@ from trainforge.core.contract import GPU_RESOURCE
 from trainforge.jobs.duration import DEADLINE, duration_text
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
-from trainforge.plan.checks.queues import QUEUE_TITLE, amount
+from trainforge.plan.checks.queues import QUEUE_TITLE, amount, start_words
 from trainforge.plan.cost import row_totals
 from trainforge.plan.diff import delta
 from trainforge.plan.price_facts import usd as _usd
@@ -130,7 +130,9 @@ def admission(row: dict[str, Any]) -> str:
         start = row.get("expectedStartSeconds")
         if start is None:
             return f"{text}; expected start unknown"
-        return f"{text}; expected to start after {duration_text(start)}"
+        return (
+            f"{text}; {start_words(bool(row.get('expectedStartIsBound')))} {duration_text(start)}"
+        )
     lent = row.get("borrowing")
     if not lent:
         return f"admitted on {row.get('flavor')} within its nominal quota"

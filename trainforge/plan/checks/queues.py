@@ -82,6 +82,11 @@ class Workload:
     # times in seconds from the first submission
     submitted: float = 0.0
     duration: float | None = None  # expected run time; None: unknown
+    ceiling: bool = False  # `duration` is a ceiling (jobs/duration.DEADLINE): it may end sooner
+    # `started` is an upper bound: the runs whose ends let it in were timed by a ceiling, or
+    # started at one (it may start sooner); `late` the same of any of its admissions
+    start_bound: bool = False
+    late: bool = False
     duration_note: str = ""  # where the figure comes from, when not the job's own pool
     remaining: float | None = None
     started: float | None = None  # first admission
@@ -93,6 +98,11 @@ class Workload:
     reason_at_once: str = ""
     # what Kueue reads of its pods; None: its flavor is given
     podsets: list[K.PodSet] | None = None
+
+    @property
+    def ends_by(self) -> bool:
+        """Whether `ends` is an upper bound, not an estimate (it may end sooner)."""
+        return self.ceiling or self.late
 
 
 class Simulation:
@@ -119,6 +129,7 @@ class Simulation:
         # job -> the nodes its gang launched, with the GPUs its pods use on each
         self._nodes: dict[str, list[tuple[NodeShape, int]]] = {}
         self.running: list[Workload] = []  # admitted, in the order they were
+        self.ended: list[Workload] = []  # finished, in the order they did
 
     def over_backstop(self, w: Workload) -> str | None:
         """None, or why the namespace's ResourceQuota would refuse the job's pods now."""
@@ -177,8 +188,12 @@ class Simulation:
         self._charge(w, 1)
         w.state, w.reason, w.admitted_at = "admitted", "", self.clock
         self.clock += 1
+        # the ends that let it in now are upper bounds: so is this admission's time
+        let_in = [x for x in self.ended if x.ends == self.now > w.submitted]
+        bound = bool(let_in) and all(x.ends_by for x in let_in)
+        w.late = w.late or bound
         if w.started is None:
-            w.started = self.now
+            w.started, w.start_bound = self.now, bound
         w.running_since = self.now
         if w.remaining is None:
             w.remaining = w.duration
@@ -274,6 +289,7 @@ class Simulation:
         self._charge(w, -1)
         w.state, w.remaining, w.borrowing = "finished", 0.0, {}
         self.running.remove(w)
+        self.ended.append(w)
 
     def run_timed(self, workloads: list[Workload], horizon: float = 90 * 24 * 3600.0) -> None:
         """Jobs arrive at `submitted`, run for `duration`, and what waits is admitted as quota
@@ -558,8 +574,8 @@ class ObjectWorkload:
     queue: str | None  # its queue label
     priority_class: str
     pods: int  # as its backend counts them
-    need: dict[str, Fraction]  # all its pods, in the quota's resources
-    sets: list[K.PodSet]  # one per pod template; a TrainJob's: `main` alone
+    need: dict[str, Fraction]  # all its pods (a TrainJob: its trainer's), in the quota's resources
+    sets: list[K.PodSet]  # one per pod template; a TrainJob's: one per replicatedJob
     main: K.PodSet  # all its pods as its first pod's, which the simulation runs over time
     checked: list[K.PodSet] | None  # the pod sets Kueue validates where not `sets`
 
@@ -585,15 +601,19 @@ def object_workload(
         )
         for t in templates
     ]
-    checked = None
+    checked, counted = None, sets
     if doc.get("kind") == trainjob.KIND:
         # Kueue validates the pods the Trainer builds, whatever its numNodes, and names the
-        # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`)
+        # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`); it assigns a
+        # flavor to every replicatedJob's pod set, an initializer's too (v0.19.2 trainjob
+        # `podSets` -> jobset `JobSet.PodSets`; flavorassigner.go `assignFlavors`, read
+        # 2026-11-30). Over time the simulation charges the trainer's alone.
         checked = K.trainjob_podsets(doc, runtimes, lrs) or []
         main = replace(main, name=trainjob.REPLICATED_JOB)
-        sets = [main]
+        sets = [main if p.name == main.name else p for p in checked] or [main]
+        counted = [main]
     need: dict[str, Fraction] = {}
-    for p in sets:
+    for p in counted:
         for r, v in p.total().items():
             need[r] = need.get(r, Fraction(0)) + v
     labels = (doc.get("metadata") or {}).get("labels") or {}
@@ -667,9 +687,10 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         fleet = getattr(ctx, "fleet_workers", None)
         where = dispatches(ctx).get((spec.team, spec.name)) if fleet else None
         if where is not None:  # a fleet manager holds its quota while a worker runs it
-            w.duration, w.duration_note = _longest_run(where)
+            w.duration, w.ceiling, w.duration_note = _longest_run(where)
         else:
-            w.duration = job_run(ctx, dj).duration.seconds
+            run = job_run(ctx, dj).duration
+            w.duration, w.ceiling = run.seconds, run.ceiling
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
         if obj is None:
@@ -694,7 +715,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             {f: K.flavor_fits_podset(p, m.flavors.get(f), all_tas, f) for f in q.flavors}
             for p in sets
         ]
-        w.flavor = next((f for f, why in skips_of[0].items() if why is None), None)
+        mine = next((i for i, p in enumerate(sets) if p.name == ps.name), 0)  # `ps`'s index
+        w.flavor = next((f for f, why in skips_of[mine].items() if why is None), None)
         stuck = next((i for i, sk in enumerate(skips_of) if all(sk.values())), None)
         owned = _owned_fields(obj, m.flavors.get(w.flavor or "")) if stuck is None else []
         if owned:
@@ -703,7 +725,8 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             w.flavor = None
             p, skips = sets[stuck], skips_of[stuck]
             whys = [y for y in skips.values() if y and "doesn't match node affinity" not in y]
-            name = pod_templates(obj.doc, build=False)[stuck].name
+            templates = pod_templates(obj.doc, build=False)
+            name = templates[stuck].name if len(templates) == len(sets) else p.name
             whose = "its" if len(sets) == 1 else f"its pod template {name}'s"
             never(
                 w,
@@ -802,8 +825,10 @@ def admit_object(
     lrs = _limit_ranges_in(docs, namespace)
     ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
     ps = replace(ps, name=name)
+    # every pod set takes a flavor (a TrainJob's initializers too, `object_workload`)
+    sets = [ps if p.name == name else p for p in validated or ()] or [ps]
     queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
-    got = K.admit(m, namespace, queue, pclass, [ps], validated)
+    got = K.admit(m, namespace, queue, pclass, sets, validated)
     out = ObjectAdmission(w, got.local_queue)
     if got.reason or got.queue is None or got.assignment is None:
         w.state, w.reason, w.invalid = "never", got.reason, got.invalid
@@ -811,10 +836,12 @@ def admit_object(
     w.queue = w.team = got.queue.name
     w.queue_name = got.local_queue
     w.priority = got.priority
-    if got.assignment.mode == K.NO_FIT or got.assignment.flavor is None:
-        w.state, w.reason = "never", kueue_refusal(w.queue, got.assignment)
+    a = got.assignment
+    took = {c.flavor for c in a.podsets.get(name, {}).values()}  # its pod set's
+    if a.mode == K.NO_FIT or len(took) != 1:
+        w.state, w.reason = "never", kueue_refusal(w.queue, a)
         return out
-    w.flavor = got.assignment.flavor
+    w.flavor = took.pop()
     fl = m.flavors[w.flavor]
     out.node_selector = dict(fl.labels)
     out.tolerations = [t for t in fl.tolerations if t not in (pod.get("tolerations") or [])]
@@ -853,13 +880,15 @@ class Dispatch:
 
 
 def _worker_flavor(m: K.Kueue, namespace: str, wl: ObjectWorkload) -> tuple[str | None, str]:
-    """The flavor (the first pod set's) a worker's Kueue `m` gives the Workload when idle, or
-    None and why it never admits it."""
+    """The flavor (its trainer's pod set's, else its first's) a worker's Kueue `m` gives the
+    Workload when idle, or None and why it never admits it."""
     got = K.admit(m, namespace, wl.queue, wl.priority_class, wl.sets, wl.checked)
     if got.reason or got.queue is None or got.assignment is None:
         return None, got.reason
     a = got.assignment
-    taken = [c.flavor for per in a.podsets.values() for c in per.values()]
+    # the trainer's pod set where it is named (a TrainJob's initializers may come first)
+    per = a.podsets.get(wl.main.name) or next(iter(a.podsets.values()), {})
+    taken = [c.flavor for c in per.values()]
     if a.mode == K.NO_FIT or not taken:
         return None, kueue_refusal(got.queue.name, a)
     return a.flavor or taken[0], ""
@@ -898,15 +927,17 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
     return out
 
 
-def _longest_run(where: Dispatch) -> tuple[float | None, str]:
+def _longest_run(where: Dispatch) -> tuple[float | None, bool, str]:
     """A fleet job's expected run: the longest on a worker that may run it (its quota on the
-    manager is held until it ends); None when one is unknown."""
-    seconds = [r.cost.duration.seconds if r.cost else None for r in where.runs]
-    if not seconds or any(s is None for s in seconds):
-        return None, ""
-    if len(seconds) == 1:
-        return seconds[0], f" (on worker {where.runs[0].worker})"
-    return max(s for s in seconds if s is not None), " (the longest on a worker that may run it)"
+    manager is held until it ends), whether that figure is a ceiling; None when one is
+    unknown."""
+    runs = [r.cost.duration if r.cost else None for r in where.runs]
+    if not runs or any(d is None or d.seconds is None for d in runs):
+        return None, False, ""
+    longest = max((d for d in runs if d is not None), key=lambda d: d.seconds or 0.0)
+    if len(runs) == 1:
+        return longest.seconds, longest.ceiling, f" (on worker {where.runs[0].worker})"
+    return longest.seconds, longest.ceiling, " (the longest on a worker that may run it)"
 
 
 def outcomes(ctx: PlanContext) -> dict[tuple[str, str], tuple[str, str]]:
@@ -1027,18 +1058,70 @@ def summary(workloads: list[Workload]) -> str:
     return f"{len(waiting)} of {len(workloads)} job(s) do not start at once: {whys}"
 
 
+def start_words(bound: bool) -> str:
+    """How an expected start is said: "within" where it is an upper bound (a run ahead is
+    timed by its ceiling and may end sooner), "after" where every run ahead is an estimate."""
+    return f"expected to start {'within' if bound else 'after'}"
+
+
 def _waiting_text(w: Workload) -> str:
     text = w.reason_at_once or w.reason or "waits"
     if w.at_once == "never":
         return text
     if w.started is not None:
-        text += f"; expected to start after {duration_text(w.started - w.submitted)}"
+        text += f"; {start_words(w.start_bound)} {duration_text(w.started - w.submitted)}"
     else:
         text += (
             "; expected start unknown (a job ahead has no expected duration, or it is more "
             "than 90 days away)"
         )
     return text
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A workload of one live ClusterQueue as its team sees it (trainforge.live.wait): what it
+    asks in the flavor, how long it runs (a running one: what it has left), whether that is
+    a ceiling; a waiting one's positionInClusterQueue and priority."""
+
+    name: str
+    need: dict[str, Fraction]
+    seconds: float | None = None
+    ceiling: bool = False
+    running: bool = False
+    position: int = 0
+    priority: int = 0
+
+
+@dataclass(frozen=True)
+class Start:
+    """`queue_start`'s answer: seconds from now (None: not within 90 days), whether that is an
+    upper bound (`start_words`), and whether a waiting one fits at once (then what holds it is
+    outside the team's view)."""
+
+    seconds: float | None
+    bound: bool
+    room_now: bool
+
+
+def queue_start(queue: K.ClusterQueue, flavor: str, holders: list[Queued], job: Queued) -> Start:
+    """When `job` starts on `queue`'s nominal quota in `flavor` alone (no cohort: other teams'
+    use is not visible to a team), behind `holders`, through this simulation: the live
+    estimate is the plan's for the same queue."""
+    queue = replace(queue, cohort=None, usage={})
+    s = Simulation({queue.name: queue}, {})
+    items: list[Workload] = []
+    for i, h in enumerate([*holders, job]):
+        order = i - 10**6 if h.running else h.position
+        w = Workload(h.name, queue.name, "", order, queue=queue.name, flavor=flavor)
+        w.need, w.priority, w.duration, w.ceiling = h.need, h.priority, h.seconds, h.ceiling
+        if h.running:
+            s.admit(w)
+        items.append(w)
+    s.run_timed(items)
+    waiting = [w for w, h in zip(items, [*holders, job], strict=True) if not h.running]
+    mine = items[-1]
+    return Start(mine.started, mine.start_bound, any(w.started == 0 for w in waiting))
 
 
 def _reclaimers(owners: list[str]) -> str:
@@ -1074,7 +1157,8 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         if w.queue_name == DEFAULT_QUEUE:
             text += " (no queue label: through LocalQueue default)"
         if w.duration is not None and state != "never":
-            text += f"; runs ~{duration_text(w.duration)}{w.duration_note}"
+            runs = "at most " if w.ceiling else "~"
+            text += f"; runs {runs}{duration_text(w.duration)}{w.duration_note}"
         label = f"{w.team}/{w.job}"
         prio = f" [{w.priority_class}]" if w.priority_class else ""
         lines.append(f"{label}{prio}: {text}")
@@ -1088,6 +1172,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
             "cohort": q.cohort if q is not None else None, "reclaimers": owners,
             "preemptedBy": w.preempted_by, "reason": reason, "sizing": w.sizing,
             "expectedStartSeconds": None if never else w.started,
+            "expectedStartIsBound": w.start_bound,  # at the latest, not about then
             "expectedEndSeconds": None if never or w.started is None else w.ends,
             "durationSeconds": w.duration,
         })  # fmt: skip

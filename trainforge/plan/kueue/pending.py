@@ -63,9 +63,13 @@ _FOR_GOOD = re.compile(
         *(_like(say(_F), '[^"]*') for say in (W.no_tas, W.only_tas, W.no_level)),
     ))
 )  # fmt: skip
+# its groups: the pod set's own request, the maximum capacity (placeholders as `_F`)
 _OVER = re.compile(
-    rf"insufficient quota for [\w./-]+ in flavor {_NAME}, previously considered podsets "
-    r"requests \([^)]*\) \+ current podset request \(([^)]*)\) > maximum capacity \(([^)]*)\)"
+    _like(W.over_words("RESOURCE", _F, "BEFORE", "OWN", "MOST"), _NAME)
+    .replace("RESOURCE", r"[\w./-]+")
+    .replace("BEFORE", "[^)]*")
+    .replace("OWN", "([^)]*)")
+    .replace("MOST", "([^)]*)")
 )
 
 

@@ -106,10 +106,14 @@ def no_level(flavor: str) -> str:
 
 
 def over_capacity(r: str, f: str, assumed: Fraction, request: Fraction, most: Fraction) -> str:
+    return over_words(r, f, quantity(r, assumed), quantity(r, request), quantity(r, most))
+
+
+def over_words(r: str, f: str, assumed: str, request: str, most: str) -> str:
+    """`over_capacity` of amounts as written (pending.py reads its message back with it)."""
     return (
         f"insufficient quota for {r} in flavor {f}, previously considered podsets requests "
-        f"({quantity(r, assumed)}) + current podset request ({quantity(r, request)}) > "
-        f"maximum capacity ({quantity(r, most)})"
+        f"({assumed}) + current podset request ({request}) > maximum capacity ({most})"
     )
 
 

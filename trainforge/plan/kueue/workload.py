@@ -85,7 +85,8 @@ def trainjob_podsets(
     builds from its runtime, in order (Kueue release-0.19 pkg/controller/jobs/trainjob
     `podSets` -> jobset `JobSet.PodSets`; Trainer v2.2.1 pkg/runtime/framework/plugins/jobset/
     builder.go keeps every replicatedJob; read 2026-11-30), the trainer's pod as
-    `trainjob.built_pod` builds it, the others as written (runtimePatches not applied). None
+    `trainjob.built_pod` builds it, the others as written (runtimePatches not applied), each
+    pod's requests as Kueue counts them (`pod_requests`). None
     when the runtime is unknown or the job too malformed to build (validation reports it)."""
     try:
         node = trainjob.built_pod(doc, runtimes)
@@ -95,18 +96,13 @@ def trainjob_podsets(
     if node is None or runtime is None:
         return None
     limit_ranges = list(limit_ranges)
-    return [
-        replace(
-            podset(
-                node if t.name == trainjob.REPLICATED_JOB else t.template,
-                {},
-                t.replicas,
-                limit_ranges,
-            ),
-            name=t.name,
-        )  # fmt: skip
-        for t in backends.pod_templates(dict(runtime))
-    ]
+    out = []
+    for t in backends.pod_templates(dict(runtime)):
+        tmpl = node if t.name == trainjob.REPLICATED_JOB else t.template
+        asks = pod_requests(tmpl.get("spec") or {}, limit_ranges)
+        per_pod = {r: v for r, v in asks.items() if r in RESOURCES and v}
+        out.append(replace(podset(tmpl, per_pod, t.replicas, limit_ranges), name=t.name))
+    return out
 
 
 def pod_need(spec: Any) -> dict[str, Fraction]:
