@@ -24,8 +24,9 @@ from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces, r
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULES = {
-    "TRAINFORGE_IMAGE_PIECE": "run the job on the trainforge runtime image (leave image unset), "
-    "build yours FROM it (docs/images.md), or turn the feature off",
+    "TRAINFORGE_IMAGE_PIECE": "where the job's code ships, run it on the trainforge runtime image "
+    "(each finding names the keys to unset); build yours FROM it and declare it in imageFacts "
+    "(docs/images.md); or turn the feature off",
     "TRAINFORGE_IMAGE_CREDENTIAL": "name a secret ecr-pullthroughcache/<name> in the stack's own "
     "Region and account (create it there: docs/images.md), or unset the key",
     "TRAINFORGE_BUILD_CONTEXT": "let the source through the build's ignore file (an `!path` "
