@@ -218,3 +218,24 @@ def test_the_platforms_total_is_its_columns_added(planned):
     platform = verdict.cost_lines(result, None)[0]
     assert platform.startswith(f"Cost: platform ${hourly:,.2f}/h = ${monthly:,.2f}/month + unknown")
     assert "$0.015" in {r[2] for r in items}  # 3 IPv4 addresses at $0.005
+
+
+def test_a_cap_is_judged_on_the_figure_the_finding_prints():
+    """$87.8306/h prints as $87.83: under a $87.83 cap it passes (it used to read "costs
+    $87.83/h ..., over the $87.83/h cap"); a cent above the cap is over it."""
+    from trainforge.plan.checks import cost_check
+    from trainforge.stack.policy import CostCaps
+
+    choice = cost.NodeChoice("t", 1, 1, price_facts.Price(87.8306, "hour", "x"), None, "")
+    job = cost.JobCost("j", "a", "g", "a/PyTorchJob/j", choice, False,
+                       duration.Duration(3600, "estimate", ""))  # fmt: skip
+    report = cost.CostReport("r", dt.date(2026, 11, 30), fixed=[])
+    report.jobs = [job]
+
+    def over(cap: float) -> list[str]:
+        found = cost_check.findings(report, CostCaps(job_per_hour=cap))
+        return [f.message for f in found if f.rule == "TF_COST_JOB_CAP"]
+
+    assert over(87.83) == []
+    (message,) = over(87.82)
+    assert "costs $87.83/h" in message and "over the $87.82/h cap" in message

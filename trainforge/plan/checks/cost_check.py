@@ -297,7 +297,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             _unpriced_job(j, cap) if j.hourly is None else "",
             f"job {j.name} costs {usd(j.hourly)}/h on-demand{where} ({c.price_words()}), over "
             f"the {usd(cap)}/h cap for team {j.team}"
-            if c and j.hourly is not None and j.hourly > cap
+            if c and j.hourly is not None and C.cents(j.hourly) > cap
             else None,
         )
     for t in report.teams:
@@ -317,7 +317,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
                 f"team {t.name}'s jobs that run at once ({', '.join(t.jobs)}) cost "
                 f"{usd(t.jobs_hourly)}/h on-demand together ({OWN_NODES}{dear}), over its "
                 f"{usd(cap)}/h cap{waits}"
-                if t.jobs_hourly is not None and t.jobs_hourly > cap
+                if t.jobs_hourly is not None and C.cents(t.jobs_hourly) > cap
                 else None,
             )
         budget = caps.month_for_team(t.name)
@@ -333,7 +333,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"month (each run once{dear}: "
             + ", ".join(f"{j.name} {_at_most(j.duration.ceiling)}{usd(j.month_cost)}" for j in mine)
             + f"), over its {usd(budget)}/month budget"
-            if t.month is not None and t.month > budget
+            if t.month is not None and C.cents(t.month) > budget
             else None,
         )
     budget = caps.cluster_per_month
@@ -351,7 +351,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"{usd(month)} in a month (platform "
             f"{usd(report.fixed_monthly_known)}/month + every declared job "
             f"run once{_less_in_fixed(report)}), over its {usd(budget)}/month budget"
-            if month is not None and month > budget
+            if month is not None and C.cents(month) > budget
             else None,
         )
     return out
