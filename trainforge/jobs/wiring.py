@@ -512,13 +512,13 @@ def _over_quota(
             bigger += " (Karpenter counts each of the job's nodes at its largest type)"
     elif inputs is not None and name != "pods":
         # the model found no raise that lifts it: say so, and what holds it
-        at = quota.pool_key(inputs.pools, job.pool)
+        at, team = quota.pool_key(inputs.pools, job.pool), quota.team_key(inputs.teams, job.team)
         cap_key = f"{at}.maxSize" if target.pool.kind == "node-group" else f"{at}.limits.{name}"
         bigger = (
-            f"no raise of {quota.team_key(inputs.teams, job.team)}.quota.{name} or {cap_key}, "
-            "alone or together, lifts it: the other teams' guarantees in the pool (scaled with "
-            "the team's to what it holds) or the team's quota.borrowingLimit hold it "
-            "(docs/teams.md, Quotas)"
+            f"no raise of {team}.quota.{name}, {team}.quota.pools.{job.pool}.{name} or "
+            f"{cap_key}, alone or together, lifts it without taking from another team's "
+            "guarantee: the other teams' guarantees in the pool (scaled with the team's to what "
+            "it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, Quotas)"
         )
     else:
         at_least = _setting(name, need, up=True)
