@@ -38,9 +38,13 @@ CONFIG_KEY = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
 # default in proportion to what each pool holds (`quota.pools` says otherwise, pool by
 # pool); where the teams ask more of a pool than it holds, each team's part is scaled down
 # (a warning names the key, what was asked and what is possible). What no team is guaranteed
-# in a pool belongs to the cohort (a Kueue `Cohort` object with that nominal quota), so any
-# member may borrow it while it is idle, and every team takes its own nominal quota back from
-# borrowers by preemption (`reclaimWithinCohort`).
+# in a pool is shared out among the cohorts in proportion to their teams' guarantees there
+# (evenly where none has one; a team with borrowingLimit 0 counts for nothing, and what no
+# team could borrow is nobody's): each cohort's part is its Kueue `Cohort` object's nominal
+# quota, a shared pool for its members only (kueue v0.19.2 apis/kueue/v1beta2/cohort_types.go,
+# CohortSpec.ResourceGroups, 8eab687, read 2026-11-30), so any member may borrow it while it
+# is idle, a team alone in its cohort included, and every team takes its own nominal quota
+# back from borrowers by preemption (`reclaimWithinCohort`).
 
 
 _UNIT = {"cpu": Fraction(1, 1000), "memory": Fraction(2**20), GPU: Fraction(1)}
@@ -258,12 +262,14 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
             if cap is None:
                 continue
             left = cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0))
+            # a team whose borrowingLimit is 0 could never use a share: it counts for nothing
+            takers = [t for t in teams if borrowing_limits(t)[r] != 0]
             by_cohort = {
-                c: sum((nominal[t.name][p.name][r] for t in teams if t.cohort == c), Fraction(0))
+                c: sum((nominal[t.name][p.name][r] for t in takers if t.cohort == c), Fraction(0))
                 for c in cohorts
             }
             if not any(by_cohort.values()):
-                by_cohort = {c: Fraction(1) for c in cohorts}
+                by_cohort = {c: Fraction(any(t.cohort == c for t in takers)) for c in cohorts}
             for c, v in _share(max(left, Fraction(0)), by_cohort, r).items():
                 shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
     return QuotaPlan(nominal, shared, tuple(warnings))

@@ -689,7 +689,7 @@ class TeamConfig(StackModel):
     gid: TeamId | None = None
     """The team's GID (unique across teams; unset: the uid): group of its pods and its FSx directory (mode 0770)."""
     cohort: Cohort = DEFAULT_COHORT
-    """Teams in the same cohort lend each other idle quota (a DNS-1123 label). A team alone in its cohort never borrows."""
+    """Teams in the same cohort lend each other idle quota (a DNS-1123 label). Each pool's quota no team is guaranteed is shared out among the cohorts in proportion to their teams' guarantees there (evenly where none has one; a team with `borrowingLimit` 0 counts for nothing) and is its cohort's Kueue `Cohort` quota: any member may borrow it while idle, a team alone in its cohort too (docs/teams.md, "Borrowing")."""
     access: TeamAccessConfig = TeamAccessConfig()
     """Who may use the cluster as this team."""
 
