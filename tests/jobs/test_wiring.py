@@ -808,3 +808,56 @@ def test_the_fix_for_a_job_over_its_pool_quota_is_the_one_kueue_admits():
     for d in after:
         if d["kind"] == "ClusterQueue" and d["metadata"]["name"] != "speech":
             assert d == queues[d["metadata"]["name"]]
+
+
+def test_a_team_split_over_two_pools_is_told_its_part_of_the_job_s_pool():
+    """Team research's 8 GPUs split 4 + 4 over two pools of 16; it borrows none. 10 x 1 GPU in
+    gpu-workloads: raising quota.gpus by the 6 missing gives that pool only 7 (the split), so
+    the fix names the pool's part and the total with it; `workers` is what the pool's queue
+    holds (4), not the namespace's 8, which Kueue would never admit there. Each applied, the
+    job resolves and its queue holds it in the pool."""
+    from trainforge.jobs import quota
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    other = dataclasses.replace(
+        GPU_POOL, name="gpu-b", node_selector=(("trainforge.io/pool", "gpu-b"),)
+    )
+    pools = {p.name: dataclasses.replace(p, limits=PoolLimits(gpus=16)) for p in (GPU_POOL, other)}
+
+    def facts(q: dict) -> JobTarget:
+        quota_ = {"borrowingLimit": {"gpus": 0}, **q}
+        raw = {"teams": [{"name": "research", "quota": quota_}], "nodePools": [
+            {"name": name} for name in pools]}  # fmt: skip
+        errors: list[str] = []
+        services = parse_services_config(raw, errors)
+        assert errors == []
+        team = team_facts(services, pools=pools)["research"]
+        return JobTarget(team=team, pool=pools["gpu-workloads"], checkpoint_bucket="b")
+
+    ten = job(workers=10, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(ten, facts({"gpus": "8"}), W)
+    text = str(err.value)
+    key = "trainforge:teams[0].quota"
+    assert (
+        f"may hold at most 8 gpus ({key}.pools.gpu-workloads.gpus: unset (4 by the split), "
+        f"{key}.gpus: 8 caps it) in namespace 'research', at most 4 in pool 'gpu-workloads' "
+        "(Kueue counts quota per pool); " in text
+    ), text
+    assert text.endswith(
+        f"use workers: 4, or set {key}.pools.gpu-workloads.gpus to 10 and {key}.gpus to 14"
+    ), text
+    # the namespace holds 8, the pool's queue 4: workers 8 would never be admitted there
+    assert facts({"gpus": "8"}).team.quota_inputs.held()["gpus"] == "8"
+    assert facts({"gpus": "8"}).team.quota_inputs.room("gpu-workloads")["gpus"] == 4
+    resolve_job(job(workers=4, gpusPerWorker=1), facts({"gpus": "8"}), W)
+    fixed = facts({"gpus": "14", "pools": {"gpu-workloads": {"gpus": "10"}}})
+    resolve_job(ten, fixed, W)
+    assert fixed.team.quota_inputs.room("gpu-workloads")["gpus"] == 10
+    assert (
+        quota.pool_room(
+            fixed.team.quota_inputs.teams[0], fixed.team.quota_inputs.teams, pools.values()
+        )["gpu-b"]["nvidia.com/gpu"]
+        == 4
+    )  # the other pool keeps its part

@@ -404,6 +404,15 @@ class QuotaInputs:
         me = next(t for t in self.teams if t.name == self.team)
         return namespace_quota(me, self.teams, self.pools, self.kueue)
 
+    def room(self, pool: str) -> dict[str, Fraction] | None:
+        """By key (gpus, cpu, memory): the most a job in `pool` may ever get, with Kueue
+        (`pool_room`); None without (the namespace quota is all)."""
+        me = next(t for t in self.teams if t.name == self.team)
+        if not self.kueue or all(p.name != pool for p in self.pools):
+            return None
+        room = pool_room(me, self.teams, self.pools)[pool]
+        return {CONFIG_KEY[r]: v for r, v in room.items()}
+
 
 @dataclass(frozen=True)
 class Lift:
@@ -492,11 +501,12 @@ def _team_raises(
     if not part:
         return out
     ask = _asked(team, pools, None)[p.name][r]
+    now_part = f"unset ({format_quantity(r, ask)} by the split)" if given is None else str(given)
     to = format_quantity(r, _round_up(r, ask + extra))
     explicit[p.name] = (mine or PoolQuota()).model_copy(update={key: to})
     raised = raised.model_copy(update={"pools": tuple(explicit.items())})
     changes = (
-        (f"{tkey}.quota.pools.{p.name}.{key}", "unset" if given is None else str(given), to),
+        (f"{tkey}.quota.pools.{p.name}.{key}", now_part, to),
         (f"{tkey}.quota.{key}", now, total),
     )
     out.append((changes, team.model_copy(update={"quota": raised})))

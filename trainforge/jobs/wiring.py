@@ -524,14 +524,20 @@ def _over_quota(
         at_least = _setting(name, need, up=True)
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
     room = _pool_room(job, target.pool, pods) if key == "workers" else None
-    smaller = _smaller(key, name, need, cap, pods, room)
+    # with Kueue a job gets no more than its team's queue may hold in the job's pool
+    most = (inputs.room(job.pool) or {}).get(name) if inputs is not None else None
+    fit = min(cap, most) if most is not None else cap
+    smaller = _smaller(key, name, need, fit, pods, room)
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
-        other = _smaller("gpusPerWorker", name, need, cap, pods)
+        other = _smaller("gpusPerWorker", name, need, fit, pods)
         smaller = " or ".join(x for x in (smaller, other) if x)
     fix = f"use {smaller}, or {bigger}" if smaller else bigger
+    pool = ""
+    if fit < cap:
+        pool = f", at most {figure(name, fit)} in pool {job.pool!r} (Kueue counts quota per pool)"
     return (
         f"{how} need {name} {figure(name, need)} but {held} in namespace "
-        f"{target.namespace!r}; the job could never start: {fix}"
+        f"{target.namespace!r}{pool}; the job could never start: {fix}"
     )
 
 
