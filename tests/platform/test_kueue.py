@@ -456,3 +456,24 @@ def test_each_pools_spare_quota_goes_to_the_cohorts_by_their_teams_guarantees_th
     vision = TeamConfig(name="vision", quota=TeamQuotaConfig(gpus="4", pools=(("gpu2", PoolQuota(gpus="0")),)))  # fmt: skip
     shared, _ = _cohorts([vision, speech], [l40s, g5])
     assert shared["trainforge"]["l40s"] == 1 and shared["speech-solo"]["l40s"] == 3
+    # the model the quota refusal's fix is tried on (`pool_room`) is Kueue's arithmetic over
+    # the emitted objects, for every team and pool of these stacks
+    from trainforge.jobs.quota import pool_room
+
+    two = speech.model_copy(
+        update={"quota": speech.quota.model_copy(update={"borrowing_limit": PoolQuota(gpus="2")})}
+    )
+    assert _cohorts([llm, two], [l40s, g5])[1]("speech", "l40s") == 10  # 8 + at most 2
+    for teams in (
+        [llm, speech],
+        [llm, capped],
+        [llm, two],
+        [vision, speech],
+        [llm, vision, capped],
+    ):
+        _, most = _cohorts(teams, [l40s, g5])
+        for t in teams:
+            room = pool_room(t, teams, [l40s, g5])
+            assert {p: room[p]["nvidia.com/gpu"] for p in ("l40s", "gpu2")} == {
+                p: most(t.name, p) for p in ("l40s", "gpu2")
+            }, t.name
