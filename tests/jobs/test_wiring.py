@@ -723,10 +723,12 @@ def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
     with pytest.raises(JobConfigError) as err:
         resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
     assert str(err.value).endswith(
-        "the job could never start: no raise of trainforge:teams[0].quota.gpus or "
-        "trainforge:nodePools[0].limits.gpus, alone or together, lifts it: the other teams' "
-        "guarantees in the pool (scaled with the team's to what it holds) or the team's "
-        "quota.borrowingLimit hold it (docs/teams.md, Quotas)"
+        "the job could never start: no raise of trainforge:teams[0].quota.gpus, "
+        "trainforge:teams[0].quota.pools.gpu-workloads.gpus or "
+        "trainforge:nodePools[0].limits.gpus, alone or together, lifts it without taking from "
+        "another team's guarantee: the other teams' guarantees in the pool (scaled with the "
+        "team's to what it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, "
+        "Quotas)"
     )
     # what the old line offered does not lift it
     raised = {**raw["teams"][0], "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}
@@ -734,3 +736,128 @@ def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
     team = team_facts(services, pools={pool.name: pool})["research"]
     with pytest.raises(JobConfigError):
         resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
+
+
+def _solo_stack(cfg):
+    """The contract, the Kueue objects and the parsed config of a stack config (`trainforge:`
+    keys without the prefix), as the program builds them."""
+    import pulumi
+
+    from trainforge.plan.mocks import TrainforgeMocks
+    from trainforge.platform.config import parse_config
+    from trainforge.platform.published import contract_from_config
+    from trainforge.platform.queues import queue_objects
+
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
+    parsed = parse_config(cfg)
+    contract = contract_from_config(parsed)
+    inputs = next(iter(contract.teams.values())).quota_inputs
+    objects = queue_objects(inputs.teams, inputs.pools, parsed.services.kueue)
+    return contract, objects
+
+
+def _set_path(cfg: dict, key: str, value: str) -> None:
+    """`trainforge:teams[2].quota.pools.l40s-pool.gpus` set to `value` in `cfg`."""
+    import re
+
+    here, parts = cfg, re.findall(r"[^.\[\]]+|\[\d+\]", key.removeprefix("trainforge:"))
+    for i, part in enumerate(parts):
+        step = int(part[1:-1]) if part.startswith("[") else part
+        if i == len(parts) - 1:
+            here[step] = value
+        else:
+            if isinstance(step, str):
+                here.setdefault(step, {})
+            here = here[step]
+
+
+def test_the_fix_for_a_job_over_its_pool_quota_is_the_one_kueue_admits():
+    """The wave-19 review (Pulumi.bad12.yaml): team speech, alone in cohort speech-solo, holds
+    8 GPUs of l40s-pool by `quota.pools` and borrows none; 4 workers x 4 GPUs there. The fix
+    said `quota.gpus to 16`: applied, the namespace took 16 but the split spent the extra 8 in
+    other pools (llm's guarantee dropped 32 -> 30) and Kueue still held the job to 8 there,
+    never admitting it. The fix now names the pool's key, and applied to the stack the job
+    resolves, Kueue's own arithmetic (plan.kueue.Quotas, the never-admitted check's) lets its
+    ClusterQueue hold 16 GPUs there, and no other team's guarantee moves."""
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.jobs.declare import check_jobs
+    from trainforge.plan import kueue as K
+
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_solo_cohort.yaml").read_text())
+    spec = {"name": "speech-ddp", "team": "speech", "pool": "l40s-pool", "workers": 4}
+    contract, before = _solo_stack(cfg)
+    with pytest.raises(JobConfigError) as err:
+        check_jobs(contract, [{**spec, "model": "mlp"}])
+    text = str(err.value)
+    team = "trainforge:teams[2].quota"
+    assert text.endswith(
+        f"use workers: 2, or set {team}.pools.l40s-pool.gpus to 16 and {team}.gpus to 16"
+    ), text
+    for change in text.split(", or set ")[1].split(" and "):
+        _set_path(cfg, *change.split(" to "))
+    contract, after = _solo_stack(cfg)
+    check_jobs(contract, [{**spec, "model": "mlp"}])
+    kueue = K.read(after)
+    most = K.Quotas(kueue.queues, kueue.shared).potential(
+        kueue.queues["speech"], "l40s-pool", K.GPU
+    )
+    assert most == 16
+    queues = {d["metadata"]["name"]: d for d in before if d["kind"] == "ClusterQueue"}
+    for d in after:
+        if d["kind"] == "ClusterQueue" and d["metadata"]["name"] != "speech":
+            assert d == queues[d["metadata"]["name"]]
+
+
+def test_a_team_split_over_two_pools_is_told_its_part_of_the_job_s_pool():
+    """Team research's 8 GPUs split 4 + 4 over two pools of 16; it borrows none. 10 x 1 GPU in
+    gpu-workloads: raising quota.gpus by the 6 missing gives that pool only 7 (the split), so
+    the fix names the pool's part and the total with it; `workers` is what the pool's queue
+    holds (4), not the namespace's 8, which Kueue would never admit there. Each applied, the
+    job resolves and its queue holds it in the pool."""
+    from trainforge.jobs import quota
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    other = dataclasses.replace(
+        GPU_POOL, name="gpu-b", node_selector=(("trainforge.io/pool", "gpu-b"),)
+    )
+    pools = {p.name: dataclasses.replace(p, limits=PoolLimits(gpus=16)) for p in (GPU_POOL, other)}
+
+    def facts(q: dict) -> JobTarget:
+        quota_ = {"borrowingLimit": {"gpus": 0}, **q}
+        raw = {"teams": [{"name": "research", "quota": quota_}], "nodePools": [
+            {"name": name} for name in pools]}  # fmt: skip
+        errors: list[str] = []
+        services = parse_services_config(raw, errors)
+        assert errors == []
+        team = team_facts(services, pools=pools)["research"]
+        return JobTarget(team=team, pool=pools["gpu-workloads"], checkpoint_bucket="b")
+
+    ten = job(workers=10, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(ten, facts({"gpus": "8"}), W)
+    text = str(err.value)
+    key = "trainforge:teams[0].quota"
+    assert (
+        f"may hold at most 8 gpus ({key}.pools.gpu-workloads.gpus: unset (4 by the split), "
+        f"{key}.gpus: 8 caps it) in namespace 'research', at most 4 in pool 'gpu-workloads' "
+        "(Kueue counts quota per pool); " in text
+    ), text
+    assert text.endswith(
+        f"use workers: 4, or set {key}.pools.gpu-workloads.gpus to 10 and {key}.gpus to 14"
+    ), text
+    # the namespace holds 8, the pool's queue 4: workers 8 would never be admitted there
+    assert facts({"gpus": "8"}).team.quota_inputs.held()["gpus"] == "8"
+    assert facts({"gpus": "8"}).team.quota_inputs.room("gpu-workloads")["gpus"] == 4
+    resolve_job(job(workers=4, gpusPerWorker=1), facts({"gpus": "8"}), W)
+    fixed = facts({"gpus": "14", "pools": {"gpu-workloads": {"gpus": "10"}}})
+    resolve_job(ten, fixed, W)
+    assert fixed.team.quota_inputs.room("gpu-workloads")["gpus"] == 10
+    assert (
+        quota.pool_room(
+            fixed.team.quota_inputs.teams[0], fixed.team.quota_inputs.teams, pools.values()
+        )["gpu-b"]["nvidia.com/gpu"]
+        == 4
+    )  # the other pool keeps its part

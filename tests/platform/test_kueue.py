@@ -401,3 +401,79 @@ def test_the_release_selecting_namespaces_by_label_waits_for_the_labelled_namesp
     for ns in team_ns:
         if ns.inputs["metadata"]["labels"].get("trainforge.io/queued"):
             assert ns.urn in release.options["dependencies"], ns.name
+
+
+def _cohorts(teams, pools) -> tuple[dict[str, dict[str, Fraction]], object]:
+    """cohort -> pool -> the GPUs on its emitted `Cohort` object, and Kueue's own view of
+    all the emitted objects (trainforge.plan.kueue, the never-admitted check's arithmetic)."""
+    from trainforge.plan import kueue as K
+
+    docs = queues.queue_objects(teams, pools, KueueConfig())
+    gpus = {
+        d["metadata"]["name"]: {
+            f["name"]: parse_quantity(
+                next(r for r in f["resources"] if r["name"] == "nvidia.com/gpu")["nominalQuota"]
+            )
+            for f in d["spec"]["resourceGroups"][0]["flavors"]
+        }
+        for d in docs
+        if d["kind"] == "Cohort"
+    }
+    m = K.read(docs)
+    return gpus, (lambda team, pool: K.Quotas(m.queues, m.shared).potential(
+        m.queues[team], pool, K.GPU))  # fmt: skip
+
+
+def test_each_pools_spare_quota_goes_to_the_cohorts_by_their_teams_guarantees_there():
+    """The wave-19 review: "A team alone in its cohort never borrows" (docs/configuration.md)
+    was false: speech, alone in cohort speech-solo with 8 of l40s-pool's 16 GPUs, got the
+    other 8 on its Cohort object and could hold 16 (Kueue: a Cohort's nominalQuota is a shared
+    pool for the ClusterQueues within it, apis/kueue/v1beta2/cohort_types.go at v0.19.2). The
+    words now say what the objects do: each pool's spare goes to the cohorts in proportion to
+    their teams' guarantees there, evenly where none has one, a team that may borrow nothing
+    counting for nothing; and Kueue's arithmetic over the emitted objects agrees."""
+    l40s = replace(GPU_POOL, name="l40s", limits=PoolLimits(gpus=16))
+    g5 = replace(GPU2_POOL, limits=PoolLimits(gpus=32))
+    llm = TeamConfig(name="llm", quota=TeamQuotaConfig(gpus="16", pools=(("l40s", PoolQuota(gpus="0")),)))  # fmt: skip
+    speech = TeamConfig(
+        name="speech",
+        cohort="speech-solo",
+        quota=TeamQuotaConfig(gpus="8", pools=(("l40s", PoolQuota(gpus="8")), ("gpu2", PoolQuota(gpus="0")))),
+    )  # fmt: skip
+    shared, most = _cohorts([llm, speech], [l40s, g5])
+    # l40s: only speech is guaranteed there, so its cohort's Cohort holds the spare 8, and the
+    # team alone in it borrows them; g5: only llm's cohort
+    assert shared == {"speech-solo": {"l40s": 8, "gpu2": 0}, "trainforge": {"l40s": 0, "gpu2": 16}}
+    assert most("speech", "l40s") == 16 and most("llm", "l40s") == 0
+    # speech may borrow none: its cohort's share would sit idle, so llm's cohort takes it
+    capped = speech.model_copy(
+        update={"quota": speech.quota.model_copy(update={"borrowing_limit": PoolQuota(gpus="0")})}
+    )
+    shared, most = _cohorts([llm, capped], [l40s, g5])
+    assert shared["speech-solo"]["l40s"] == 0 and shared["trainforge"]["l40s"] == 8
+    assert most("speech", "l40s") == 8 and most("llm", "l40s") == 8
+    # both cohorts guaranteed in a pool: their spare 4 split by their guarantees, 4 : 8
+    vision = TeamConfig(name="vision", quota=TeamQuotaConfig(gpus="4", pools=(("gpu2", PoolQuota(gpus="0")),)))  # fmt: skip
+    shared, _ = _cohorts([vision, speech], [l40s, g5])
+    assert shared["trainforge"]["l40s"] == 1 and shared["speech-solo"]["l40s"] == 3
+    # the model the quota refusal's fix is tried on (`pool_room`) is Kueue's arithmetic over
+    # the emitted objects, for every team and pool of these stacks
+    from trainforge.jobs.quota import pool_room
+
+    two = speech.model_copy(
+        update={"quota": speech.quota.model_copy(update={"borrowing_limit": PoolQuota(gpus="2")})}
+    )
+    assert _cohorts([llm, two], [l40s, g5])[1]("speech", "l40s") == 10  # 8 + at most 2
+    for teams in (
+        [llm, speech],
+        [llm, capped],
+        [llm, two],
+        [vision, speech],
+        [llm, vision, capped],
+    ):
+        _, most = _cohorts(teams, [l40s, g5])
+        for t in teams:
+            room = pool_room(t, teams, [l40s, g5])
+            assert {p: room[p]["nvidia.com/gpu"] for p in ("l40s", "gpu2")} == {
+                p: most(t.name, p) for p in ("l40s", "gpu2")
+            }, t.name

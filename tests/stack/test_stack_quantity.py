@@ -66,3 +66,46 @@ def test_negative_or_malformed_quantities_are_refused(value: object) -> None:
 def test_numbers_are_kept_as_the_string_kubernetes_gets() -> None:
     assert STACK.validate_python(8) == "8" and STACK.validate_python(1.5) == "1.5"
     assert not _stack_accepts(float("inf"))
+
+
+_FLOOR = (
+    "expected memory of at least 1Mi (or 0), such as 64Gi or 512Mi: a number without a unit "
+    "is bytes"
+)
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "line"),
+    [
+        ("team", "256", f"trainforge:teams[0].quota.memory: got '256'; {_FLOOR} (did you mean 256Gi?)"),
+        ("pool", 1024, f"trainforge:nodePools[0].limits.memory: got 1024; {_FLOOR} (did you mean 1024Gi?)"),
+        ("team", "100Ki", f"trainforge:teams[0].quota.memory: got '100Ki'; {_FLOOR}"),
+        ("share", "64", f"trainforge:teams[0].quota.pools.gpu.memory: got '64'; {_FLOOR} (did you mean 64Gi?)"),
+    ],
+)  # fmt: skip
+def test_memory_below_a_mebibyte_is_refused_naming_the_key_and_the_unit_meant(
+    where: str, value: object, line: str
+) -> None:
+    """The wave-19 review: `teams[i].quota.memory: "256"` and `nodePools[i].limits.memory:
+    "1024"` were taken as bytes (valid Kubernetes syntax) and the plan then warned that the
+    teams' memory was too big for the pool; no team or pool means 256 bytes."""
+    from trainforge.platform.config import ConfigError, parse_config
+
+    pool = {"name": "gpu", "instanceTypes": ["g5.12xlarge"], "limits": {"gpus": 8}}
+    team = {"name": "a", "quota": {"gpus": "4"}}
+    if where == "pool":
+        pool["limits"]["memory"] = value
+    elif where == "team":
+        team["quota"]["memory"] = value
+    else:
+        team["quota"]["pools"] = {"gpu": {"memory": value}}
+    cfg = {"cluster": "c", "nodePools": [pool], "teams": [team]}
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg)
+    assert str(err.value).splitlines()[1:] == [f"  - {line}"]
+    # 0 (none), 1Mi and a unit are fine
+    for ok in ("0", "1Mi", "256Gi"):
+        pool["limits"]["memory"] = ok if where == "pool" else "512Gi"
+        team["quota"]["memory"] = ok if where == "team" else "512Gi"
+        team["quota"]["pools"] = {"gpu": {"memory": ok}} if where == "share" else {}
+        parse_config(cfg)

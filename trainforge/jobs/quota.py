@@ -19,7 +19,7 @@ from fractions import Fraction
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity
-from trainforge.stack.services import TeamConfig
+from trainforge.stack.services import PoolQuota, TeamConfig
 
 GPU = GPU_RESOURCE
 # What a team's quota covers. EFA devices (vpc.amazonaws.com/efa) come with the node a job
@@ -38,9 +38,13 @@ CONFIG_KEY = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
 # default in proportion to what each pool holds (`quota.pools` says otherwise, pool by
 # pool); where the teams ask more of a pool than it holds, each team's part is scaled down
 # (a warning names the key, what was asked and what is possible). What no team is guaranteed
-# in a pool belongs to the cohort (a Kueue `Cohort` object with that nominal quota), so any
-# member may borrow it while it is idle, and every team takes its own nominal quota back from
-# borrowers by preemption (`reclaimWithinCohort`).
+# in a pool is shared out among the cohorts in proportion to their teams' guarantees there
+# (evenly where none has one; a team with borrowingLimit 0 counts for nothing, and what no
+# team could borrow is nobody's): each cohort's part is its Kueue `Cohort` object's nominal
+# quota, a shared pool for its members only (kueue v0.19.2 apis/kueue/v1beta2/cohort_types.go,
+# CohortSpec.ResourceGroups, 8eab687, read 2026-11-30), so any member may borrow it while it
+# is idle, a team alone in its cohort included, and every team takes its own nominal quota
+# back from borrowers by preemption (`reclaimWithinCohort`).
 
 
 _UNIT = {"cpu": Fraction(1, 1000), "memory": Fraction(2**20), GPU: Fraction(1)}
@@ -258,12 +262,14 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
             if cap is None:
                 continue
             left = cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0))
+            # a team whose borrowingLimit is 0 could never use a share: it counts for nothing
+            takers = [t for t in teams if borrowing_limits(t)[r] != 0]
             by_cohort = {
-                c: sum((nominal[t.name][p.name][r] for t in teams if t.cohort == c), Fraction(0))
+                c: sum((nominal[t.name][p.name][r] for t in takers if t.cohort == c), Fraction(0))
                 for c in cohorts
             }
             if not any(by_cohort.values()):
-                by_cohort = {c: Fraction(1) for c in cohorts}
+                by_cohort = {c: Fraction(any(t.cohort == c for t in takers)) for c in cohorts}
             for c, v in _share(max(left, Fraction(0)), by_cohort, r).items():
                 shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
     return QuotaPlan(nominal, shared, tuple(warnings))
@@ -325,27 +331,37 @@ def lendable(
     return out
 
 
-def admissible_max(
+def pool_room(
     team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
-) -> dict[str, Fraction]:
-    """The most the team may hold at once, per resource, over all pools: in each pool its
-    nominal quota plus what it may borrow there (what its cohort could lend, no more than its
-    borrowing limit). The namespace's ResourceQuota is set to this: the hard backstop for
-    what the queue does not see, which never refuses a pod its queue admitted."""
+) -> dict[str, dict[str, Fraction]]:
+    """pool -> resource -> the most the team's ClusterQueue may hold in the pool with all else
+    idle: its nominal quota there plus what its cohort could lend it there, no more than its
+    borrowing limit (Kueue's `PotentialAvailable`, trainforge.plan.kueue.quota). Kueue puts
+    each of a job's pod sets in one flavor, so this, not the namespace's total, is the most a
+    job in the pool may ever get."""
     teams, pools = list(teams), list(pools)
     nominal = nominal_quotas(team, pools, teams)
     lend = lendable(team, teams, pools)
     limits = borrowing_limits(team)
-    out: dict[str, Fraction] = {}
-    for r in COVERED:
-        total = Fraction(0)
-        for p in pools:
+    out: dict[str, dict[str, Fraction]] = {}
+    for p in pools:
+        out[p.name] = {}
+        for r in COVERED:
             borrow = lend[p.name][r]
             if limits[r] is not None:
                 borrow = min(borrow, limits[r])
-            total += nominal[p.name][r] + borrow
-        out[r] = total
+            out[p.name][r] = nominal[p.name][r] + borrow
     return out
+
+
+def admissible_max(
+    team: TeamConfig, teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]
+) -> dict[str, Fraction]:
+    """The most the team may hold at once, per resource, over all pools: the sum of its
+    `pool_room`. The namespace's ResourceQuota is set to this: the hard backstop for what the
+    queue does not see, which never refuses a pod its queue admitted."""
+    room = pool_room(team, teams, pools)
+    return {r: sum((per[r] for per in room.values()), Fraction(0)) for r in COVERED}
 
 
 def namespace_quota(
@@ -387,6 +403,15 @@ class QuotaInputs:
         """The team's namespace quota (`namespace_quota`)."""
         me = next(t for t in self.teams if t.name == self.team)
         return namespace_quota(me, self.teams, self.pools, self.kueue)
+
+    def room(self, pool: str) -> dict[str, Fraction] | None:
+        """By key (gpus, cpu, memory): the most a job in `pool` may ever get, with Kueue
+        (`pool_room`); None without (the namespace quota is all)."""
+        me = next(t for t in self.teams if t.name == self.team)
+        if not self.kueue or all(p.name != pool for p in self.pools):
+            return None
+        room = pool_room(me, self.teams, self.pools)[pool]
+        return {CONFIG_KEY[r]: v for r, v in room.items()}
 
 
 @dataclass(frozen=True)
@@ -448,6 +473,46 @@ def _pool_raise(
     return None
 
 
+def _team_raises(
+    teams: list[TeamConfig],
+    team: TeamConfig,
+    pools: list[PoolFacts],
+    p: PoolFacts,
+    r: str,
+    extra: Fraction,
+    part: bool,
+) -> list[tuple[tuple[tuple[str, str, str], ...], TeamConfig]]:
+    """The team's own keys raised so that it asks `extra` more of `r` in pool `p`: its total
+    `quota.<r>` alone (where `quota.pools` does not fix its part of `p`), and with `part` its
+    part of `p` (`quota.pools.<p>.<r>`) with the total by as much, so that its other pools
+    keep theirs (the totals bound the parts: TeamQuotaConfig)."""
+    key, tkey = CONFIG_KEY[r], team_key(teams, team.name)
+    now = getattr(team.quota, key)
+    total = format_quantity(r, _round_up(r, parse_quantity(now) + extra))
+    raised = team.quota.model_copy(update={key: total})
+    out = []
+    explicit = dict(team.quota.pools)
+    mine = explicit.get(p.name)
+    given = getattr(mine, key) if mine is not None else None
+    if given is None:
+        out.append(
+            (((f"{tkey}.quota.{key}", now, total),), team.model_copy(update={"quota": raised}))
+        )
+    if not part:
+        return out
+    ask = _asked(team, pools, None)[p.name][r]
+    now_part = f"unset ({format_quantity(r, ask)} by the split)" if given is None else str(given)
+    to = format_quantity(r, _round_up(r, ask + extra))
+    explicit[p.name] = (mine or PoolQuota()).model_copy(update={key: to})
+    raised = raised.model_copy(update={"pools": tuple(explicit.items())})
+    changes = (
+        (f"{tkey}.quota.pools.{p.name}.{key}", now_part, to),
+        (f"{tkey}.quota.{key}", now, total),
+    )
+    out.append((changes, team.model_copy(update={"quota": raised})))
+    return out
+
+
 def quota_raise(
     q: QuotaInputs,
     resource: str,
@@ -455,64 +520,92 @@ def quota_raise(
     pool: str,
     launch: Mapping[str, Fraction] | None = None,
 ) -> Lift | None:
-    """The stack keys to raise so that the team's namespace quota (`namespace_quota`) holds
-    `need` of `resource` (gpus/cpu/memory), each try checked against the model itself: the
-    team's quota, the cap of the job's `pool` (Karpenter `limits`, at least what the job's
-    NodeClaims count against each, `launch` by gpus/cpu/memory; a node group's `maxSize`),
-    both. CPU and memory of a GPU pool follow its GPUs: with Kueue the
-    team's `quota.cpu`/`memory` (its CPU pools') is not tried for a job there, and where no
-    change of the resource itself lifts it, its GPUs are raised (the team's, the pool's cap,
-    both) by what brings the rest. None: no such change (other teams' guarantees or a
-    borrowing limit hold it)."""
+    """The stack keys to raise so that the team may hold `need` of `resource` (gpus/cpu/memory)
+    for a job in `pool`, each try checked against the model itself: with Kueue, what its
+    ClusterQueue may hold in that pool (`pool_room`, from the same `quota_plan` the queues are
+    rendered from), else its namespace quota. Tried: the team's quota (its total, or its part
+    of the pool and the total with it), the cap of the pool (Karpenter `limits`, at least what
+    the job's NodeClaims count against each, `launch` by gpus/cpu/memory; a node group's
+    `maxSize`), both. A change that takes from another team's guarantee is no fix. CPU and
+    memory of a GPU pool follow its GPUs: with Kueue, where no change of the resource itself
+    lifts it, its GPUs are raised by what brings the rest. None: no such change (other teams'
+    guarantees or a borrowing limit hold it)."""
     teams, pools = list(q.teams), list(q.pools)
     launched = {r: Fraction((launch or {}).get(CONFIG_KEY[r], 0)) for r in COVERED}
     team = next(t for t in teams if t.name == q.team)
     r = next(r for r in COVERED if CONFIG_KEY[r] == resource)
-    held = parse_quantity(q.held()[resource])
     p = next((x for x in pools if x.name == pool), None)
-    if p is None or need <= held:
+    if p is None:
         return None
+
+    def room(ts: list[TeamConfig], ps: list[PoolFacts]) -> Fraction:
+        if q.kueue:
+            me = next(t for t in ts if t.name == q.team)
+            return pool_room(me, ts, ps)[pool][r]
+        return parse_quantity(QuotaInputs(q.team, tuple(ts), tuple(ps), False).held()[resource])
+
+    held = room(teams, pools)
     follows = r != GPU and bool(p.gpus_per_node)
-    tkey = team_key(teams, team.name)
-
-    def team_raise(res: str, to: Fraction) -> tuple[tuple[str, str, str], TeamConfig] | None:
-        now = getattr(team.quota, CONFIG_KEY[res])
-        if parse_quantity(now) >= to:
-            return None
-        text = format_quantity(res, _round_up(res, to))
-        raised = team.model_copy(
-            update={"quota": team.quota.model_copy(update={CONFIG_KEY[res]: text})}
-        )
-        return (f"{tkey}.quota.{CONFIG_KEY[res]}", now, text), raised
-
-    def tries(by_team, by_pool):
-        if by_team is not None:
-            yield (by_team[0],), by_team[1], pools
-        if by_pool is not None:
-            changes, ps = by_pool
-            yield changes, team, ps
-            if by_team is not None:
-                yield (*changes, by_team[0]), by_team[1], ps
+    if need <= held:
+        return None
+    before = quota_plan(teams, pools).nominal
 
     def lifts(t: TeamConfig, ps: list[PoolFacts]) -> bool:
-        others = tuple(t if x.name == t.name else x for x in teams)
-        got = QuotaInputs(q.team, others, tuple(ps), q.kueue).held()[resource]
-        return parse_quantity(got) >= need
+        ts = [t if x.name == t.name else x for x in teams]
+        if room(ts, ps) < need:
+            return False
+        after = quota_plan(ts, ps).nominal
+        return all(
+            after[o.name][x.name][res] >= before[o.name][x.name][res]
+            for o in teams
+            if o.name != q.team
+            for x in pools
+            for res in COVERED
+        )
 
-    own = team_raise(r, need) if not (follows and q.kueue) else None
-    raised = _pool_raise(pools, p, r, need - held, launched[r])
-    by_pool = ((raised[0],), [raised[1] if x is p else x for x in pools]) if raised else None
-    for changes, t, ps in tries(own, by_pool):
-        if lifts(t, ps):
-            return Lift(changes)
+    def fits(res: str, extra: Fraction, kind: int, ps: list[PoolFacts]):
+        own = _team_raises(teams, team, pools, p, res, extra, part=res == GPU or not follows)
+        if kind >= len(own) or not lifts(own[kind][1], ps):
+            return None
+        return own[kind][0]
+
+    def least(res: str, extra: Fraction, kind: int, ps: list[PoolFacts]):
+        """The team's change of `kind` by the least extra (whole units) that lifts it."""
+        if fits(res, extra, kind, ps) is None:
+            return None
+        unit = _UNIT[res]
+        low, high = 1, max(1, math.ceil(extra / unit))
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if fits(res, mid * unit, kind, ps) else (mid + 1, high)
+        return fits(res, high * unit, kind, ps)
+
+    def first(res: str, extra: Fraction, by_pool) -> tuple[tuple[str, str, str], ...] | None:
+        """The first try that lifts it: the team's keys, the pool's cap, both."""
+        for kind in (0, 1):
+            if (changes := least(res, extra, kind, pools)) is not None:
+                return changes
+        if by_pool is not None:
+            changes, ps = by_pool
+            if lifts(team, ps):
+                return changes
+            for kind in (0, 1):
+                if (more := least(res, extra, kind, ps)) is not None:
+                    return (*changes, *more)
+        return None
+
+    if not (follows and q.kueue):
+        raised = _pool_raise(pools, p, r, need - held, launched[r])
+        by_pool = ((raised[0],), [raised[1] if x is p else x for x in pools]) if raised else None
+        found = first(r, need - held, by_pool)
+        if found is not None:
+            return Lift(found)
     each = per_gpu(p) if follows else None
     if not each or not each[r]:
         return None
     # its GPUs bring the rest: whole GPUs, more if the split gives the pool only a part
     gpus = math.ceil((need - held) / each[r])
     for _ in range(6):
-        now_gpus = parse_quantity(team.quota.gpus)
-        by_team = team_raise(GPU, now_gpus + gpus)
         raised = _pool_raise(pools, p, GPU, Fraction(gpus), launched[GPU])
         by_pool = None
         if raised is not None:
@@ -528,8 +621,8 @@ def quota_raise(
                     if more is not None:
                         changes, bigger = (*changes, more[0]), more[1]
             by_pool = (changes, [bigger if x is p else x for x in pools])
-        for changes, t, ps in tries(by_team, by_pool):
-            if lifts(t, ps):
-                return Lift(changes, each[r])
+        found = first(GPU, Fraction(gpus), by_pool)
+        if found is not None:
+            return Lift(found, each[r])
         gpus *= 2
     return None

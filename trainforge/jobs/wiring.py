@@ -513,26 +513,32 @@ def _over_quota(
             bigger += " (Karpenter counts each of the job's nodes at its largest type)"
     elif inputs is not None and name != "pods":
         # the model found no raise that lifts it: say so, and what holds it
-        at = quota.pool_key(inputs.pools, job.pool)
+        at, team = quota.pool_key(inputs.pools, job.pool), quota.team_key(inputs.teams, job.team)
         cap_key = f"{at}.maxSize" if target.pool.kind == "node-group" else f"{at}.limits.{name}"
         bigger = (
-            f"no raise of {quota.team_key(inputs.teams, job.team)}.quota.{name} or {cap_key}, "
-            "alone or together, lifts it: the other teams' guarantees in the pool (scaled with "
-            "the team's to what it holds) or the team's quota.borrowingLimit hold it "
-            "(docs/teams.md, Quotas)"
+            f"no raise of {team}.quota.{name}, {team}.quota.pools.{job.pool}.{name} or "
+            f"{cap_key}, alone or together, lifts it without taking from another team's "
+            "guarantee: the other teams' guarantees in the pool (scaled with the team's to what "
+            "it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, Quotas)"
         )
     else:
         at_least = _setting(name, need, up=True)
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
     room = _pool_room(job, target.pool, pods) if key == "workers" else None
-    smaller = _smaller(key, name, need, cap, pods, room)
+    # with Kueue a job gets no more than its team's queue may hold in the job's pool
+    most = (inputs.room(job.pool) or {}).get(name) if inputs is not None else None
+    fit = min(cap, most) if most is not None else cap
+    smaller = _smaller(key, name, need, fit, pods, room)
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
-        other = _smaller("gpusPerWorker", name, need, cap, pods)
+        other = _smaller("gpusPerWorker", name, need, fit, pods)
         smaller = " or ".join(x for x in (smaller, other) if x)
     fix = f"use {smaller}, or {bigger}" if smaller else bigger
+    pool = ""
+    if fit < cap:
+        pool = f", at most {figure(name, fit)} in pool {job.pool!r} (Kueue counts quota per pool)"
     return (
         f"{how} need {name} {figure(name, need)} but {held} in namespace "
-        f"{target.namespace!r}; the job could never start: {fix}"
+        f"{target.namespace!r}{pool}; the job could never start: {fix}"
     )
 
 

@@ -14,7 +14,7 @@ validate them against the upstream v0.19 CRDs. One builder per kind:
   trainforge's own pods carry the same tolerations already, and Kueue adds a toleration
   only when an equal one is not there (pkg/podset PodSetInfo.Merge at v0.19.2): nothing
   changes on them (docs/teams.md, "Who owns which field").
-- `cohort(...)`: per cohort, the part of every pool no team is guaranteed (`quota_plan`).
+- `cohort(...)`: per cohort, its share of every pool's part no team is guaranteed (`quota_plan`).
 - `topology()` and `uses_topology(pool)`: topology-aware scheduling for EFA node groups.
 - `cluster_queue(team, ...)`: the team's ClusterQueue, its nominal quota per flavor
   (`nominal_quotas`), its cohort, borrowing limit and preemption policies, and the order in
@@ -244,9 +244,9 @@ def local_queue(team: TeamConfig, namespace: str, name: str = LOCAL_QUEUE) -> di
 
 
 def cohort(name: str, shared: Mapping[str, Mapping[str, Fraction]], pools: list[PoolFacts]):
-    """The cohort's own quota: per pool, what no member is guaranteed. Members borrow it
-    while it is idle; it belongs to nobody, so any member may take it (and loses it to a
-    member that reclaims its own nominal quota)."""
+    """The cohort's own quota: per pool, its share of what no team is guaranteed. Members
+    borrow it while it is idle; it belongs to nobody, so any member may take it (and loses it
+    to a member that reclaims its own nominal quota)."""
     flavors = [
         {
             "name": flavor_name(p.name),

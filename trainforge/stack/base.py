@@ -344,6 +344,25 @@ def _quantity(value: Any) -> str:
 _NUMBER_OR = {"anyOf": [{"type": "string", "pattern": NONNEGATIVE_PATTERN}, {"type": "number"}]}
 Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)]
 
+# Memory of a team or a pool: a quantity without a unit is bytes (valid Kubernetes syntax), but
+# no team or pool of GPU/CPU nodes means `memory: "256"` as 256 bytes; refused below 1Mi (0 is
+# "none") with the unit most likely meant.
+MEMORY_FLOOR = 2**20
+
+
+def _memory(text: str) -> str:
+    value = parse_quantity(text)
+    if 0 < value < MEMORY_FLOOR:
+        plain = re.fullmatch(r"[0-9]+(\.[0-9]+)?", text)
+        raise ValueError(
+            "memory of at least 1Mi (or 0), such as 64Gi or 512Mi: a number without a unit is "
+            "bytes" + (f" (did you mean {text}Gi?)" if plain else "")
+        )
+    return text
+
+
+Memory = Annotated[Quantity, AfterValidator(_memory)]
+
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()
 

@@ -37,6 +37,7 @@ from trainforge.stack.base import Bool as Flag
 from trainforge.stack.base import Float as Number
 from trainforge.stack.base import (
     Int,
+    Memory,
     Namespace,
     PinnedImage,
     Problems,
@@ -460,7 +461,7 @@ class PoolLimitsKeys(Section):
     """A Karpenter NodePool's ceilings (the value is a `core.contract.PoolLimits`)."""
 
     cpu: Quantity | None = Field(None, description="Most vCPUs of the pool's nodes together.")
-    memory: Quantity | None = Field(None, description="Most memory of the pool's nodes together.")
+    memory: Memory | None = Field(None, description="Most memory of the pool's nodes together.")
     gpus: Annotated[Int, Field(ge=0, le=100000)] | None = Field(
         None, description="Most GPUs (`nvidia.com/gpu`) of the pool's nodes."
     )

@@ -37,6 +37,7 @@ from trainforge.stack.base import (
     Bool,
     Float,
     Int,
+    Memory,
     Namespace,
     Problems,
     Quantity,
@@ -587,7 +588,7 @@ class PoolQuota(StackModel):
     """GPUs (a whole number)."""
     cpu: Quantity | None = None
     """CPU (a Kubernetes quantity)."""
-    memory: Quantity | None = None
+    memory: Memory | None = None
     """Memory (a Kubernetes quantity)."""
 
 
@@ -598,7 +599,7 @@ class TeamQuotaConfig(StackModel):
     """The team's guaranteed GPUs (a whole number), split over the GPU pools in proportion to what each holds (or by `pools`); per pool, the teams' guarantees never add up to more than the pool holds (scaled down, with a plan warning). The CPU and memory that come with the GPUs follow them."""
     cpu: Quantity = "16"
     """Its guaranteed CPU (a Kubernetes quantity) for CPU-only work, split over the CPU pools like `gpus`."""
-    memory: Quantity = "64Gi"
+    memory: Memory = "64Gi"
     """Its guaranteed memory for CPU-only work, split over the CPU pools like `gpus`."""
     pods: Count = "50"
     """`pods` in the namespace's ResourceQuota (a whole number)."""
@@ -644,11 +645,11 @@ class ContainerDefaults(StackModel):
 
     cpu_request: Quantity = "500m"
     """LimitRange default CPU request for containers that set none."""
-    memory_request: Quantity = "1Gi"
+    memory_request: Memory = "1Gi"
     """LimitRange default memory request."""
     cpu_limit: Quantity = "2"
     """LimitRange default CPU limit."""
-    memory_limit: Quantity = "4Gi"
+    memory_limit: Memory = "4Gi"
     """LimitRange default memory limit."""
 
 
@@ -689,7 +690,7 @@ class TeamConfig(StackModel):
     gid: TeamId | None = None
     """The team's GID (unique across teams; unset: the uid): group of its pods and its FSx directory (mode 0770)."""
     cohort: Cohort = DEFAULT_COHORT
-    """Teams in the same cohort lend each other idle quota (a DNS-1123 label). A team alone in its cohort never borrows."""
+    """Teams in the same cohort lend each other idle quota (a DNS-1123 label). Each pool's quota no team is guaranteed is shared out among the cohorts in proportion to their teams' guarantees there (evenly where none has one; a team with `borrowingLimit` 0 counts for nothing) and is its cohort's Kueue `Cohort` quota: any member may borrow it while idle, a team alone in its cohort too (docs/teams.md, "Borrowing")."""
     access: TeamAccessConfig = TeamAccessConfig()
     """Who may use the cluster as this team."""
 
