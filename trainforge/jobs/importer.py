@@ -650,7 +650,9 @@ def import_workload(
                 changes.append(f"{at}.envFrom: dropped; {_value_from_why(src)}")
             continue
         changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
-    for k in sorted(set(w.pod) - {"containers", "volumes"}):
+    # an indexed Job's pod restartPolicy: said with its retries (jobs/import_restarts.py)
+    said = {"restartPolicy"} if w.kind == "Job" else set()
+    for k in sorted(set(w.pod) - {"containers", "volumes"} - said):
         reason = _DROPPED_WHY.get(k, "not supported")
         if k == "nodeSelector":
             reason = _selector_fate(selector, pool_name, pool.name)
