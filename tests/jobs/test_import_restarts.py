@@ -19,7 +19,7 @@ from trainforge.core import failures
 from trainforge.jobs import indexed_job
 from trainforge.jobs.backends import emit
 from trainforge.jobs.codeship import CodeBundle
-from trainforge.jobs.import_restarts import CODES
+from trainforge.jobs.import_restarts import CODES, entry_retries
 from trainforge.jobs.importer import import_workload
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -157,3 +157,11 @@ def test_each_indexed_retry_rule_is_kept_or_each_changed_code_named(tmp_path, fi
     spec = planned(r, "indexed-job")["spec"]
     was, now = _retried_job(text["spec"], "main"), _retried_job(spec, indexed_job.CONTAINER)
     assert (was == now) == ("which keeps it" in line)
+
+
+@pytest.mark.parametrize("policy", ["ExitCode", "OnFailure", "Never"])
+def test_every_backend_retries_the_same_codes_for_each_policy(policy):
+    """A PyTorchJob's policy is chosen on the pytorchjob backend (the stack's default backend
+    is not known to the importer): that holds only while the others retry the same codes."""
+    codes = {b: entry_retries(b, policy) for b in ("pytorchjob", "trainjob", "indexed-job")}
+    assert len(set(codes.values())) == 1, codes

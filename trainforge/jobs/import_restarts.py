@@ -5,8 +5,9 @@ Why: the entry's default (ExitCode) fails the job on exit 1-127 at once, while a
 `OnFailure` or an Indexed Job without a podFailurePolicy retried those up to its limit; an import
 that said only "restartPolicy: dropped" turned a retried failure into a stopped job unsaid. Both
 sides are read from one model of upstream's rules (core/failures.py: the training operator's
-ReconcilePods, the Job controller's pod failure policy) and the indexed-job backend's own
-restart fields (jobs/indexed_job.py `restart_doc`). Pulumi-free.
+ReconcilePods, the Job controller's pod failure policy), the entry's through jobs/restarts.py
+`outcome`, the answer every command reads from the restart fields its backend writes.
+Pulumi-free.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from trainforge.core import failures
-from trainforge.jobs import indexed_job, pytorchjob
+from trainforge.jobs import pytorchjob, restarts
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
 CODES = range(1, 256)  # a failed container's exit codes (0 is success)
@@ -72,10 +73,17 @@ def _choose(
     return None
 
 
-def _entry(policy: str, backoff: int) -> JobSpec:
-    """The entry's retry fields, all `indexed_job.restart_doc` reads (unvalidated: no pool)."""
+def _entry(backend: str, policy: str, backoff: int = 6) -> JobSpec:
+    """The entry's retry fields, all a backend's `restart_doc` reads (unvalidated: no pool)."""
     run_policy = RunPolicySpec(backoff_limit=backoff)
-    return JobSpec.model_construct(workers=1, restart_policy=policy, run_policy=run_policy)
+    return JobSpec.model_construct(
+        backend=backend, workers=1, restart_policy=policy, run_policy=run_policy
+    )
+
+
+def entry_retries(backend: str, policy: str, backoff: int = 6) -> frozenset[int]:
+    """The exit codes the planned job of `backend` with `policy` retries."""
+    return _retried(lambda c: restarts.outcome(_entry(backend, policy, backoff), c))
 
 
 def indexed(
@@ -91,15 +99,15 @@ def indexed(
     )
     chosen = _choose(
         original,
-        lambda p: _retried(lambda c: indexed_job.outcome(_entry(p, backoff), c)),
+        lambda p: entry_retries("indexed-job", p, backoff),
         said,
         changes,
     )
     lost = failures.failed_pod(container, failures.TERMINATED, disrupted=True)
-    entry = _entry(chosen or "ExitCode", backoff)
+    entry = _entry("indexed-job", chosen or "ExitCode", backoff)
     if (
         failures.job_outcome(spec, lost).counted
-        and not indexed_job.outcome(entry, failures.TERMINATED, disrupted=True).counted
+        and not restarts.outcome(entry, failures.TERMINATED, disrupted=True).counted
     ):
         changes[-1] += "; a disruption (preemption, eviction, a lost node) no longer uses a retry"
     return chosen
@@ -108,7 +116,10 @@ def indexed(
 def pytorch(policies: Mapping[str, Any], chosen: str, changes: list[str]) -> str | None:
     """A PyTorchJob's replicas' restartPolicy (role -> value, None: unset, the operator's
     default) -> the entry's restartPolicy (None: the default) for the pods of `chosen`, the
-    replica the entry's pod is read from; another replica's that differs is named."""
+    replica the entry's pod is read from; another replica's that differs is named. Judged on
+    the pytorchjob backend; every backend retries the same codes for each policy
+    (tests/jobs/test_import_restarts.py holds them to it), so the stack's default backend,
+    unknown here, does not change the choice."""
     effective = {r: p or pytorchjob.DEFAULT_RESTART_POLICY for r, p in policies.items()}
     for role, policy in effective.items():
         if role != chosen and policy != effective[chosen]:
@@ -123,7 +134,7 @@ def pytorch(policies: Mapping[str, Any], chosen: str, changes: list[str]) -> str
     original = _retried(lambda c: failures.pytorchjob_outcome(str(effective[chosen]), c))
     policy = _choose(
         original,
-        lambda p: _retried(lambda c: failures.pytorchjob_outcome(p, c)),
+        lambda p: entry_retries("pytorchjob", p),
         said,
         changes,
     )
