@@ -70,7 +70,8 @@ def test_the_reviews_indexed_job_still_retries_exit_3_twice(tmp_path):
     line = next(c for c in r.changes if c.startswith("spec.template.spec.restartPolicy"))
     assert line.startswith(
         "spec.template.spec.restartPolicy Never, no podFailurePolicy -> restartPolicy "
-        "OnFailure, which keeps it: exit codes 1-255 are retried, up to the retry limit"
+        "OnFailure, which keeps it: exit codes 1-255 are retried (the plan's restart line says "
+        "how often)"
     )
     assert "a disruption (preemption, eviction, a lost node) no longer uses a retry" in line
     assert not any(c.startswith("spec.template.spec.restartPolicy: dropped") for c in r.changes)
@@ -93,7 +94,8 @@ def test_the_blog_pytorchjobs_onfailure_replicas_keep_restarting_a_failed_exit_1
     assert failures.pytorchjob_outcome(replicas["Worker"]["restartPolicy"], 1).restarts
     assert (
         "spec.pytorchReplicaSpecs.Master.restartPolicy OnFailure -> restartPolicy OnFailure, "
-        "which keeps it: exit codes 1-255 are retried, up to the retry limit" in r.changes
+        "which keeps it: exit codes 1-255 are retried (the plan's restart line says how often)"
+        in r.changes
     )
 
 
@@ -125,8 +127,8 @@ spec:
             {"podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
                 "operator": "In", "values": list(range(1, 128))}}]}},
             None,
-            "-> the entry's default, which keeps it: exit codes 128-255 are retried, up to "
-            "the retry limit, 1-127 fail the job at once",
+            "-> the entry's default, which keeps it: exit codes 128-255 are retried (the "
+            "plan's restart line says how often), 1-127 fail the job at once",
         ),
         # no retry at all: the default with a limit of 0 retries nothing either
         (
@@ -139,9 +141,9 @@ spec:
             {"podFailurePolicy": {"rules": [{"action": "FailJob", "onExitCodes": {
                 "operator": "In", "values": [42]}}]}},
             None,
-            "-> the entry's default ExitCode (exit codes 128-255 are retried, up to the retry "
-            "limit, 1-127 fail the job at once): exit codes 1-41, 43-127 now fail the job at "
-            "once; the original retried them",
+            "-> the entry's default ExitCode (exit codes 128-255 are retried (the plan's "
+            "restart line says how often), 1-127 fail the job at once): exit codes 1-41, "
+            "43-127 now fail the job at once; the original retried them",
         ),
     ],
 )  # fmt: skip

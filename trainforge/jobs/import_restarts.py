@@ -44,7 +44,7 @@ def _does(codes: frozenset[int]) -> str:
     if not codes:
         return "no failed exit code is retried"
     failed = frozenset(CODES) - codes
-    return f"exit codes {_ranges(codes)} are retried, up to the retry limit" + (
+    return f"exit codes {_ranges(codes)} are retried (the plan's restart line says how often)" + (
         f", {_ranges(failed)} fail the job at once" if failed else ""
     )
 
