@@ -20,7 +20,7 @@ from trainforge.jobs import indexed_job
 from trainforge.jobs.backends import emit
 from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.import_restarts import CODES, entry_retries
-from trainforge.jobs.importer import import_workload
+from trainforge.jobs.importer import ImportProblem, import_workload
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 
@@ -167,3 +167,40 @@ def test_every_backend_retries_the_same_codes_for_each_policy(policy):
     is not known to the importer): that holds only while the others retry the same codes."""
     codes = {b: entry_retries(b, policy) for b in ("pytorchjob", "trainjob", "indexed-job")}
     assert len(set(codes.values())) == 1, codes
+
+
+def test_a_replica_restart_policy_no_pod_takes_is_one_line(tmp_path):
+    text = BLOG.read_text().replace("restartPolicy: OnFailure", "restartPolicy: Sometimes", 1)
+    path = tmp_path / "job.yaml"
+    path.write_text(text)
+    with pytest.raises(ImportProblem) as e:
+        imp(path, ("pytorchjob",))
+    assert str(e.value) == (
+        f"{path}: spec.pytorchReplicaSpecs.Master.restartPolicy: got 'Sometimes'; expected one "
+        "of Always, OnFailure, Never, ExitCode (the operator gives it to the pods, whose API "
+        "refuses any other)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "entry"),
+    [(None, "OnFailure"), ("Always", "OnFailure"), ("Never", "Never"), ("ExitCode", None)],
+)
+def test_each_replica_policy_becomes_the_entry_policy_that_retries_the_same_codes(
+    tmp_path, given, entry
+):
+    """Unset is the operator's default, OnFailure (pytorch_types.go at v1.9.4); Always retries
+    a failure as OnFailure does; ExitCode is the entry's default."""
+    doc = BLOG.read_text()
+    doc = doc.replace(
+        "restartPolicy: OnFailure", "" if given is None else f"restartPolicy: {given}"
+    )
+    path = tmp_path / "job.yaml"
+    path.write_text(doc)
+    r = imp(path, ("pytorchjob",))
+    assert r.entry.get("restartPolicy") == entry
+    original = {c for c in CODES if failures.pytorchjob_outcome(given or "OnFailure", c).restarts}
+    replicas = planned(r, "pytorchjob")["spec"]["pytorchReplicaSpecs"].values()
+    for replica in replicas:
+        policy = replica["restartPolicy"]
+        assert {c for c in CODES if failures.pytorchjob_outcome(policy, c).restarts} == original

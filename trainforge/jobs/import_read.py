@@ -212,6 +212,13 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         others.append(Workload("PyTorchJob", "", 0, w_container, w_at, w_pod, w_pod_at))
     extra: dict[str, Any] = {}
     policies = {r: get(spec, "restartPolicy") for r, spec in specs.items()}
+    for r, p in policies.items():
+        if p is not None and p not in _REPLICA_RESTART:
+            raise ImportProblem(
+                file, f"spec.pytorchReplicaSpecs.{r}.restartPolicy",
+                f"got {p!r}; expected one of {', '.join(_REPLICA_RESTART)} (the operator gives "
+                "it to the pods, whose API refuses any other)",
+            )  # fmt: skip
     if (restart := import_restarts.pytorch(policies, role, changes)) is not None:
         extra["restartPolicy"] = restart
     elastic = get(doc, "spec", "elasticPolicy")
@@ -248,6 +255,14 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods,
         others=others,
     )  # fmt: skip
+
+
+# A replica's restartPolicy: training operator v1.9.4 pkg/apis/kubeflow.org/v1/common_types.go
+# RestartPolicy (Always, OnFailure, Never, ExitCode; unset: OnFailure, pytorch_types.go
+# PyTorchJobDefaultRestartPolicy); its CRD types it a plain string and its webhook does not read
+# it, and the operator writes any value but ExitCode onto the pods (tag v1.9.4, 4445c12a, read
+# 2026-11-30), where the API server takes Always, OnFailure and Never only.
+_REPLICA_RESTART = ("Always", "OnFailure", "Never", "ExitCode")
 
 
 def _run_policy(
