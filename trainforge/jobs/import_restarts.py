@@ -61,13 +61,18 @@ def _choose(
             return None if policy == "ExitCode" else policy
     now = of("ExitCode")
     stop, more = original - now, now - original
-    lost = f"exit codes {_ranges(stop)} now fail the job at once; the original retried them" * bool(
-        stop
-    )
-    gained = f"exit codes {_ranges(more)} are now retried; the original failed on them" * bool(more)
+    said_codes = []
+    if stop:
+        said_codes.append(
+            f"exit codes {_ranges(stop)} now fail the job at once; the original retried them"
+        )
+    if more:
+        said_codes.append(
+            f"exit codes {_ranges(more)} are now retried; the original failed on them"
+        )
     changes.append(
         f"{said} -> the entry's default ExitCode ({_does(now)}): "
-        + "; ".join(x for x in (lost, gained) if x)
+        + "; ".join(said_codes)
         + " (no restartPolicy of an entry retries the same codes: docs/jobs.md, restartPolicy)"
     )
     return None
