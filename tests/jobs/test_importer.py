@@ -86,6 +86,7 @@ def test_the_blog_pytorchjob_with_its_configmap_script():
         "gpusPerWorker": 1,
         "entrypoint": {"script": "imported/blog-ddp/train.py", "args": ["--steps", "200"]},
         "env": {"NCCL_DEBUG": "INFO", "NCCL_SOCKET_IFNAME": "eth0"},
+        "restartPolicy": "OnFailure",  # its replicas' (tests/jobs/test_import_restarts.py)
     }
     docs = list(yaml.safe_load_all(BLOG.read_text()))
     assert r.files == {"imported/blog-ddp/train.py": docs[0]["data"]["train.py"]}

@@ -39,6 +39,9 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capfd, monkeypatch, 
         BLOG,
         CORPUS / "seed" / "distributed-pytorch-job.yaml",
         CORPUS / "seed" / "simple-pytorch-job.yaml",  # python -c code, written out
+        # the newcomer review's: torchrun on python:3.11; an indexed Job retrying every code
+        CORPUS / "review" / "python-image.yaml",
+        CORPUS / "review" / "indexed-never.yaml",
     ):
         assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
         out = capfd.readouterr().out
@@ -56,6 +59,12 @@ def test_imported_jobs_plan_clean_and_run_locally(tmp_path, capfd, monkeypatch, 
     assert result.clean, [(v.rule, v.message) for v in result.failing]
     names = {dj.spec.name: dj.spec for dj in result.inventory.declared.jobs}
     assert names["blog-ddp"].workers == 2 and names["pytorch-distributed-ddp"].workers == 4
+    # the plan runs what the import said: the runtime image (torch) for the python:3.11 job,
+    # and an indexed Job that re-creates an index on any exit code (the original's retries)
+    assert "trainforge-runtime" in names["my-handjob"].image
+    assert names["my-handjob"].image_facts.torch and names["my-handjob"].image_facts.trainforge
+    assert names["blog-ddp"].restart_policy == "OnFailure"
+    assert names["idx-hand"].restart_policy == "OnFailure"
 
     logs = _run_local(trainforge_here, root, "blog-ddp", "--steps", "3")
     assert "done: 3 steps on 2 ranks" in logs

@@ -19,7 +19,7 @@ import yaml
 from trainforge.core import versions
 from trainforge.core.pods import EACH
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import pytorchjob, trainjob
+from trainforge.jobs import import_restarts, pytorchjob, trainjob
 from trainforge.stack.file import DuplicateKeyError, StackFileError, load_yaml
 from trainforge.stack.jobs import RESERVED_ENV, RunPolicySpec, whole_command_line
 
@@ -210,14 +210,17 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
             raise ImportProblem(file, w_pod_at, "missing; expected the pod template's spec")
         w_container, w_at = _container(w_pod, file, w_pod_at, changes)
         others.append(Workload("PyTorchJob", "", 0, w_container, w_at, w_pod, w_pod_at))
-    for r, spec in specs.items():
-        policy = get(spec, "restartPolicy")
-        if policy is not None:
-            changes.append(
-                f"spec.pytorchReplicaSpecs.{r}.restartPolicy {policy}: dropped; the entry's "
-                "restartPolicy key decides, by default as docs/jobs.md says for your own code"
-            )
     extra: dict[str, Any] = {}
+    policies = {r: get(spec, "restartPolicy") for r, spec in specs.items()}
+    for r, p in policies.items():
+        if p is not None and p not in _REPLICA_RESTART:
+            raise ImportProblem(
+                file, f"spec.pytorchReplicaSpecs.{r}.restartPolicy",
+                f"got {p!r}; expected one of {', '.join(_REPLICA_RESTART)} (the operator gives "
+                "it to the pods, whose API refuses any other)",
+            )  # fmt: skip
+    if (restart := import_restarts.pytorch(policies, role, changes)) is not None:
+        extra["restartPolicy"] = restart
     elastic = get(doc, "spec", "elasticPolicy")
     workers = sum(counts.values())
     if isinstance(elastic, dict):
@@ -252,6 +255,14 @@ def _pytorchjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         "PyTorchJob", _name(doc, file), workers, container, at, pod, pod_at, extra, pods,
         others=others,
     )  # fmt: skip
+
+
+# A replica's restartPolicy: training operator v1.9.4 pkg/apis/kubeflow.org/v1/common_types.go
+# RestartPolicy (Always, OnFailure, Never, ExitCode; unset: OnFailure, pytorch_types.go
+# PyTorchJobDefaultRestartPolicy); its CRD types it a plain string and its webhook does not read
+# it, and the operator writes any value but ExitCode onto the pods (tag v1.9.4, 4445c12a, read
+# 2026-11-30), where the API server takes Always, OnFailure and Never only.
+_REPLICA_RESTART = ("Always", "OnFailure", "Never", "ExitCode")
 
 
 def _run_policy(
@@ -389,9 +400,13 @@ def _indexed_job(doc: dict[str, Any], file: str, changes: list[str]) -> Workload
     if spec.get("activeDeadlineSeconds") is not None:
         _deadline(spec["activeDeadlineSeconds"], "Job", file, "spec.activeDeadlineSeconds")
     policy.update(_indexed_retries(spec, file, changes))
+    backoff = policy.get("backoffLimit", RunPolicySpec().backoff_limit)
+    restart = import_restarts.indexed(spec, str(container.get("name")), backoff, changes)
     for k in sorted(set(spec) - _JOB_READ):
         changes.append(f"spec.{k}: dropped; {_JOB_DROPPED.get(k, 'not supported')}")
-    extra = {"runPolicy": policy} if policy else {}
+    extra: dict[str, Any] = {"runPolicy": policy} if policy else {}
+    if restart is not None:
+        extra["restartPolicy"] = restart
     extra["backend"] = "indexed-job"
     changes.append(
         "kind Job (Indexed) -> backend: indexed-job (no operator; trainforge adds the headless Service and rendezvous)"

@@ -29,6 +29,8 @@ from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import torchrun_args
 from trainforge.jobs.codeship import USER_CODE_MOUNT
+from trainforge.jobs.image_facts import stock_facts
+from trainforge.jobs.import_image import dropped_torchless, torch_need, torchless, unknown_facts
 from trainforge.jobs.import_limits import check_limits
 from trainforge.jobs.import_read import (
     ImportProblem,
@@ -603,7 +605,11 @@ def import_workload(
 
     # the image
     image = c.get("image")
-    entry_image = _image(image, keep_image, docker_hub_routed, runtime_image, at, file, changes)
+    torchrun = (entry.get("procsPerWorker") or w.extra.get("procsPerWorker") or gpus or 1) > 1
+    need = "" if keep_image else torch_need(torchrun or "elastic" in w.extra, files.items())
+    entry_image = _image(
+        image, keep_image, docker_hub_routed, runtime_image, at, file, changes, need
+    )
     if entry_image:
         entry["image"] = entry_image
 
@@ -650,7 +656,9 @@ def import_workload(
                 changes.append(f"{at}.envFrom: dropped; {_value_from_why(src)}")
             continue
         changes.append(f"{at}.{k}: dropped; {_DROPPED_WHY.get(k, 'not supported')}")
-    for k in sorted(set(w.pod) - {"containers", "volumes"}):
+    # an indexed Job's pod restartPolicy: said with its retries (jobs/import_restarts.py)
+    said = {"restartPolicy"} if w.kind == "Job" else set()
+    for k in sorted(set(w.pod) - {"containers", "volumes"} - said):
         reason = _DROPPED_WHY.get(k, "not supported")
         if k == "nodeSelector":
             reason = _selector_fate(selector, pool_name, pool.name)
@@ -790,8 +798,11 @@ def _image(
     at: str,
     file: str,
     changes: list[str],
+    need: str = "",
 ) -> str | None:
-    """The entry's image (None: the platform's), judged as the plan judges it."""
+    """The entry's image (None: the platform's), judged as the plan judges it; `need`: why the
+    pods of shipped code need torch ('' where nothing says so), which an image known to lack
+    it cannot give (the runtime image runs instead) and one of unknown facts may not."""
     if image is None:
         if keep:
             raise ImportProblem(file, f"{at}.image", "missing; the command runs on your image")
@@ -802,6 +813,13 @@ def _image(
     pinned = bool(digest) or (bool(tag) and tag != "latest")
     hub = image_routes.is_docker_hub(image)
     reachable = not hub or (routed and not image_routes.digest_pinned(image))
+    runs = runtime_image or f"the stock image {versions.PYTORCH_IMAGE}"
+    base = torchless(image)
+    if not keep and base and need:
+        changes.append(dropped_torchless(image, base, need, runs))
+        return None
+    known = stock_facts(image) is not None
+    checked = "; the plan checks it against the pool (CUDA build, driver)"
     if keep:
         hub_line = (
             "the plan flags it (TRAINFORGE_DOCKER_HUB): nodes would pull it from Docker Hub "
@@ -815,12 +833,16 @@ def _image(
             )
         elif not reachable:
             changes.append(f"image {image}: kept (your command needs it), and {hub_line}")
+        elif base:
+            changes.append(
+                f"image {image}: kept (your command needs it); the Docker official {base} image "
+                "carries no torch, so your command must not need it"
+            )
         else:
             changes.append(
-                f"image {image}: kept; the plan checks it against the pool (CUDA build, driver)"
+                f"image {image}: kept{checked}" if known else unknown_facts(image, "", runs)
             )
         return image
-    runs = runtime_image or f"the stock image {versions.PYTORCH_IMAGE}"
     if not reachable:
         changes.append(
             f"image {image}: dropped; it comes from Docker Hub and this stack pulls Docker Hub "
@@ -835,9 +857,9 @@ def _image(
             f"image {image}: dropped; unpinned (:latest), which the plan refuses. The job runs {runs}"
         )
         return None
-    changes.append(
-        f"image {image}: kept"
-        + (" (pulled through the stack's cache)" if hub else "")
-        + "; the plan checks it against the pool (CUDA build, driver)"
-    )
+    cache = " (pulled through the stack's cache)" if hub else ""
+    if known:
+        changes.append(f"image {image}: kept{cache}{checked}")
+    else:
+        changes.append(unknown_facts(image, need, runs).replace(": kept;", f": kept{cache};", 1))
     return image

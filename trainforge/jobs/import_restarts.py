@@ -1,0 +1,153 @@
+"""The restartPolicy of an imported job's entry: the one whose backend retries the same exit codes
+as the original's controller did, else the default with every code whose fate changed named.
+
+Why: the entry's default (ExitCode) fails the job on exit 1-127 at once, while a PyTorchJob with
+`OnFailure` or an Indexed Job without a podFailurePolicy retried those up to its limit; an import
+that said only "restartPolicy: dropped" turned a retried failure into a stopped job unsaid. Both
+sides are read from one model of upstream's rules (core/failures.py: the training operator's
+ReconcilePods, the Job controller's pod failure policy), the entry's through jobs/restarts.py
+`outcome`, the answer every command reads from the restart fields its backend writes.
+Pulumi-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from trainforge.core import failures
+from trainforge.jobs import pytorchjob, restarts
+from trainforge.jobs.spec import JobSpec, RunPolicySpec
+
+CODES = range(1, 256)  # a failed container's exit codes (0 is success)
+# the entry's values in the order tried: the default first (no key), then the others
+POLICIES = ("ExitCode", "OnFailure", "Never")
+
+
+def _retried(outcome: Callable[[int], failures.Outcome]) -> frozenset[int]:
+    return frozenset(c for c in CODES if outcome(c).restarts)
+
+
+def _ranges(codes: frozenset[int]) -> str:
+    """1-127 or 3, 5-9: the codes as the docs write them."""
+    out, ordered = [], sorted(codes)
+    while ordered:
+        first = last = ordered.pop(0)
+        while ordered and ordered[0] == last + 1:
+            last = ordered.pop(0)
+        out.append(str(first) if first == last else f"{first}-{last}")
+    return ", ".join(out)
+
+
+def _does(codes: frozenset[int]) -> str:
+    """What a retried set means, in words (derived, so a limit of 0 reads as no retry)."""
+    if not codes:
+        return "no failed exit code is retried"
+    failed = frozenset(CODES) - codes
+    return f"exit codes {_ranges(codes)} are retried (the plan's restart line says how often)" + (
+        f", {_ranges(failed)} fail the job at once" if failed else ""
+    )
+
+
+def _choose(
+    original: frozenset[int], of: Callable[[str], frozenset[int]], said: str, changes: list[str]
+) -> str | None:
+    """The entry's restartPolicy retrying exactly `original` (None: the default, ExitCode),
+    else None with the codes whose fate changed named."""
+    for policy in POLICIES:
+        if of(policy) == original:
+            keep = "the entry's default" if policy == "ExitCode" else f"restartPolicy {policy}"
+            changes.append(f"{said} -> {keep}, which keeps it: {_does(original)}")
+            return None if policy == "ExitCode" else policy
+    now = of("ExitCode")
+    stop, more = original - now, now - original
+    said_codes = []
+    if stop:
+        said_codes.append(
+            f"exit codes {_ranges(stop)} now fail the job at once; the original retried them"
+        )
+    if more:
+        said_codes.append(
+            f"exit codes {_ranges(more)} are now retried; the original failed on them"
+        )
+    changes.append(
+        f"{said} -> the entry's default ExitCode ({_does(now)}): "
+        + "; ".join(said_codes)
+        + " (no restartPolicy of an entry retries the same codes: docs/jobs.md, restartPolicy)"
+    )
+    return None
+
+
+def _entry(backend: str, policy: str, backoff: int = 6) -> JobSpec:
+    """The entry's retry fields, all a backend's `restart_doc` reads (unvalidated: no pool)."""
+    run_policy = RunPolicySpec(backoff_limit=backoff)
+    return JobSpec.model_construct(
+        backend=backend, workers=1, restart_policy=policy, run_policy=run_policy
+    )
+
+
+def entry_retries(backend: str, policy: str, backoff: int = 6) -> frozenset[int]:
+    """The exit codes the planned job of `backend` with `policy` retries."""
+    return _retried(lambda c: restarts.outcome(_entry(backend, policy, backoff), c))
+
+
+def indexed(
+    spec: Mapping[str, Any], container: str, backoff: int, changes: list[str]
+) -> str | None:
+    """An Indexed Job `spec` (its pod failure policy read for the container named `container`)
+    -> the entry's restartPolicy on the indexed-job backend with runPolicy.backoffLimit
+    `backoff` (None: the default), and one line saying what became of its retries."""
+    original = _retried(lambda c: failures.job_outcome(spec, failures.failed_pod(container, c)))
+    pod = (spec.get("template") or {}).get("spec") or {}
+    said = f"spec.template.spec.restartPolicy {pod.get('restartPolicy', 'unset')}" + (
+        ", with spec.podFailurePolicy" if spec.get("podFailurePolicy") else ", no podFailurePolicy"
+    )
+    chosen = _choose(
+        original,
+        lambda p: entry_retries("indexed-job", p, backoff),
+        said,
+        changes,
+    )
+    lost = failures.failed_pod(container, failures.TERMINATED, disrupted=True)
+    entry = _entry("indexed-job", chosen or "ExitCode", backoff)
+    if (
+        failures.job_outcome(spec, lost).counted
+        and not restarts.outcome(entry, failures.TERMINATED, disrupted=True).counted
+    ):
+        changes[-1] += "; a disruption (preemption, eviction, a lost node) no longer uses a retry"
+    return chosen
+
+
+def pytorch(policies: Mapping[str, Any], chosen: str, changes: list[str]) -> str | None:
+    """A PyTorchJob's replicas' restartPolicy (role -> value, None: unset, the operator's
+    default) -> the entry's restartPolicy (None: the default) for the pods of `chosen`, the
+    replica the entry's pod is read from; another replica's that differs is named. Judged on
+    the pytorchjob backend; every backend retries the same codes for each policy
+    (tests/jobs/test_import_restarts.py holds them to it), so the stack's default backend,
+    unknown here, does not change the choice."""
+    effective = {r: p or pytorchjob.DEFAULT_RESTART_POLICY for r, p in policies.items()}
+    for role, policy in effective.items():
+        if role != chosen and policy != effective[chosen]:
+            changes.append(
+                f"spec.pytorchReplicaSpecs.{role}.restartPolicy {policy}: dropped; every pod of "
+                f"a job entry has one restartPolicy, read from {chosen}'s"
+            )
+    given = policies.get(chosen)
+    said = f"spec.pytorchReplicaSpecs.{chosen}.restartPolicy " + (
+        str(given) if given else f"unset (the training operator's default, {effective[chosen]})"
+    )
+    original = _retried(lambda c: failures.pytorchjob_outcome(str(effective[chosen]), c))
+    policy = _choose(
+        original,
+        lambda p: entry_retries("pytorchjob", p),
+        said,
+        changes,
+    )
+    if policy is None and effective[chosen] == "ExitCode":
+        changes[-1] += (
+            "; where the pods cannot count their attempts and no activeDeadlineSeconds is set "
+            "the platform defaults a PyTorchJob to OnFailure instead, which retries every "
+            "failure in place up to runPolicy.backoffLimit (docs/jobs.md, restartPolicy; the "
+            "plan's restart line says which applies)"
+        )
+    return policy
