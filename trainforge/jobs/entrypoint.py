@@ -432,7 +432,13 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
             "no such file (paths are relative to the project directory, where Pulumi runs)",
         )
     key = "codeDir" if entry.kind != "script" or entry.code_dir != _script_dir(entry) else "script"
-    bundle = codeship.collect_dir(Path(project_dir) / entry.code_dir, f"{at}.{key}", entry.exclude)
+    bundle = codeship.collect_dir(
+        Path(project_dir) / entry.code_dir,
+        f"{at}.{key}",
+        entry.exclude,
+        value=entry.script if key == "script" else entry.code_dir,
+        keep=entry.entry_file if entry.kind == "script" else None,
+    )
     shipped = set(bundle.paths)
     if entry.kind == "script":
         rel = entry.entry_file
