@@ -559,6 +559,23 @@ def mirror_warnings(
     ]
 
 
+def hang_warnings(given: JobSpec, bundle: CodeBundle | None, where: str) -> list[str]:
+    """An explicit `hangTimeout` (`given`: the job as written; 0 = off aside) on own shipped
+    code that never imports trainforge (`imports_trainforge`, the fact `runs_s3_mirror` reads
+    too), so never starts its Watchdog: nothing ends a hung step, however short the timeout
+    (docs/jobs.md, `hangTimeout`). One warning, as `mirror_warnings` gives."""
+    if not given.hang_timeout or bundle is None or imports_trainforge(bundle):
+        return []
+    return [
+        f"{where}.hangTimeout: {given.hang_timeout} watches nothing: no shipped file imports "
+        "trainforge, whose Watchdog is what ends a hung step (exit 201; the wrapper your code "
+        "runs under, trainforge.training.usercode, starts none), so a hung step waits as "
+        "long as torch's own timeouts let it (forever outside a collective); start "
+        "trainforge.training.Watchdog.from_env() in your training loop (it reads the job's "
+        f"hangTimeout from {c.HANG_TIMEOUT}), or remove hangTimeout"
+    ]
+
+
 def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:
     """Whether the job's code talks to the platform's MLflow, so its image needs mlflow.
 
