@@ -5,6 +5,7 @@ upstream CRD, the operator's webhook rules and the core PodTemplate schema."""
 from __future__ import annotations
 
 import base64
+import re
 from pathlib import Path
 
 import pytest
@@ -246,12 +247,44 @@ def test_too_large_a_directory_is_refused_with_its_size(project):
     with pytest.raises(JobConfigError) as e:
         build({"script": "train/train.py"})
     msg = str(e.value)
-    assert msg.startswith(f"{W}.entrypoint.script: got ")
-    assert "1.08 MiB in 5 files is more than a ConfigMap can ship (960.0 KiB" in msg
+    # the value set, and the directory it ships (it showed the directory as the value)
+    assert msg.startswith(f"{W}.entrypoint.script: got 'train/train.py'; the directory it ")
+    assert "ships, train, holds 1.08 MiB in 5 files: more than a ConfigMap can ship (960." in msg
     assert "largest: weights.bin (1.07 MiB)" in msg and "bake the code into an image" in msg
-    # excluding it is the fix
-    _, user, _ = build({"script": "train/train.py", "exclude": ["*.bin"]})
-    assert "weights.bin" not in user.paths and "lookup.bin" not in user.paths
+    _follow_the_fix(msg, {"script": "train/train.py"})
+
+
+def _follow_the_fix(msg: str, entry: dict) -> set[str]:
+    """Set the entrypoint.exclude the refusal prints: the job then builds (the fix was the
+    fixed text `["data/*"]`, which excluded nothing here and gave the same refusal)."""
+    import yaml
+
+    found = re.search(r"set entrypoint\.exclude: (\[[^]]*\])", msg)
+    assert found, msg
+    _, user, _ = build({**entry, "exclude": yaml.safe_load(found.group(1))})
+    return set(user.paths)
+
+
+def test_the_printed_exclude_names_the_largest_files_and_fits(project):
+    """The fix is built from the largest files (their paths in the shipped directory, kept with
+    the patterns already set), and following it fits; the script itself is never excluded."""
+    (project / "train" / "data").mkdir()
+    (project / "train" / "data" / "a.bin").write_bytes(b"\1" * (700 * 1024))
+    (project / "train" / "b.bin").write_bytes(b"\2" * (600 * 1024))
+    entry = {"script": "train/train.py", "exclude": ["config.yaml"]}
+    with pytest.raises(JobConfigError) as e:
+        build(entry)
+    msg = str(e.value)
+    assert 'set entrypoint.exclude: ["config.yaml", "data/a.bin"] (' in msg, msg
+    shipped = _follow_the_fix(msg, entry)
+    assert "train.py" in shipped and "b.bin" in shipped and "data/a.bin" not in shipped
+    # a script that is itself most of it: no exclude can fit, and none is offered
+    (project / "train" / "train.py").write_text("# " + "x" * (1000 * 1024) + "\n" + TRAIN)
+    with pytest.raises(JobConfigError) as e:
+        build({"script": "train/train.py"})
+    msg = str(e.value)
+    assert "set entrypoint.exclude" not in msg
+    assert "Excluding even its largest files (data/a.bin, b.bin) leaves 1001.1 KiB:" in msg, msg
 
 
 @pytest.mark.parametrize(

@@ -461,18 +461,25 @@ def test_a_name_the_function_never_defines_is_refused_at_its_line():
     (its line there), not from the program."""
     from trainforge.jobs.fetches import heredoc_files
 
-    doc, pod = _sent_pod(PROGRAMS / "undefined_name.py")
+    program = PROGRAMS / "undefined_name.py"
+    doc, pod = _sent_pod(program)
     lines: list[str] = []
-    (f,) = SB._unbound(_Sent, pod, lines)
+    (f,) = SB._unbound(_Sent, pod, lines, str(program))
     assert f.rule == SB.RULE_NAMES == "TRAINFORGE_SDK_UNDEFINED_NAME"
-    assert "uses `os` (undefined_name.py:5, the file the SDK writes in the pod)" in f.message
+    # FILE:LINE is the program's line (it said undefined_name.py:5, the pod file's line)
+    assert "os.environ" in program.read_text().splitlines()[15]
+    pod_line = "line 5 of the file the SDK writes in the pod"
+    assert f"uses `os` (undefined_name.py:16, {pod_line})" in f.message
     assert "raises NameError when it reaches that line" in f.message
     ((file, text),) = heredoc_files(doc["spec"]["trainer"]["command"][2], "trainer")
     assert file == "undefined_name.py" and "os.environ" in text.splitlines()[4]
     assert lines == [
-        "  REFUSED: the function uses names it never defines: `os` (undefined_name.py:5, the "
-        "file the SDK writes in the pod)"
+        f"  REFUSED: the function uses names it never defines: `os` (undefined_name.py:16, "
+        f"{pod_line})"
     ]
+    # where the function is not found in the program's files, no FILE:LINE is made up
+    (f,) = SB._unbound(_Sent, pod, [])
+    assert f"uses `os` ({pod_line} (undefined_name.py))" in f.message
 
 
 def test_the_plan_refuses_a_function_that_would_raise_nameerror(tmp_path, capsys):
@@ -482,7 +489,7 @@ def test_the_plan_refuses_a_function_that_would_raise_nameerror(tmp_path, capsys
     assert rc == 1 and "CLEAN" not in out.splitlines()[0]
     (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{SB.RULE_NAMES}]")]
     assert "research/TrainJob/" in line
-    assert "REFUSED: the function uses names it never defines: `os` (undefined_name.py:5" in out
+    assert "REFUSED: the function uses names it never defines: `os` (undefined_name.py:16" in out
 
 
 def test_no_name_finding_for_the_programs_that_define_what_they_use(tmp_path):
@@ -560,3 +567,23 @@ def test_a_pod_a_node_holds_keeps_the_quota_fix(tmp_path, capsys):
     assert "insufficient quota for nvidia.com/gpu in flavor gpu-workloads" in out
     assert "fix: make the job smaller, or give the team more nominal quota (quota.pools)" in out
     assert "TRAINFORGE_JOB_CANNOT_SCHEDULE" not in out and "CANNOT RUN" not in out
+
+
+def test_the_functions_first_line_is_found_in_its_own_file(tmp_path):
+    """`first_line`: where the SDK's `inspect.getsource` text starts in the file on this
+    machine (a decorator's line, a nested function dedented, a module beside the program);
+    None where the text is in no function there (never a guessed line)."""
+    from trainforge.plan.checks.pod_files import Written
+
+    program = tmp_path / "prog.py"
+    program.write_text(
+        "import functools\n\n\n@functools.cache\ndef train():\n    return 1\n\n\n"
+        "def outer():\n    def inner(x):\n        return x\n\n    return inner\n"
+    )
+    (tmp_path / "lib.py").write_text("X = 1\n\n\ndef train():\n    return 2\n")
+    call = "\ntrain()\n"
+    assert SB.first_line(str(program), Written("prog.py", "@functools.cache\ndef train():\n    return 1\n" + call, None)) == 4  # fmt: skip
+    assert SB.first_line(str(program), Written("prog.py", "def inner(x):\n    return x\n" + call, None)) == 10  # fmt: skip
+    assert SB.first_line(str(program), Written("lib.py", "def train():\n    return 2\n" + call, None)) == 4  # fmt: skip
+    assert SB.first_line(str(program), Written("prog.py", "def train():\n    return 3\n", None)) is None  # fmt: skip
+    assert SB.first_line(None, Written("prog.py", "def train():\n    return 1\n", None)) is None

@@ -89,18 +89,24 @@ def test_the_plan_writes_the_file_as_the_pods_bash_does(sent, tmp_path):
     assert w.source.splitlines()[3] == '    print(f"cost: ${price}")'
 
 
-def test_the_first_difference_is_a_finding(sent):
+def test_the_first_difference_is_a_finding(sent, tmp_path):
+    """At the program's FILE:LINE (line 5: the function starts at line 4), with the line of the
+    file in the pod beside it (it said expands.py:2, the pod file's line, as the program's)."""
     _, pod = sent
+    program = tmp_path / "expands.py"
+    program.write_text(PROGRAM)
+    assert PROGRAM.splitlines()[4] == "    total = 1 + \\"
     lines: list[str] = []
-    (f,) = SB._expanded(_Sent, pod, lines)
+    (f,) = SB._expanded(_Sent, pod, lines, str(program))
     assert f.rule == SB.RULE_HEREDOC == "TRAINFORGE_SDK_SHELL_EXPANDS"
+    at = "expands.py:5, line 2 of the file the SDK writes in the pod"
     assert (
-        "first at expands.py:2 (that file in the pod: line 2 of the function): written `total = 1 + \\`, the pod runs `total = 1 +         2`"
+        f"first at {at}: written `total = 1 + \\`, the pod runs `total = 1 +         2`"
         in f.message
     )
     assert "unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`" in f.message
     assert "`\\x24` for `$`" in f.fix
-    assert lines == ["  REFUSED: expands.py:2 in the pod is `total = 1 +         2`"]
+    assert lines == [f"  REFUSED: {at}: the pod runs `total = 1 +         2`"]
 
 
 def test_names_and_downloads_are_read_in_the_file_the_pod_writes(sent):
@@ -155,7 +161,10 @@ def test_the_plan_refuses_what_bash_changes(tmp_path, capsys):
     assert rc == 1 and "CLEAN" not in out.splitlines()[0]
     (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{SB.RULE_HEREDOC}]")]
     assert "research/TrainJob/" in line
-    assert "REFUSED: expands.py:2 in the pod is `total = 1 +         2`" in printed
+    assert (
+        "REFUSED: expands.py:5, line 2 of the file the SDK writes in the pod: the pod runs "
+        in printed
+    )
     assert SB.RULE_NAMES not in out and "TRAINFORGE_POD_SCRIPT_FAILS" not in out
 
 

@@ -167,8 +167,16 @@ def _excluded(rel: str, name: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel, p) for p in patterns)
 
 
-def collect_dir(directory: Path, where: str, exclude: tuple[str, ...] = ()) -> CodeBundle:
-    """Bundle a user's code directory (sorted, so the hash is stable), or raise naming `where`.
+def collect_dir(
+    directory: Path,
+    where: str,
+    exclude: tuple[str, ...] = (),
+    value: str | None = None,
+    keep: str | None = None,
+) -> CodeBundle:
+    """Bundle a user's code directory (sorted, so the hash is stable), or raise naming `where`
+    and `value` (the key's value as set: a script ships its directory); `keep`: the path of the
+    entry script in it, which a size fix must never exclude.
 
     Skips DEFAULT_EXCLUDES, the `exclude` patterns (matched against a file's or directory's
     name and its path relative to `directory`) and any directory holding a `pyvenv.cfg`
@@ -225,16 +233,58 @@ def collect_dir(directory: Path, where: str, exclude: tuple[str, ...] = ()) -> C
     bundle = CodeBundle(tuple(files), tuple(binary), frozenset(executable))
     if bundle.size > CONFIGMAP_BUDGET:
         largest = ", ".join(f"{p} ({_human(n)})" for p, n in bundle.sizes()[:3])
+        shipped = "" if value is None else f"the directory it ships, {directory}, holds "
         raise JobConfigError(
             where,
-            str(directory),
-            f"{_human(bundle.size)} in {len(keys)} files is more than a ConfigMap can ship "
-            f"({_human(CONFIGMAP_BUDGET)}: the API server's limit is {_human(CONFIGMAP_LIMIT)} per "
-            f"object, less room for its keys and metadata); largest: {largest}. Exclude what the "
-            'job does not need (entrypoint.exclude: ["data/*"]), keep data on a volume, or '
-            "bake the code into an image (image: ..., entrypoint.module or entrypoint.command)",
+            str(directory) if value is None else value,
+            f"{shipped}{_human(bundle.size)} in {len(keys)} files: more than a ConfigMap can "
+            f"ship ({_human(CONFIGMAP_BUDGET)}: the API server's limit is "
+            f"{_human(CONFIGMAP_LIMIT)} per object, less room for its keys and metadata); "
+            f"largest: {largest}. {_size_fix(bundle, tuple(exclude), keep)}",
         )
     return bundle
+
+
+def _size_fix(bundle: CodeBundle, exclude: tuple[str, ...], keep: str | None) -> str:
+    """The fix for a bundle over budget, checked: the exclude list that drops the fewest of its
+    largest files (never `keep`, the entry script) to fit, with what it leaves as the same
+    matcher (`_excluded`) computes it; else what excluding the three largest still leaves."""
+    picked: list[str] = []
+    for path, _ in bundle.sizes()[:3]:
+        if path == keep:
+            continue
+        picked.append(path)  # shipped names are plain ([-._a-zA-Z0-9/]): each matches itself
+        patterns = (*exclude, *picked)
+        left = _size_after(bundle, DEFAULT_EXCLUDES + patterns)
+        if left <= CONFIGMAP_BUDGET and (keep is None or not _excluded_path(keep, patterns)):
+            listed = ", ".join(f'"{p}"' for p in patterns)
+            return (
+                f"If the job does not need {'it' if len(picked) == 1 else 'them'}, set "
+                f"entrypoint.exclude: [{listed}] ({_human(left)} left to ship); else keep "
+                "data on a volume, or bake the code into an image (image: ..., "
+                "entrypoint.module or entrypoint.command)"
+            )
+    left = _size_after(bundle, DEFAULT_EXCLUDES + exclude + tuple(picked))
+    return (
+        f"Excluding even its largest files ({', '.join(picked) or 'none but the script'}) "
+        f"leaves {_human(left)}: keep data on a volume, exclude whole directories the job "
+        "does not need (entrypoint.exclude), or bake the code into an image (image: ..., "
+        "entrypoint.module or entrypoint.command)"
+    )
+
+
+def _excluded_path(rel: str, patterns: tuple[str, ...]) -> bool:
+    """Whether `collect_dir`'s walk skips `rel`: the file, or a directory above it, matches."""
+    parts = rel.split("/")
+    return any(_excluded("/".join(parts[: i + 1]), parts[i], patterns) for i in range(len(parts)))
+
+
+def _size_after(bundle: CodeBundle, patterns: tuple[str, ...]) -> int:
+    """The bundle's size (as `CodeBundle.size` counts it) less the files `patterns` skip."""
+    sized = [(p, len(t.encode())) for p, t in bundle.files] + [
+        (p, len(b)) for p, b in bundle.binary
+    ]
+    return sum(len(p) + n for p, n in sized if not _excluded_path(p, patterns))
 
 
 def _human(n: int) -> str:

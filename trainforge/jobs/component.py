@@ -281,6 +281,7 @@ class TrainingJob(pulumi.ComponentResource):
         super().__init__(TYPE_TOKEN, name, None, opts)
         warnings = fit_warnings(job, target.pool, where)
         warnings += entrypoint.mirror_warnings(spec, job, target, user_code, where)
+        warnings += entrypoint.hang_warnings(spec, user_code, where)
         for warning in warnings:
             pulumi.log.warn(warning, resource=self)
         self.spec = job

@@ -432,7 +432,13 @@ def user_code(job: JobSpec, project_dir: Path | str, where: str) -> CodeBundle |
             "no such file (paths are relative to the project directory, where Pulumi runs)",
         )
     key = "codeDir" if entry.kind != "script" or entry.code_dir != _script_dir(entry) else "script"
-    bundle = codeship.collect_dir(Path(project_dir) / entry.code_dir, f"{at}.{key}", entry.exclude)
+    bundle = codeship.collect_dir(
+        Path(project_dir) / entry.code_dir,
+        f"{at}.{key}",
+        entry.exclude,
+        value=entry.script if key == "script" else entry.code_dir,
+        keep=entry.entry_file if entry.kind == "script" else None,
+    )
     shipped = set(bundle.paths)
     if entry.kind == "script":
         rel = entry.entry_file
@@ -556,6 +562,23 @@ def mirror_warnings(
         "trainforge, whose CheckpointManager is the mirror (the pods get "
         f"{c.CHECKPOINT_S3}, which your code may upload to itself); use "
         "trainforge.training.CheckpointManager, or set checkpoint.s3Mirror: false"
+    ]
+
+
+def hang_warnings(given: JobSpec, bundle: CodeBundle | None, where: str) -> list[str]:
+    """An explicit `hangTimeout` (`given`: the job as written; 0 = off aside) on own shipped
+    code that never imports trainforge (`imports_trainforge`, the fact `runs_s3_mirror` reads
+    too), so never starts its Watchdog: nothing ends a hung step, however short the timeout
+    (docs/jobs.md, `hangTimeout`). One warning, as `mirror_warnings` gives."""
+    if not given.hang_timeout or bundle is None or imports_trainforge(bundle):
+        return []
+    return [
+        f"{where}.hangTimeout: {given.hang_timeout} watches nothing: no shipped file imports "
+        "trainforge, whose Watchdog is what ends a hung step (exit 201; the wrapper your code "
+        "runs under, trainforge.training.usercode, starts none), so a hung step waits as "
+        "long as torch's own timeouts let it (forever outside a collective); start "
+        "trainforge.training.Watchdog.from_env() in your training loop (it reads the job's "
+        f"hangTimeout from {c.HANG_TIMEOUT}), or remove hangTimeout"
     ]
 
 

@@ -6,11 +6,14 @@ and why: docs/jobs.md, "The Kubeflow SDK".
 
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
+import posixpath
 import re
 import shlex
 import tempfile
+import textwrap
 from fractions import Fraction
 from typing import Any
 
@@ -150,12 +153,47 @@ def pod_size(req: dict[str, Fraction]) -> str:
     )
 
 
-def _unbound(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
+def first_line(program: str | None, w: Any) -> int | None:
+    """The line where the function the SDK sent starts in its file on this machine, or None
+    (not found, never guessed). kubeflow 0.4.1 sends `textwrap.dedent(inspect.getsource(f))`
+    to a file named `basename(inspect.getfile(f))` (trainer/backends/kubernetes/utils.py,
+    read 2026-11-30), so the pod's line N is the file's `first + N - 1`; the file is the
+    program or a module beside it (its working directory)."""
+    if not program:
+        return None
+    name = posixpath.basename(w.file)
+    prog = pathlib.Path(program)
+    try:
+        text = (prog if prog.name == name else prog.parent / name).read_text(encoding="utf-8")
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return None
+    lines, sent = text.splitlines(), w.source.strip().splitlines()
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno:
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            block = textwrap.dedent("\n".join(lines[start - 1 : node.end_lineno])).splitlines()
+            if block and sent[: len(block)] == block:
+                found.add(start)
+    return found.pop() if len(found) == 1 else None
+
+
+def _at(w: Any, line: int, program: str | None) -> str:
+    """Line `line` of the file the pod writes, as the user's FILE:LINE first where found."""
+    first = first_line(program, w)
+    pod = f"line {line} of the file the SDK writes in the pod"
+    return f"{pod} ({w.file})" if first is None else f"{w.file}:{first + line - 1}, {pod}"
+
+
+def _unbound(
+    o: Any, pod: dict[str, Any], lines: list[str], program: str | None = None
+) -> list[Finding]:
     """Names the function the SDK sent uses and never binds (`pynames.unbound`), read from
     the file its pod writes (`pod_files.written`: as the pod's bash writes it)."""
     spec = pod.get("spec") or {}
     found = [
-        f"`{n}` ({w.file}:{line}, the file the SDK writes in the pod)"
+        f"`{n}` ({_at(w, line, program)})"
         for c in spec.get("containers") or []
         for w in pod_files.written(spec, c)
         if w.file.endswith(".py") and w.read is not None
@@ -175,7 +213,9 @@ def _unbound(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
     return [_finding(o.ident, RULE_NAMES, message, RULES[RULE_NAMES], o.urn)]
 
 
-def _expanded(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
+def _expanded(
+    o: Any, pod: dict[str, Any], lines: list[str], program: str | None = None
+) -> list[Finding]:
     """Where the file the pod writes (`pod_files.written`) differs from the function the SDK
     sent: its first differing line, both ways; a file the plan could not compute is said."""
     spec = pod.get("spec") or {}
@@ -193,11 +233,11 @@ def _expanded(o: Any, pod: dict[str, Any], lines: list[str]) -> list[Finding]:
             if diff is None:
                 continue
             line, wrote, runs = diff
-            lines.append(f"  REFUSED: {w.file}:{line} in the pod is `{runs.strip()}`")
+            at = _at(w, line, program)
+            lines.append(f"  REFUSED: {at}: the pod runs `{runs.strip()}`")
             message = (
                 f"{o.ident} (sent by the program): the file the SDK writes in the pod differs "
-                f"from the function it sent, first at {w.file}:{line} (that file in the pod: "
-                f"line {line} of the function): written "
+                f"from the function it sent, first at {at}: written "
                 f"`{wrote.strip()}`, the pod runs `{runs.strip()}`; the SDK writes the function "
                 "through an unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`, kubeflow "
                 "0.4.1 EXEC_FUNC_SCRIPT), so bash expands `$name`, `${...}`, `$(...)`, "
@@ -246,8 +286,9 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     size = pod_size(req)
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
     lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
-    findings += _unbound(o, pod, lines)
-    findings += _expanded(o, pod, lines)
+    program = getattr(getattr(ctx.inventory, "submitted", None), "program", None)
+    findings += _unbound(o, pod, lines, program)
+    findings += _expanded(o, pod, lines, program)
     if w.state != "admitted":
         lines.append(f"  queue: never admitted: {w.reason}")
         message = f"{ident} (sent by the program): {w.reason}"
