@@ -546,7 +546,7 @@ def endpoint(name: str, service: str, type_: str | None, id_: str | None = "") -
     inputs = {"serviceName": f"com.amazonaws.us-west-2.{service}", "vpcId": "vpc-1"}
     if type_ is not None:
         inputs["vpcEndpointType"] = type_
-    return rec(S.VPC_ENDPOINT, name, inputs, id_=f"vpce-{name}" if id_ == "" else id_)
+    return rec(R.VPC_ENDPOINT, name, inputs, id_=f"vpce-{name}" if id_ == "" else id_)
 
 
 def test_bucket_endpoints_come_from_the_declared_s3_gateway_endpoints():

@@ -474,7 +474,7 @@ def test_a_region_without_prices_says_at_least_never_zero():
     _, report = _report("dev", overrides=overrides)
     text = report.fixed_total()
     # the EKS control plane and the NAT gateway's public IPv4 address: the same everywhere
-    assert text.startswith("at least $0.11/h") and "5 item(s) unknown (NAT gateways" in text
+    assert text.startswith("at least $0.11/h") and "6 item(s) unknown (NAT gateways" in text
     assert all(j.hourly is None for j in report.jobs)
 
 
@@ -814,7 +814,7 @@ def test_a_job_on_a_node_groups_desired_nodes_adds_nothing_to_the_verdicts_hourl
     assert (job["pool"], job["nodes"], job["instanceType"]) == ("p4d-reserved", 2, "p4d.24xlarge")
     two_nodes, run = f"${job['onDemandPerHour']:,.2f}", f"${job['runCost']:,.2f}"
     platform, jobs_line = verdict.cost_lines(result, None)[:2]
-    assert platform.startswith("Cost: platform $44.88/h")  # the 2 p4d nodes are in it
+    assert platform.startswith("Cost: platform $45.12/h")  # the 2 p4d nodes are in it
     assert jobs_line == (
         f"      + jobs: 1 of 1 run at once, $0.00/h while running (their {two_nodes}/h on node "
         "groups' always-on nodes is in the platform's), each job on its own nodes; run costs "
@@ -853,7 +853,7 @@ def test_the_cluster_budget_counts_a_node_groups_desired_nodes_once(on_reserved)
     nothing to the cluster's month (its team's month still carries its own share)."""
     _, report = on_reserved
     fixed = report.fixed
-    report.fixed = [i for i in fixed if i.hourly is not None]  # FSx, KMS: no price in the table
+    report.fixed = [i for i in fixed if i.hourly is not None]  # FSx at 250 MB/s/TiB: unpriced
     try:
         platform = report.fixed_monthly_known
         (job,) = report.jobs

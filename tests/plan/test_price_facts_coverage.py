@@ -35,13 +35,15 @@ EC2_GAPS = {
     },  # fmt: skip
 }
 FSX_ALL = {"fsx.SCRATCH_2"} | {f"fsx.PERSISTENT_2.{t}" for t in (125, 250, 500, 1000)}
+# Interface VPC endpoint-hours: priced in us-east-1 only (searched 2026-11-30: servicesMissingWhy).
+VPCE = {"vpce.interface"}
 SERVICE_GAPS = {
     "us-east-1": {f"fsx.PERSISTENT_2.{t}" for t in (250, 500, 1000)},
-    "us-east-2": FSX_ALL,
-    "us-west-2": FSX_ALL,
-    "eu-west-1": FSX_ALL | {"nat"},
-    "eu-central-1": FSX_ALL | {"nat"},
-    "ap-northeast-1": FSX_ALL,
+    "us-east-2": FSX_ALL | VPCE,
+    "us-west-2": FSX_ALL | VPCE,
+    "eu-west-1": FSX_ALL | {"nat"} | VPCE,
+    "eu-central-1": FSX_ALL | {"nat"} | VPCE,
+    "ap-northeast-1": FSX_ALL | VPCE,
 }
 
 
@@ -76,6 +78,35 @@ def test_every_service_price_the_plan_needs_is_priced_or_listed_missing():
         assert unpriced == set(data["servicesMissing"][region]), region
         assert unpriced == SERVICE_GAPS[region], region
         assert "ebs.gp3" in priced, region
+        assert "kms" in priced, region  # one figure on AWS's KMS page for every region
+
+
+def test_every_service_the_platform_cost_prices_is_a_required_key(monkeypatch):
+    """Each service price fixed_costs looks up is in the table's "required" keys, so a region
+    without it is listed missing (the review of 1eea5a9f: `kms` was asked for, never listed)."""
+    import datetime as dt
+
+    from trainforge.plan import cost
+    from trainforge.plan.runner import Recorded
+
+    asked: set[str] = set()
+    real = cost._priced
+    monkeypatch.setattr(
+        cost, "_priced", lambda r, key, *a, **k: asked.add(key) or real(r, key, *a, **k)
+    )
+    records = [
+        ("aws:ec2/natGateway:NatGateway", {}),
+        ("aws:ec2/eip:Eip", {}),
+        ("aws:kms/key:Key", {}),
+        ("aws:ec2/vpcEndpoint:VpcEndpoint", {"vpcEndpointType": "Interface", "subnetIds": ["a"]}),
+        ("aws:fsx/lustreFileSystem:LustreFileSystem",
+         {"deploymentType": "SCRATCH_2", "storageCapacity": 1200}),
+    ]  # fmt: skip
+    resources = [Recorded(t, t, t, None, True, inputs) for t, inputs in records]
+    cost.fixed_costs(resources, "us-east-1", dt.date(2026, 11, 30))
+    required = set(json.loads(SERVICE_TABLE.read_text())["required"])
+    assert asked == {"nat", "ipv4", "kms", "vpce.interface", "fsx.SCRATCH_2"}
+    assert asked - set(_facts()["global"]) <= required  # eks.*, ipv4: the same everywhere
 
 
 def test_every_figure_names_a_dated_source():

@@ -775,9 +775,22 @@ def fixed_costs(resources: list[Any], region: str, today: dt.date) -> list[Fixed
         what = f"FSx for Lustre {kind}" + (f" {tput} MB/s/TiB" if tput is not None else "")
         items.append(_priced(region, key, gb, what, f"{gb:g} GiB"))
 
-    if keys := len(of(T.KMS_KEY)):
-        note, missing = "not in the price table", f"kms in {region}"
-        items.append(FixedItem("KMS keys", f"{keys}", None, note=note, missing=missing))
+    if keys := of(T.KMS_KEY):
+        rotated = sum(bool(_inputs(k).get("enableKeyRotation")) for k in keys)
+        rotation = "each rotation's new backing key adds $1/month (not counted)"
+        note = f"{rotated} rotated yearly: {rotation}" if rotated else ""
+        items.append(_priced(region, "kms", len(keys), "KMS keys", f"{len(keys)}", note))
+
+    # Interface endpoints bill per endpoint per AZ: one network interface per subnet given.
+    zones = [len(_inputs(e).get("subnetIds") or []) for e in of(T.VPC_ENDPOINT)
+             if _inputs(e).get("vpcEndpointType") == "Interface"]  # fmt: skip
+    if zones:
+        qty = (
+            f"{len(zones)} endpoints x {zones[0]} AZs"
+            if len(set(zones)) == 1
+            else f"{sum(zones)} endpoint-AZs ({len(zones)} endpoints)"
+        )
+        items.append(_priced(region, "vpce.interface", sum(zones), "VPC interface endpoints", qty))
     return items
 
 

@@ -39,7 +39,7 @@ HOURS_PER_MONTH = 730  # AWS's convention for monthly figures (24 x 365 / 12)
 @dataclass(frozen=True)
 class Price:
     usd: float
-    unit: str  # "hour" | "GB-month"
+    unit: str  # "hour" | "GB-month" | "month" (per item, e.g. a KMS key-month)
     source: str  # a key of SOURCES
 
     def hourly(self, quantity: float = 1.0) -> float:
@@ -58,7 +58,8 @@ def _price(d: dict) -> Price:
 _EC2: dict[str, dict] = _DATA["ec2OnDemand"]
 
 # The same everywhere: "eks.standard" / "eks.extended" (cluster-hour), "ipv4" (address-hour).
-# Per region: "nat" (gateway-hour), "ebs.gp3", "fsx.<DEPLOYMENT_TYPE>[.<MB/s/TiB>]" (GB-month).
+# Per region: "nat" (gateway-hour), "ebs.gp3", "fsx.<DEPLOYMENT_TYPE>[.<MB/s/TiB>]" (GB-month),
+# "kms" (key-month), "vpce.interface" (interface endpoint AZ-hour).
 _GLOBAL: dict[str, Price] = {k: _price(v) for k, v in _DATA["global"].items()}
 _SERVICES: dict[str, dict[str, Price]] = {
     region: {k: _price(v) for k, v in d.items()} for region, d in _DATA["services"].items()

@@ -48,6 +48,8 @@ INTERFACE_ENDPOINTS: dict[str, str] = {
     "ssm": "SSM: Karpenter resolves the pinned AMI alias from SSM parameters",
     "fsx": "FSx: the FSx CSI controller describes and grows the file system",
 }
+# Created only with the stack's FSx file system (each endpoint is billed per AZ-hour).
+FSX_ONLY = frozenset({"fsx"})
 HTTPS = 443
 
 
@@ -69,6 +71,7 @@ class NetworkArgs:
     cluster_name: str
     config: NetworkConfig
     tags: dict[str, str]
+    fsx: bool = True  # the stack has FSx for Lustre (`fsx.enabled`): its endpoint is needed
 
 
 class Network(pulumi.ComponentResource):
@@ -135,10 +138,10 @@ class Network(pulumi.ComponentResource):
                     self,
                 )
         if cfg.vpc_endpoints:
-            self._endpoints(name, region, args.tags, child)
+            self._endpoints(name, region, args.tags, child, args.fsx)
         self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids})
 
-    def _endpoints(self, name: str, region: str, tags: dict[str, str], child) -> None:
+    def _endpoints(self, name: str, region: str, tags: dict[str, str], child, fsx: bool) -> None:
         s3 = aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=self.vpc_id,
@@ -168,6 +171,8 @@ class Network(pulumi.ComponentResource):
         )
         self.interface_endpoints: dict[str, aws.ec2.VpcEndpoint] = {}
         for service, why in INTERFACE_ENDPOINTS.items():
+            if service in FSX_ONLY and not fsx:
+                continue
             slug = service.replace(".", "-")
             self.interface_endpoints[service] = aws.ec2.VpcEndpoint(
                 f"{name}-{slug}",

@@ -135,8 +135,9 @@ class TrainingPlatform(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         tags = resource_tags(config)
 
+        fsx = config.services is not None and config.services.fsx.enabled
         self.network = Network(
-            f"{name}-net", NetworkArgs(config.cluster, config.network, tags), child
+            f"{name}-net", NetworkArgs(config.cluster, config.network, tags, fsx), child
         )
         # a fleet worker's endpoint also admits its manager's egress addresses (read now)
         fleet = config.fleet

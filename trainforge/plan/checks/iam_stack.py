@@ -20,7 +20,6 @@ from trainforge.plan.runner import UNKNOWN, Inventory
 ATTACHMENT = "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
 ASSOCIATION = "aws:eks/podIdentityAssociation:PodIdentityAssociation"
 KMS_KEY_POLICY = "aws:kms/keyPolicy:KeyPolicy"
-VPC_ENDPOINT = "aws:ec2/vpcEndpoint:VpcEndpoint"
 TRUST = "trust policy"  # what RoleFacts.unreadable says of a trust policy it could not read
 
 
@@ -214,7 +213,7 @@ def read_stack(inv: Inventory) -> StackIam:
     # policy under test, says that pods reach S3 through them.
     s3_gateways = {
         e.urn: e.id or f"<id of VPC endpoint {e.name}>"
-        for e in by_type.get(VPC_ENDPOINT, [])
+        for e in by_type.get(T.VPC_ENDPOINT, [])
         # the provider's default type is Gateway (an S3 endpoint declared without a type is one)
         if (e.inputs.get("vpcEndpointType") or "Gateway") == "Gateway"
         and str(e.inputs.get("serviceName", "")).endswith(".s3")
