@@ -223,7 +223,7 @@ class LocalRun:
     workers: int
     # third-party modules the shipped code imports that this environment provides, where the
     # pods get them from the job's image instead (`imported_from_here`)
-    from_here: tuple[str, ...] = ()
+    from_here: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -380,15 +380,22 @@ def stand_in_line(code: int, detail: str, gpus: int) -> str:
     )
 
 
-def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-    """The top-level modules shipped code imports (absolute imports, read with `ast`, nothing
-    run) that are neither the standard library, nor shipped with it, nor torch or trainforge
-    (the image's torch; the shipped library), and that this machine's environment provides:
-    run-local imports them from here, the pods from the job's image, which must carry them."""
+def imported_from_here(
+    files: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(module, the shipped files that import it) for each top-level module shipped code
+    imports (absolute imports, read with `ast`, nothing run) that is neither the standard
+    library, nor shipped with it, nor torch or trainforge (the image's torch; the shipped
+    library), and that this machine's environment provides: run-local imports them from here,
+    the pods from the job's image, which must carry them. The files are named because the
+    code shipped is a whole directory: the script run may import none of them itself."""
     from trainforge.jobs.entrypoint import top_level_imports  # noqa: PLC0415
 
     shipped = {PurePosixPath(p).parts[0].removesuffix(".py") for p, _ in files}
-    found = {name for _, name in top_level_imports(files)}
+    by_module: dict[str, list[str]] = {}
+    for path, name in top_level_imports(files):
+        if path not in by_module.setdefault(name, []):
+            by_module[name].append(path)
     own = shipped | set(sys.stdlib_module_names)
     own |= {"torch", "trainforge", "__future__", "__main__"}
 
@@ -398,14 +405,15 @@ def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
         except (ImportError, ValueError):  # a module whose __spec__ is None
             return False
 
-    return tuple(sorted(m for m in found - own if here(m)))
+    return tuple((m, tuple(by_module[m])) for m in sorted(set(by_module) - own) if here(m))
 
 
-def from_here_line(modules: tuple[str, ...], image: str | None) -> str:
+def from_here_line(modules: tuple[tuple[str, tuple[str, ...]], ...], image: str | None) -> str:
     """run-local's note on `imported_from_here`: they pass here whatever the image holds."""
     where = f"the job's image ({image})" if image else "the job's image"
+    named = ", ".join(f"{m} (imported by {', '.join(paths)})" for m, paths in modules)
     return (
-        f"run-local: your code imports {', '.join(modules)} from this machine's Python "
+        f"run-local: your code imports {named} from this machine's Python "
         f"environment; in the pods they come from {where}, which must carry them: one it lacks "
         "stops the pod (ModuleNotFoundError, exit 1, user_error), though it runs here"
     )
