@@ -370,6 +370,7 @@ def _launch_user_code(
         on=budget.on,
         gpus=gpus,
         outcome=_outcome_of(job),
+        capped=budget.capped,
     )
     # A write in the working directory fails in the pods (a read-only mount), so a run that
     # made one is not the pods' run: said, and a success becomes the pods' exit 1.
@@ -595,4 +596,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from trainforge.jobs.local import launch
 
-    return launch(cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job))
+    capped = stack_job is not None and b.capped  # run-local's own cap, not the cluster's
+    return launch(
+        cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job), capped=capped
+    )

@@ -600,6 +600,7 @@ def launch(
     on: str = "retryable",
     gpus: int = 0,
     outcome: Callable[[int], failures.Outcome] | None = None,
+    capped: bool = False,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
@@ -609,7 +610,8 @@ def launch(
     core.failures.operator_retries; `on="any"`: any failure). A stop asked of run-local itself is
     never followed by a re-creation. The exit status is the job's. `gpus`: the GPUs of each of
     the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
-    the stand-in's, said so and not retried."""
+    the stand-in's, said so and not retried. `capped`: `recreations` is run-local's own safety
+    cap (restarts.LOCAL_CAP), where the cluster counts none."""
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
         print(
             f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
@@ -641,14 +643,15 @@ def launch(
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
                     name = exit_name(code, env, started)
-                    line = _stop_line(code, on, retry, recreations, outcome, name)
+                    line = _stop_line(code, on, retry, recreations, outcome, name, capped)
                     print(line, file=sys.stderr, flush=True)
                 return code
             done += 1
             why = "retryable" if on == "retryable" else "OnFailure restarts any failure"
             print(
                 f"run-local: the job's pod exited {code} ({why}); re-creating it "
-                f"({done}/{recreations}), as the cluster would",
+                f"({done}/{recreations}{', run-local' + chr(39) + 's safety cap' if capped else ''})"
+                ", as the cluster would",
                 file=sys.stderr,
                 flush=True,
             )
@@ -676,9 +679,11 @@ def _stop_line(
     recreations: int,
     outcome: Callable[[int], failures.Outcome] | None = None,
     name: str | None = None,
+    capped: bool = False,
 ) -> str:
     """Why run-local re-creates no pod after exit `code`, in the cluster's terms (`name`: the
-    reason's " (name)", exit_name; without it, the runtime's reason for the code)."""
+    reason's " (name)", exit_name; without it, the runtime's reason for the code; `capped`:
+    the bound spent is run-local's own safety cap, not the cluster's)."""
     if name is None:
         from trainforge.training.exits import for_code  # noqa: PLC0415
 
@@ -698,6 +703,11 @@ def _stop_line(
     if retry and not recreations:
         return (
             f"run-local: exit {code}; the restart budget allows no re-creation (--pod-restarts 0)"
+        )
+    if retry and capped:
+        return (
+            f"run-local: exit {code}{name}; run-local's own safety cap ({recreations} "
+            "re-creations) is spent: the cluster counts none and would re-create the pod again"
         )
     if retry:
         return f"run-local: exit {code}; the restart budget ({recreations} re-creation(s)) is spent"
@@ -745,6 +755,7 @@ def run_local(
         recreations=b.local_recreations,
         on=b.on,
         outcome=lambda code: outcome(job, code),
+        capped=b.capped,
     )
 
 
