@@ -13,7 +13,9 @@ with the same contract (docs/jobs.md):
   ./runs/<job>/code, which is the working directory and on PYTHONPATH as /workspace is in
   the pod; a function job's generated file likewise;
 * the launcher: torchrun with one local worker per process of every pod (it sets RANK,
-  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), the job's restarts;
+  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each worker with what
+  its pod's controller sets in that pod (JOB_COMPLETION_INDEX, PET_*: `CONTROLLER_ENV`), the
+  job's restarts as its controller re-creates pods (`launch`);
 * the TRAINFORGE_* variables, with local directories standing for the volumes: outputs in
   ./runs/<job>, checkpoints in ./runs/<job>/checkpoints, other paths on the team's FSx mount
   under ./runs/<job>/fsx, each further claim under ./runs/<job>/volumes/<claim> (or a
@@ -432,6 +434,58 @@ def image_dir(working_dir: str | None) -> str | None:
     )
 
 
+# What each backend's controller adds to every container of its pods, beyond the pod the
+# emitter writes (whose variables run-local's environment already has): NAME -> its value in
+# local pod {pod} of {pods} (`local_pod`). RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are
+# left out: torchrun sets them for each process, here as in a pod that runs it.
+# - the Kubernetes Job controller, in every container of an Indexed Job's pods (the
+#   indexed-job backend; a TrainJob's JobSet makes its child Job Indexed, trainjob.py):
+#   JOB_COMPLETION_INDEX, the pod's index (kubernetes/kubernetes pkg/controller/job/
+#   indexed_job_utils.go addCompletionIndexEnvVariable, commit 03709128, read 2026-11-30).
+_JOB_CONTROLLER = {"JOB_COMPLETION_INDEX": "{pod}"}
+# - torchrun's flags as PET_* (rank 0's pod's address for PET_MASTER_ADDR, here the local
+#   torchrun's): the training operator v1.9.4 on a PyTorchJob's Master and Worker pods
+#   (kubeflow/trainer tag v1.9.4, 4445c12a, 2026-08-18: pkg/controller.v1/pytorch/envvar.go
+#   setPodEnv: PET_NODE_RANK = the pod's rank, PET_NPROC_PER_NODE from nprocPerNode, which
+#   pytorchjob.py writes, PET_NNODES = its replicas; master.go: PET_MASTER_ADDR/PORT), and
+#   Trainer v2.2.1's torch plugin on a TrainJob's (tag v2.2.1, c505fc7c, 2026-06-17:
+#   pkg/runtime/framework/plugins/torch/torch.go; rehearsed by trainjob.effective_pod).
+_TORCHRUN_PET = {
+    "PET_NNODES": "{pods}",
+    "PET_NPROC_PER_NODE": "{procs}",
+    "PET_NODE_RANK": "{pod}",
+    "PET_MASTER_ADDR": "{master_addr}",
+    "PET_MASTER_PORT": "{master_port}",
+}
+CONTROLLER_ENV: dict[str, dict[str, str]] = {
+    "pytorchjob": _TORCHRUN_PET,
+    "trainjob": {**_TORCHRUN_PET, **_JOB_CONTROLLER},
+    "indexed-job": _JOB_CONTROLLER,
+}
+
+
+def controller_env(job: JobSpec) -> dict[str, str]:
+    """CONTROLLER_ENV of the job's backend (the platform's default, a PyTorchJob, where the
+    job names none, as restarts.outcome reads it). An elastic PyTorchJob gets none: the
+    operator gives its pods PET_RDZV_* for a rendezvous among pods (elastic.go), which the
+    local standalone torchrun replaces, and no node rank."""
+    if job.elastic is not None:
+        return {}
+    return CONTROLLER_ENV[job.backend or "pytorchjob"]
+
+
+def pod_wrapper(job: JobSpec, workers: int) -> list[str]:
+    """`local_pod`'s arguments that give each of `workers` local processes its own pod's
+    CONTROLLER_ENV: `job.procs` processes per pod where they divide `workers` (run-local's
+    --workers may change the count), else one each."""
+    procs = job.procs if workers % job.procs == 0 else 1
+    items = [f"{name}={value}" for name, value in controller_env(job).items()]
+    if not items:
+        return []
+    head = ["-m", "trainforge.jobs.local_pod", str(procs), str(workers // procs)]
+    return [*head, str(len(items)), *items]
+
+
 def launcher(workers: int, max_restarts: int) -> list[str]:
     """torchrun through trainforge.training.launch, as the pods run it: the exit code is the
     failed workers' reason (a bug: 1, a hang: 201, ...) rather than torchrun's 1
@@ -546,6 +600,8 @@ def user_code_run(
     # through trainforge.training.usercode, as the pods run it: a lost peer exits 202
     # (retryable), a bug 1, and the run ledger records the attempt
     runner = list(entrypoint.USER_CODE_RUNNER)
+    if controller:  # each process with its own pod's variables, as its controller sets them
+        runner = [*pod_wrapper(job, n), *runner]
     if entry.kind in ("script", "function"):
         assert code_dir is not None
         prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
