@@ -350,6 +350,7 @@ def _launch_user_code(
     from trainforge.jobs.local import (
         code_snapshot,
         code_writes,
+        cpu_pool_no_gpu,
         from_here_line,
         launch,
         read_only_line,
@@ -371,6 +372,7 @@ def _launch_user_code(
         gpus=gpus,
         outcome=_outcome_of(job),
         capped=budget.capped,
+        cpu_pool=cpu_pool_no_gpu(job) if job is not None else None,
     )
     # A write in the working directory fails in the pods (a read-only mount), so a run that
     # made one is not the pods' run: said, and a success becomes the pods' exit 1.

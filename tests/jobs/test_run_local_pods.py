@@ -3,12 +3,14 @@
 * each process the variables its pod's controller sets in that pod (JOB_COMPLETION_INDEX,
   PET_*: jobs/local.py CONTROLLER_ENV, set per process by jobs/local_pod.py);
 * a PyTorchJob under ExitCode is re-created as its operator does, with no count of its own,
-  so the job's ledger stops it where the plan's retry bound says (jobs/restarts.py LOCAL_CAP).
+  so the job's ledger stops it where the plan's retry bound says (jobs/restarts.py LOCAL_CAP);
+* a CPU pool's job that needs a GPU is told what its pods' exit line says (jobs/local.py
+  cpu_pool_no_gpu), not this machine's CPU build of torch.
 
 The end-to-end runs are real `trainforge run-local --stack dev JOB` runs of a copy of the
 project (conftest's trainforge_here: in this process; the launcher and the ranks are
-processes), with the review's jobs (Pulumi.rv.yaml idx-hand, Pulumi.rvb6.yaml retry2) and their
-scripts."""
+processes), with the review's jobs (Pulumi.rv.yaml idx-hand, Pulumi.rvb6.yaml retry2,
+Pulumi.rvb7.yaml ncclcpu) and their scripts."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from trainforge.jobs.local import CONTROLLER_ENV, controller_env, pod_wrapper
 from trainforge.jobs.local_pod import pod_env
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
+from trainforge.training import exits
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +60,8 @@ RETRY = (
     'print("attempt, restart count", os.environ.get("TORCHELASTIC_RESTART_COUNT"), flush=True)\n'
     "sys.exit(137)\n"
 )
+# the review's mine/nccl/train.py
+NCCL = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nprint("ok")\n'
 
 
 def raw_job(name: str, script: str, **kw) -> dict:
@@ -82,10 +87,12 @@ def project(tmp_path_factory) -> Path:
         *(raw_job(f"pet-{b}", "pet.py", workers=2, backend=b) for b in BACKENDS),
         raw_job("retry2", "retry.py", workers=1, runPolicy={"backoffLimit": 2},
                 backend="pytorchjob"),
+        raw_job("ncclcpu", "nccl.py", workers=1, backend="pytorchjob"),
     ]  # fmt: skip
     (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
     (root / "code").mkdir()
-    for name, text in (("idx_hand.py", IDX_HAND), ("pet.py", PET), ("retry.py", RETRY)):
+    for name, text in (("idx_hand.py", IDX_HAND), ("pet.py", PET), ("retry.py", RETRY),
+                       ("nccl.py", NCCL)):  # fmt: skip
         (root / "code" / name).write_text(text)
     return root
 
@@ -199,3 +206,44 @@ def test_an_exitcode_pytorchjob_is_re_created_until_the_plans_bound(project, run
     assert "run-local: the same, with a safety cap of its own at 20 re-creations" in proc.stdout
     assert "trainforge exit: no_progress code=4" in proc.stderr
     assert "run-local: exit 4 (no_progress) is permanent" in proc.stderr
+
+
+def test_a_cpu_pools_nccl_failure_says_what_its_pods_say(project, run_local):
+    """The review's ncclcpu: init_process_group("nccl") on a CPU pool. Its pods' image has a
+    CUDA build of torch, so their exit line says "this pod has no GPU (its pool gives none)
+    ... run the job on a GPU pool"; run-local said only this machine's "this image's torch is
+    a CPU build ... use an image with a CUDA build" (watched fail). Now it says the pods'."""
+    from trainforge.jobs.local import _local_cuda_build
+
+    if _local_cuda_build():
+        pytest.skip("this machine's torch is a CUDA build: its exit line is the pods' own")
+    proc = run_local(project, "ncclcpu")
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "run-local: exit 2 (config_error): the job's pods fail the same way (pool " \
+        "training-workloads gives them no GPU), but their image (" in proc.stderr  # fmt: skip
+    assert f"so their exit line says instead: {exits.NO_GPU_FIX}" in proc.stderr
+    assert "run-local: exit 2 (config_error) is permanent (1-127)" in proc.stderr
+
+
+def test_the_pods_words_follow_the_images_torch(monkeypatch):
+    """What a CPU pool's pods say of a failure for want of a GPU follows their image's torch
+    (exits.without_gpu): a CUDA build says NO_GPU_FIX; a CPU build says what this machine's
+    CPU build says (nothing to add); a build not known here is said to be unknown. A GPU job
+    has its own line (stand_in_line), and a CUDA build here says the pods' words itself."""
+    from trainforge.jobs import local
+    from trainforge.jobs.image_facts import ImageFacts
+
+    monkeypatch.setattr(local, "_local_cuda_build", lambda: False)
+    base = {**raw_job("j", "x.py"), "pool": "cpu"}
+    cuda = parse_job({**base, "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"}, "t")
+    said = local.cpu_pool_no_gpu(cuda)
+    assert said is not None and "torch with CUDA 13.0" in said
+    assert said.endswith(f"so their exit line says instead: {exits.NO_GPU_FIX}")
+    unknown = parse_job({**base, "image": "registry.example/team/train:1.0"}, "t")
+    said = local.cpu_pool_no_gpu(unknown)
+    assert said is not None and "a torch build not known here" in said
+    cpu = unknown.model_copy(update={"image_facts": ImageFacts(torch="2.13.0", cuda=None)})
+    assert local.cpu_pool_no_gpu(cpu) is None
+    assert local.cpu_pool_no_gpu(cuda.model_copy(update={"gpus_per_worker": 1})) is None
+    monkeypatch.setattr(local, "_local_cuda_build", lambda: True)
+    assert local.cpu_pool_no_gpu(cuda) is None

@@ -382,6 +382,52 @@ def stand_in_line(code: int, detail: str, gpus: int) -> str:
     )
 
 
+def cpu_pool_no_gpu(job: JobSpec) -> str | None:
+    """What the exit line of a pod of `job`, a job without GPUs (a CPU pool's), says of a
+    failure for want of a GPU, CUDA or NCCL, where this machine's says otherwise: its fix
+    (exits.without_gpu) follows the torch of the job's image, which run-local runs without:
+    a CPU build here says "this image's torch is a CPU build" where a pod with a CUDA build
+    says "this pod has no GPU". None where they agree (the image's torch is a CPU build, or
+    this machine's is a CUDA build, as the pod's), or for a job with GPUs (`stand_in_line`)."""
+    from trainforge.jobs import images  # noqa: PLC0415
+    from trainforge.jobs.image_facts import facts_for  # noqa: PLC0415
+    from trainforge.training import exits  # noqa: PLC0415
+
+    if job.gpus_per_worker or _local_cuda_build():
+        return None
+    image = job.image or images.image_for(job, _local_target(job).pool)
+    facts = facts_for(image, job.image_facts)
+    if facts.torch is not None and facts.cuda is None:  # a CPU build, as this machine's
+        return None
+    _, fix = exits.without_gpu(False, 0)
+    if facts.cuda is not None:
+        return (
+            f"the job's pods fail the same way (pool {job.pool} gives them no GPU), but their "
+            f"image ({image}) has torch with CUDA {facts.cuda}, not this machine's CPU build, "
+            f"so their exit line says instead: {fix}"
+        )
+    return (
+        f"the job's pods fail the same way (pool {job.pool} gives them no GPU); their image "
+        f"({image}) has a torch build not known here: with a CUDA build their exit line says "
+        f"{fix!r}, with a CPU build what this machine's says"
+    )
+
+
+def _local_cuda_build() -> bool:
+    """Whether this machine's torch is a CUDA build (torch.version.cuda), read without
+    importing torch here: the workers import it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    version = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        text = version.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    found = re.search(r"^cuda(?::\s*[^=]+)?\s*=\s*(.+)$", text, re.M)
+    return found is not None and found.group(1).strip() not in ("None", "''", '""')
+
+
 def imported_from_here(
     files: tuple[tuple[str, str], ...],
 ) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -657,6 +703,7 @@ def launch(
     gpus: int = 0,
     outcome: Callable[[int], failures.Outcome] | None = None,
     capped: bool = False,
+    cpu_pool: str | None = None,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
@@ -667,7 +714,8 @@ def launch(
     never followed by a re-creation. The exit status is the job's. `gpus`: the GPUs of each of
     the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
     the stand-in's, said so and not retried. `capped`: `recreations` is run-local's own safety
-    cap (restarts.LOCAL_CAP), where the cluster counts none."""
+    cap (restarts.LOCAL_CAP), where the cluster counts none. `cpu_pool`: what the pods of a job
+    without GPUs say instead of this machine's fix for want of a GPU (`cpu_pool_no_gpu`)."""
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
         print(
             f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
@@ -696,6 +744,9 @@ def launch(
             if no_gpu is not None:
                 print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
                 return code
+            if cpu_pool and code != 0 and not stopped and no_gpu_failure(env, started):
+                name = exit_name(code, env, started)
+                print(f"run-local: exit {code}{name}: {cpu_pool}", file=sys.stderr, flush=True)
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
                     name = exit_name(code, env, started)
@@ -812,6 +863,8 @@ def run_local(
         on=b.on,
         outcome=lambda code: outcome(job, code),
         capped=b.capped,
+        gpus=job.gpus_per_worker or 0,
+        cpu_pool=cpu_pool_no_gpu(job),
     )
 
 
