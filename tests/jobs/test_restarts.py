@@ -276,3 +276,10 @@ def test_indexed_job_budget_names_and_counts_what_the_emitted_job_sets(policy):
         assert b.on == "any" and "pod re-created on any failure, at most 3 (" in line
     else:
         assert b.on == "retryable" and "pod re-created on exit >= 128, at most 3 (" in line
+
+
+def test_the_docs_state_run_locals_own_cap():
+    """docs/jobs.md's figure for run-local's own cap is LOCAL_CAP's."""
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "jobs.md").read_text().split())
+    assert f"run-local's own safety cap of {LOCAL_CAP}, said as such" in text
+    assert f"above the {NO_PROGRESS_LIMIT + 1}th attempt at which the job's ledger stops it" in text
