@@ -350,6 +350,7 @@ def _launch_user_code(
     from trainforge.jobs.local import (
         code_snapshot,
         code_writes,
+        cpu_pool_no_gpu,
         from_here_line,
         launch,
         read_only_line,
@@ -370,6 +371,8 @@ def _launch_user_code(
         on=budget.on,
         gpus=gpus,
         outcome=_outcome_of(job),
+        capped=budget.capped,
+        cpu_pool=cpu_pool_no_gpu(job) if job is not None else None,
     )
     # A write in the working directory fails in the pods (a read-only mount), so a run that
     # made one is not the pods' run: said, and a success becomes the pods' exit 1.
@@ -595,4 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     from trainforge.jobs.local import launch
 
-    return launch(cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job))
+    capped = stack_job is not None and b.capped  # run-local's own cap, not the cluster's
+    return launch(
+        cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job), capped=capped
+    )

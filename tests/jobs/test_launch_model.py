@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trainforge.jobs.restarts import budget, launch_line, on_exit, outcome
+from trainforge.jobs.restarts import LOCAL_CAP, budget, launch_line, on_exit, outcome
 from trainforge.training.contract import ON_EXIT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,8 +103,11 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     monkeypatch.chdir(project)
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None):
+    def fake_launch(
+        cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None, **kw
+    ):
         seen.update(cmd=cmd, env=env, recreations=recreations, on=on, gpus=gpus, outcome=outcome)
+        seen.update(kw)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)
@@ -115,7 +118,8 @@ def test_run_local_applies_the_rendered_restart_policy(project, monkeypatch):
     assert job.restart_policy == "ExitCode"
     b = budget(job)
     assert (seen["on"], seen["recreations"]) == ("retryable", b.local_recreations)
-    assert b.local_recreations == 6
+    # the operator counts no ExitCode re-creation: run-local's own cap, said as such
+    assert b.local_recreations == LOCAL_CAP and seen["capped"]
     # the local pod is re-created for what the backend's controller re-creates, and its
     # processes are told that, as the pods are (TRAINFORGE_ON_EXIT)
     for code in (1, 2, 137, 143, 202):
@@ -144,8 +148,11 @@ def _recording_launch_line(monkeypatch, name: str = "launch_line") -> list[str]:
 def _fake_launch(monkeypatch) -> dict:
     seen: dict = {}
 
-    def fake_launch(cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None):
+    def fake_launch(
+        cmd, env, cwd=None, *, recreations=0, on="retryable", gpus=0, outcome=None, **kw
+    ):
         seen.update(cmd=cmd, env=env, recreations=recreations, on=on, gpus=gpus, outcome=outcome)
+        seen.update(kw)
         return 0
 
     monkeypatch.setattr("trainforge.jobs.local.launch", fake_launch)

@@ -12,6 +12,7 @@ import pytest
 
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.local import local_argv_for_job
+from trainforge.jobs.restarts import LOCAL_CAP
 
 STACK = textwrap.dedent(
     """
@@ -102,8 +103,9 @@ def test_a_runtime_jobs_data_path_reads_the_volumes_stand_in(tmp_path, data_path
 def test_elastic_job_passes_max_restarts(project):
     argv = local_argv_for_job("dev", "mnist-elastic", project)
     # torchrun's restarts as in the pod, and the pod re-creations the cluster would do
-    # (PyTorchJob ExitCode has no count limit: run-local stops at backoffLimit, 6)
-    assert argv[:6] == ["--workers", "3", "--max-restarts", "4", "--pod-restarts", "6"]
+    # (PyTorchJob ExitCode has no count limit: run-local's own cap, above the ledger's stop)
+    cap = str(LOCAL_CAP)
+    assert argv[:6] == ["--workers", "3", "--max-restarts", "4", "--pod-restarts", cap]
     assert "--strategy" in argv and argv[argv.index("--strategy") + 1] == "ddp"
 
 
@@ -372,10 +374,12 @@ def test_run_local_is_the_same_on_every_backend(project, backend):
     argv = local_argv_for_job("dev", "gpt-fsdp", project)
     at = plain.index("--pod-restarts") + 1
     assert argv[:at] + argv[at + 1 :] == plain[:at] + plain[at + 1 :]
-    # a PyTorchJob's ExitCode re-creations are uncounted: run-local stops at backoffLimit (6);
-    # an indexed Job counts each index alone (6); a TrainJob's 2 pods fail together, and its
-    # child Job fails at 7 failed pods: 4 attempts, 3 re-creations
-    assert argv[at] == {"pytorchjob": "6", "trainjob": "3", "indexed-job": "6"}[backend]
+    # a PyTorchJob's ExitCode re-creations are uncounted: run-local's own cap (LOCAL_CAP,
+    # above the runtime ledger's stop); an indexed Job counts each index alone (6); a
+    # TrainJob's 2 pods fail together, and its child Job fails at 7 failed pods: 4 attempts,
+    # 3 re-creations
+    cap = str(LOCAL_CAP)
+    assert argv[at] == {"pytorchjob": cap, "trainjob": "3", "indexed-job": "6"}[backend]
 
 
 @pytest.mark.parametrize(

@@ -13,10 +13,11 @@ from trainforge.core.pods import RetryInputs
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import emit, job_shape
 from trainforge.jobs.local import launch
-from trainforge.jobs.restarts import budget, describe
+from trainforge.jobs.restarts import LOCAL_CAP, budget, describe
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.training import exits
+from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
 BASE = {"name": "j", "team": "research", "pool": "cpu"}
 
@@ -27,7 +28,9 @@ def job(**kw):
 
 def test_budget_per_backend_and_policy():
     b = budget(job(backend="pytorchjob"))
-    assert (b.in_pod, b.recreations, b.on, b.local_recreations) == (0, None, "retryable", 6)
+    cap = LOCAL_CAP  # the cluster counts none: run-local's own cap, above the ledger's stop
+    assert (b.in_pod, b.recreations, b.on, b.local_recreations) == (0, None, "retryable", cap)
+    assert b.capped and cap > NO_PROGRESS_LIMIT
     assert "does not count ExitCode re-creations" in b.bound
     assert budget(job(backend="indexed-job")).recreations == 6
     assert budget(job(backend="trainjob", runPolicy={"backoffLimit": 6})).recreations == 6
@@ -104,7 +107,10 @@ def test_a_command_jobs_line_says_run_local_does_not_run_it():
     with pytest.raises(JobConfigError, match="a command runs a program of your image"):
         user_code_run(cmd, prepare=False)
     script = job(workers=2, entrypoint={"script": "examples/plain/train.py"})
-    assert describe(script).endswith("run-local: the same, up to 6")
+    assert describe(script).endswith(
+        f"run-local: the same, with a safety cap of its own at {LOCAL_CAP} re-creations, which "
+        "the cluster does not have"
+    )
 
 
 def exits_in_order(tmp_path: Path, codes: list[int]) -> list[str]:
@@ -155,6 +161,18 @@ def test_run_local_says_why_it_re_creates_a_pod_or_not(tmp_path, capfd):
     assert "allows no re-creation (--pod-restarts 0)" in capfd.readouterr().err
     assert launch(exits_in_order(tmp_path / "e", [1]), env, recreations=0, on="none") == 1
     assert "restartPolicy Never: the job stops" in capfd.readouterr().err
+
+
+def test_run_locals_own_cap_is_said_as_its_own(tmp_path, capfd):
+    """Where the cluster counts no re-creation (an ExitCode PyTorchJob), run-local's bound is
+    its own safety cap, and its lines say so rather than a budget the cluster does not have."""
+    env = {"PATH": "/usr/bin:/bin"}
+    assert launch(exits_in_order(tmp_path, [137, 137, 137]), env, recreations=2, capped=True) == 137
+    err = capfd.readouterr().err
+    assert "re-creating it (1/2, run-local's safety cap), as the cluster would" in err
+    assert "run-local's own safety cap (2 re-creations) is spent: the cluster counts none and " \
+        "would re-create the pod again" in err  # fmt: skip
+    assert "restart budget" not in err
 
 
 def _fails_for_want_of(tmp_path: Path, detail: str, code: int) -> tuple[list[str], dict]:
@@ -258,3 +276,10 @@ def test_indexed_job_budget_names_and_counts_what_the_emitted_job_sets(policy):
         assert b.on == "any" and "pod re-created on any failure, at most 3 (" in line
     else:
         assert b.on == "retryable" and "pod re-created on exit >= 128, at most 3 (" in line
+
+
+def test_the_docs_state_run_locals_own_cap():
+    """docs/jobs.md's figure for run-local's own cap is LOCAL_CAP's."""
+    text = " ".join((Path(__file__).resolve().parents[2] / "docs" / "jobs.md").read_text().split())
+    assert f"run-local's own safety cap of {LOCAL_CAP}, said as such" in text
+    assert f"above the {NO_PROGRESS_LIMIT + 1}th attempt at which the job's ledger stops it" in text

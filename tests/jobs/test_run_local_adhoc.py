@@ -175,12 +175,18 @@ def test_a_module_this_environment_has_is_named_as_the_images_to_carry(project):
     )
     (project / "user_code" / "helper.py").write_text("X = 1\n")
     files = tuple((p.name, p.read_text()) for p in sorted((project / "user_code").glob("*.py")))
-    assert imported_from_here(files) == ("yaml",)  # no_such_module...: fails here too
+    # no_such_module...: fails here too
+    assert imported_from_here(files) == (("yaml", ("uses_yaml.py",)),)
+    # a script that imports only sys, shipped beside one that imports yaml (the review's
+    # mine/exit300.py and mine/prog.py): the note named no file, as if the script imported it
+    sibling = (("exit300.py", "import sys\nsys.exit(300)\n"), ("prog.py", "import yaml\n"))
+    assert imported_from_here(sibling) == (("yaml", ("prog.py",)),)
     (project / "user_code" / "uses_yaml.py").write_text("import yaml\n")
     r = _run(project, "user_code/uses_yaml.py")
     assert r.returncode == 0, r.stderr
-    assert "run-local: your code imports yaml from this machine's Python environment; in the " \
-        "pods they come from the job's image, which must carry them" in r.stderr  # fmt: skip
+    assert "run-local: your code imports yaml (imported by uses_yaml.py) from this machine's " \
+        "Python environment; in the pods they come from the job's image, which must carry " \
+        "them" in r.stderr  # fmt: skip
     (project / "user_code" / "uses_yaml.py").unlink()  # ranks.py ships the whole project
     r = _run(project, "ranks.py")  # the standard library only: nothing to say
     assert "from this machine's Python environment" not in r.stderr

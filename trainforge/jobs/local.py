@@ -13,7 +13,9 @@ with the same contract (docs/jobs.md):
   ./runs/<job>/code, which is the working directory and on PYTHONPATH as /workspace is in
   the pod; a function job's generated file likewise;
 * the launcher: torchrun with one local worker per process of every pod (it sets RANK,
-  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), the job's restarts;
+  WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), each worker with what
+  its pod's controller sets in that pod (JOB_COMPLETION_INDEX, PET_*: `CONTROLLER_ENV`), the
+  job's restarts as its controller re-creates pods (`launch`);
 * the TRAINFORGE_* variables, with local directories standing for the volumes: outputs in
   ./runs/<job>, checkpoints in ./runs/<job>/checkpoints, other paths on the team's FSx mount
   under ./runs/<job>/fsx, each further claim under ./runs/<job>/volumes/<claim> (or a
@@ -223,7 +225,7 @@ class LocalRun:
     workers: int
     # third-party modules the shipped code imports that this environment provides, where the
     # pods get them from the job's image instead (`imported_from_here`)
-    from_here: tuple[str, ...] = ()
+    from_here: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -380,15 +382,68 @@ def stand_in_line(code: int, detail: str, gpus: int) -> str:
     )
 
 
-def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-    """The top-level modules shipped code imports (absolute imports, read with `ast`, nothing
-    run) that are neither the standard library, nor shipped with it, nor torch or trainforge
-    (the image's torch; the shipped library), and that this machine's environment provides:
-    run-local imports them from here, the pods from the job's image, which must carry them."""
+def cpu_pool_no_gpu(job: JobSpec) -> str | None:
+    """What the exit line of a pod of `job`, a job without GPUs (a CPU pool's), says of a
+    failure for want of a GPU, CUDA or NCCL, where this machine's says otherwise: its fix
+    (exits.without_gpu) follows the torch of the job's image, which run-local runs without:
+    a CPU build here says "this image's torch is a CPU build" where a pod with a CUDA build
+    says "this pod has no GPU". None where they agree (the image's torch is a CPU build, or
+    this machine's is a CUDA build, as the pod's), or for a job with GPUs (`stand_in_line`)."""
+    from trainforge.jobs import images  # noqa: PLC0415
+    from trainforge.jobs.image_facts import facts_for  # noqa: PLC0415
+    from trainforge.training import exits  # noqa: PLC0415
+
+    if job.gpus_per_worker or _local_cuda_build():
+        return None
+    image = job.image or images.image_for(job, _local_target(job).pool)
+    facts = facts_for(image, job.image_facts)
+    if facts.torch is not None and facts.cuda is None:  # a CPU build, as this machine's
+        return None
+    _, fix = exits.without_gpu(False, 0)
+    if facts.cuda is not None:
+        return (
+            f"the job's pods fail the same way (pool {job.pool} gives them no GPU), but their "
+            f"image ({image}) has torch with CUDA {facts.cuda}, not this machine's CPU build, "
+            f"so their exit line says instead: {fix}"
+        )
+    return (
+        f"the job's pods fail the same way (pool {job.pool} gives them no GPU); their image "
+        f"({image}) has a torch build not known here: with a CUDA build their exit line says "
+        f"{fix!r}, with a CPU build what this machine's says"
+    )
+
+
+def _local_cuda_build() -> bool:
+    """Whether this machine's torch is a CUDA build (torch.version.cuda), read without
+    importing torch here: the workers import it."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return False
+    version = Path(next(iter(spec.submodule_search_locations))) / "version.py"
+    try:
+        text = version.read_text(encoding="utf-8")
+    except OSError:
+        return False
+    found = re.search(r"^cuda(?::\s*[^=]+)?\s*=\s*(.+)$", text, re.M)
+    return found is not None and found.group(1).strip() not in ("None", "''", '""')
+
+
+def imported_from_here(
+    files: tuple[tuple[str, str], ...],
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(module, the shipped files that import it) for each top-level module shipped code
+    imports (absolute imports, read with `ast`, nothing run) that is neither the standard
+    library, nor shipped with it, nor torch or trainforge (the image's torch; the shipped
+    library), and that this machine's environment provides: run-local imports them from here,
+    the pods from the job's image, which must carry them. The files are named because the
+    code shipped is a whole directory: the script run may import none of them itself."""
     from trainforge.jobs.entrypoint import top_level_imports  # noqa: PLC0415
 
     shipped = {PurePosixPath(p).parts[0].removesuffix(".py") for p, _ in files}
-    found = {name for _, name in top_level_imports(files)}
+    by_module: dict[str, list[str]] = {}
+    for path, name in top_level_imports(files):
+        if path not in by_module.setdefault(name, []):
+            by_module[name].append(path)
     own = shipped | set(sys.stdlib_module_names)
     own |= {"torch", "trainforge", "__future__", "__main__"}
 
@@ -398,14 +453,15 @@ def imported_from_here(files: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
         except (ImportError, ValueError):  # a module whose __spec__ is None
             return False
 
-    return tuple(sorted(m for m in found - own if here(m)))
+    return tuple((m, tuple(by_module[m])) for m in sorted(set(by_module) - own) if here(m))
 
 
-def from_here_line(modules: tuple[str, ...], image: str | None) -> str:
+def from_here_line(modules: tuple[tuple[str, tuple[str, ...]], ...], image: str | None) -> str:
     """run-local's note on `imported_from_here`: they pass here whatever the image holds."""
     where = f"the job's image ({image})" if image else "the job's image"
+    named = ", ".join(f"{m} (imported by {', '.join(paths)})" for m, paths in modules)
     return (
-        f"run-local: your code imports {', '.join(modules)} from this machine's Python "
+        f"run-local: your code imports {named} from this machine's Python "
         f"environment; in the pods they come from {where}, which must carry them: one it lacks "
         "stops the pod (ModuleNotFoundError, exit 1, user_error), though it runs here"
     )
@@ -422,6 +478,58 @@ def image_dir(working_dir: str | None) -> str | None:
         "run from it; create it here with the files your code needs, or run the image "
         "(docker run ...) with the contract's variables"
     )
+
+
+# What each backend's controller adds to every container of its pods, beyond the pod the
+# emitter writes (whose variables run-local's environment already has): NAME -> its value in
+# local pod {pod} of {pods} (`local_pod`). RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are
+# left out: torchrun sets them for each process, here as in a pod that runs it.
+# - the Kubernetes Job controller, in every container of an Indexed Job's pods (the
+#   indexed-job backend; a TrainJob's JobSet makes its child Job Indexed, trainjob.py):
+#   JOB_COMPLETION_INDEX, the pod's index (kubernetes/kubernetes pkg/controller/job/
+#   indexed_job_utils.go addCompletionIndexEnvVariable, commit 03709128, read 2026-11-30).
+_JOB_CONTROLLER = {"JOB_COMPLETION_INDEX": "{pod}"}
+# - torchrun's flags as PET_* (rank 0's pod's address for PET_MASTER_ADDR, here the local
+#   torchrun's): the training operator v1.9.4 on a PyTorchJob's Master and Worker pods
+#   (kubeflow/trainer tag v1.9.4, 4445c12a, 2026-08-18: pkg/controller.v1/pytorch/envvar.go
+#   setPodEnv: PET_NODE_RANK = the pod's rank, PET_NPROC_PER_NODE from nprocPerNode, which
+#   pytorchjob.py writes, PET_NNODES = its replicas; master.go: PET_MASTER_ADDR/PORT), and
+#   Trainer v2.2.1's torch plugin on a TrainJob's (tag v2.2.1, c505fc7c, 2026-06-17:
+#   pkg/runtime/framework/plugins/torch/torch.go; rehearsed by trainjob.effective_pod).
+_TORCHRUN_PET = {
+    "PET_NNODES": "{pods}",
+    "PET_NPROC_PER_NODE": "{procs}",
+    "PET_NODE_RANK": "{pod}",
+    "PET_MASTER_ADDR": "{master_addr}",
+    "PET_MASTER_PORT": "{master_port}",
+}
+CONTROLLER_ENV: dict[str, dict[str, str]] = {
+    "pytorchjob": _TORCHRUN_PET,
+    "trainjob": {**_TORCHRUN_PET, **_JOB_CONTROLLER},
+    "indexed-job": _JOB_CONTROLLER,
+}
+
+
+def controller_env(job: JobSpec) -> dict[str, str]:
+    """CONTROLLER_ENV of the job's backend (the platform's default, a PyTorchJob, where the
+    job names none, as restarts.outcome reads it). An elastic PyTorchJob gets none: the
+    operator gives its pods PET_RDZV_* for a rendezvous among pods (elastic.go), which the
+    local standalone torchrun replaces, and no node rank."""
+    if job.elastic is not None:
+        return {}
+    return CONTROLLER_ENV[job.backend or "pytorchjob"]
+
+
+def pod_wrapper(job: JobSpec, workers: int) -> list[str]:
+    """`local_pod`'s arguments that give each of `workers` local processes its own pod's
+    CONTROLLER_ENV: `job.procs` processes per pod where they divide `workers` (run-local's
+    --workers may change the count), else one each."""
+    procs = job.procs if workers % job.procs == 0 else 1
+    items = [f"{name}={value}" for name, value in controller_env(job).items()]
+    if not items:
+        return []
+    head = ["-m", "trainforge.jobs.local_pod", str(procs), str(workers // procs)]
+    return [*head, str(len(items)), *items]
 
 
 def launcher(workers: int, max_restarts: int) -> list[str]:
@@ -538,6 +646,8 @@ def user_code_run(
     # through trainforge.training.usercode, as the pods run it: a lost peer exits 202
     # (retryable), a bug 1, and the run ledger records the attempt
     runner = list(entrypoint.USER_CODE_RUNNER)
+    if controller:  # each process with its own pod's variables, as its controller sets them
+        runner = [*pod_wrapper(job, n), *runner]
     if entry.kind in ("script", "function"):
         assert code_dir is not None
         prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
@@ -592,6 +702,8 @@ def launch(
     on: str = "retryable",
     gpus: int = 0,
     outcome: Callable[[int], failures.Outcome] | None = None,
+    capped: bool = False,
+    cpu_pool: str | None = None,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
@@ -601,7 +713,9 @@ def launch(
     core.failures.operator_retries; `on="any"`: any failure). A stop asked of run-local itself is
     never followed by a re-creation. The exit status is the job's. `gpus`: the GPUs of each of
     the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
-    the stand-in's, said so and not retried."""
+    the stand-in's, said so and not retried. `capped`: `recreations` is run-local's own safety
+    cap (restarts.LOCAL_CAP), where the cluster counts none. `cpu_pool`: what the pods of a job
+    without GPUs say instead of this machine's fix for want of a GPU (`cpu_pool_no_gpu`)."""
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
         print(
             f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
@@ -630,17 +744,21 @@ def launch(
             if no_gpu is not None:
                 print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
                 return code
+            if cpu_pool and code != 0 and not stopped and no_gpu_failure(env, started):
+                name = exit_name(code, env, started)
+                print(f"run-local: exit {code}{name}: {cpu_pool}", file=sys.stderr, flush=True)
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
                     name = exit_name(code, env, started)
-                    line = _stop_line(code, on, retry, recreations, outcome, name)
+                    line = _stop_line(code, on, retry, recreations, outcome, name, capped)
                     print(line, file=sys.stderr, flush=True)
                 return code
             done += 1
             why = "retryable" if on == "retryable" else "OnFailure restarts any failure"
             print(
                 f"run-local: the job's pod exited {code} ({why}); re-creating it "
-                f"({done}/{recreations}), as the cluster would",
+                f"({done}/{recreations}{', run-local' + chr(39) + 's safety cap' if capped else ''})"
+                ", as the cluster would",
                 file=sys.stderr,
                 flush=True,
             )
@@ -668,9 +786,11 @@ def _stop_line(
     recreations: int,
     outcome: Callable[[int], failures.Outcome] | None = None,
     name: str | None = None,
+    capped: bool = False,
 ) -> str:
     """Why run-local re-creates no pod after exit `code`, in the cluster's terms (`name`: the
-    reason's " (name)", exit_name; without it, the runtime's reason for the code)."""
+    reason's " (name)", exit_name; without it, the runtime's reason for the code; `capped`:
+    the bound spent is run-local's own safety cap, not the cluster's)."""
     if name is None:
         from trainforge.training.exits import for_code  # noqa: PLC0415
 
@@ -690,6 +810,11 @@ def _stop_line(
     if retry and not recreations:
         return (
             f"run-local: exit {code}; the restart budget allows no re-creation (--pod-restarts 0)"
+        )
+    if retry and capped:
+        return (
+            f"run-local: exit {code}{name}; run-local's own safety cap ({recreations} "
+            "re-creations) is spent: the cluster counts none and would re-create the pod again"
         )
     if retry:
         return f"run-local: exit {code}; the restart budget ({recreations} re-creation(s)) is spent"
@@ -737,6 +862,9 @@ def run_local(
         recreations=b.local_recreations,
         on=b.on,
         outcome=lambda code: outcome(job, code),
+        capped=b.capped,
+        gpus=job.gpus_per_worker or 0,
+        cpu_pool=cpu_pool_no_gpu(job),
     )
 
 

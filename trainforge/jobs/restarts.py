@@ -33,18 +33,31 @@ class RestartBudget:
     recreations: int | None  # pod re-creations the controller allows (None: no count limit)
     on: str  # which exits re-create the pod: "retryable", "any", "none"
     bound: str  # what bounds them, in words
-    fallback: int = 0  # run-local's bound where the controller has no count limit
+    fallback: int = 0  # run-local's own safety cap where the controller has no count limit
     local: int | None = None  # run-local's bound when its --pod-restarts sets one
     in_place: bool = True  # "any": the container restarts in the pod (False: a new pod)
 
     @property
     def local_recreations(self) -> int:
         """The local stand-in's bound: run-local's --pod-restarts when given, else the
-        controller's, or backoffLimit where it has none."""
+        controller's, or run-local's safety cap (`LOCAL_CAP`) where it has none."""
         if self.local is not None:
             return self.local
         return self.recreations if self.recreations is not None else self.fallback
 
+    @property
+    def capped(self) -> bool:
+        """run-local's bound is its own safety cap (`LOCAL_CAP`), not the cluster's."""
+        return self.recreations is None and self.local is None and self.on != "none"
+
+
+# run-local's own cap on re-creations where the cluster's controller counts none (a
+# PyTorchJob under ExitCode): above the stop of the job's own ledger (the runtime's or your
+# code's wrapper: attempt NO_PROGRESS_LIMIT + 1 exits 4, permanent), so that it is the ledger,
+# as on the cluster, that ends a job that keeps failing, and run-local still ends one that
+# nothing else would (the cluster would re-create it until activeDeadlineSeconds).
+LOCAL_CAP = 4 * NO_PROGRESS_LIMIT
+assert LOCAL_CAP > NO_PROGRESS_LIMIT
 
 # The restartPolicy of a job not yet resolved against its pool (wiring.default_restart_policy
 # gives ExitCode unless a PyTorchJob's pods cannot count their attempts)
@@ -137,7 +150,7 @@ def budget(job: JobSpec) -> RestartBudget:
             None,
             "retryable",
             f"the operator does not count ExitCode re-creations against backoffLimit; {stop}",
-            fallback=limit,
+            fallback=LOCAL_CAP,
         )
     bound = f"the child Job's backoffLimit {limit}"
     if job.workers > 1:
@@ -181,6 +194,11 @@ def describe(job: JobSpec, b: RestartBudget | None = None) -> str:
     }[b.on]
     count = "no count limit" if b.recreations is None else f"at most {b.recreations}"
     local = f"run-local: the same, up to {b.local_recreations}"
+    if b.capped:
+        local = (
+            f"run-local: the same, with a safety cap of its own at {b.local_recreations} "
+            "re-creations, which the cluster does not have"
+        )
     if b.on == "none":  # run-local re-creates nothing either, whatever --pod-restarts says
         local = "run-local: the same" + (
             f" (--pod-restarts {b.local} does not apply)" if b.local else ""

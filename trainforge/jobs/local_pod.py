@@ -1,0 +1,50 @@
+"""One worker of `trainforge run-local`, given what its pod's controller sets in that pod.
+
+run-local starts every process of every pod of a job under one local torchrun, which sets
+each process's RANK, WORLD_SIZE and MASTER_ADDR/PORT as torchrun does in a pod. What a
+backend's controller adds to each pod (JOB_COMPLETION_INDEX, the PET_* variables: the table
+`trainforge.jobs.local.CONTROLLER_ENV`) differs from pod to pod, so torchrun's one
+environment cannot carry it: this wrapper, run by torchrun for each worker, sets the values
+of the worker's own local pod (its global RANK // processes per pod) and then replaces itself
+with the worker's real command (`os.execv`: same process, so torchrun's signals and exit
+codes reach it unchanged).
+
+    python -m trainforge.jobs.local_pod PROCS PODS N NAME=TEMPLATE... (N of them) ARGS...
+
+runs `python ARGS...`; a TEMPLATE may name {pod}, {pods}, {procs}, {master_addr} and
+{master_port} (the local torchrun's rendezvous, standing for rank 0's pod as MASTER_ADDR
+does). Standard library only: it starts with every worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def pod_env(argv: list[str], env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    """(the variables of this worker's local pod, the command's arguments) from the wrapper's
+    `argv` and the worker's environment (torchrun's RANK, MASTER_ADDR, MASTER_PORT)."""
+    procs, pods, count = int(argv[0]), int(argv[1]), int(argv[2])
+    values = {
+        "pod": int(env.get("RANK", "0")) // procs,
+        "pods": pods,
+        "procs": procs,
+        "master_addr": env.get("MASTER_ADDR", ""),
+        "master_port": env.get("MASTER_PORT", ""),
+    }
+    out = {}
+    for item in argv[3 : 3 + count]:
+        name, _, template = item.partition("=")
+        out[name] = template.format(**values)
+    return out, argv[3 + count :]
+
+
+def main() -> None:
+    values, args = pod_env(sys.argv[1:], dict(os.environ))
+    os.environ.update(values)
+    os.execv(sys.executable, [sys.executable, *args])
+
+
+if __name__ == "__main__":
+    main()
