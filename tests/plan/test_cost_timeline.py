@@ -213,7 +213,7 @@ def test_the_platforms_total_is_its_columns_added(planned):
     monthly = round(sum(_money(r[3]) for r in items), 2)
     (total,) = [ln for ln in lines if ln.startswith("  total: ")]
     assert total.startswith(
-        f"  total: at least ${hourly:,.2f}/h = ${monthly:,.2f}/month, 2 item(s)"
+        f"  total: at least ${hourly:,.2f}/h = ${monthly:,.2f}/month, 1 item(s)"
     )
     platform = verdict.cost_lines(result, None)[0]
     assert platform.startswith(f"Cost: platform ${hourly:,.2f}/h = ${monthly:,.2f}/month + unknown")
