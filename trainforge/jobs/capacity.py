@@ -204,10 +204,12 @@ def fit(room: NodeRoom, req: PodRequest) -> NodeFit:
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a job can never run: the JobSpec key to change, and the numbers."""
+    """Why a job can never run: the key to change (the job's, or its pool's `limits.<r>` when
+    not even one pod fits them), and the numbers."""
 
-    key: str  # cpu | memory | gpusPerWorker | efa | workers | pool
+    key: str  # cpu | memory | gpusPerWorker | efa | workers | pool; limits.<r>: the pool's
     message: str
+    value: str | None = None  # the pool's limit, for a `limits.<r>` key (the job's own: its)
 
 
 @dataclass
@@ -407,13 +409,62 @@ def _karpenter_limits(out: JobCapacity) -> None:
     if unbound is not None:
         out.problems.append(Problem("cpu", _unbound(pool, out.request, unbound)))
     if limited.unplaced:
+        short = _one_pod_short(pool, out.request)
+        if short is not None:  # not even one pod: the pool's limit is what is wrong
+            out.problems.append(short)
+            return
+        room = sum(len(c.pods) for c in limited.claims)
         out.problems.append(
             Problem(
                 "workers",
                 f"{pods} pod(s) must run at once; {_over_limits(pool, unlimited)}. Use fewer "
-                "workers or raise the pool's limits",
+                f"workers (the limits hold {room} of these pods at once) or raise the pool's "
+                "limits",
             )
         )
+
+
+def _one_pod_short(pool: PoolFacts, req: PodRequest) -> Problem | None:
+    """The pool's limit that leaves not even one pod a node, as a Problem on that limit's key
+    (`limits.<resource>`, the value to raise it to: what one node that holds the pod counts,
+    as Karpenter counts it: the type's capacity); None when one pod fits the limits (or no
+    type holds it, the per-node finding's case). Karpenter only launches a type whose
+    capacity fits what the limits leave (packing.pack_rooms's `allowed`)."""
+    lim = packing.limits_of(pool)
+    holders = [r for r in rooms(pool) if packing.holds(r, [req])]
+    if not holders or not lim:
+        return None
+    over = [
+        (
+            r,
+            [
+                (k, packing.capacity_of(r.node)[k])
+                for k in lim
+                if packing.capacity_of(r.node)[k] > lim[k]
+            ],
+        )
+        for r in holders
+    ]
+    # the type that needs the fewest limits raised, and the least of them
+    room, needs = min(over, key=lambda o: (len(o[1]), [v for _, v in o[1]]))
+    if not needs:
+        return None
+    fmt = {name: f for name, _, f in _limit_checks(pool.limits)}
+    limit_of = {name: v for name, v, _ in _limit_checks(pool.limits)}
+    keys = [("gpus" if k == GPU_RESOURCE else k, k, v) for k, v in needs]
+    raise_ = " and ".join(f"limits.{key} to at least {fmt[k](v)}" for key, k, v in keys)
+    limits = " and ".join(f"{key} {limit_of[k]}" for key, k, _ in keys)
+    counts = ", ".join(f"{key} {fmt[k](v)}" for key, k, v in keys)
+    t = room.node.instance_type
+    types = ", ".join(r.node.instance_type for r in holders)
+    return Problem(
+        f"limits.{keys[0][0]}",
+        f"Karpenter pool {pool.name!r} is limited to {limits}, less than one {t} node counts "
+        f"({counts}: Karpenter counts a node at its type's capacity and launches none past "
+        f"the limits), and no type of the pool that holds one pod of the job ({types}) counts "
+        f"less: not even one pod would get a node. Set {raise_}",
+        value=limit_of[keys[0][1]],
+    )
 
 
 def _unbound(pool: PoolFacts, req: PodRequest, claim: packing.Claim) -> str:
