@@ -96,3 +96,29 @@ def test_the_known_types_are_the_ec2_api_s_own_names():
     } <= known
     assert set(catalog.family_instance_types()) - known == set()
     assert "g6e.12xlarg" not in known
+
+
+def test_the_program_names_the_region_and_the_closest_type_at_each_key():
+    """Through the stack check under the mocks (moto's catalog): the system node group and a
+    pool, each misspelt, each with its own key, the stack's region and the closest name."""
+    import copy
+
+    from tests.conftest import ROOT
+    from trainforge.plan.mocks import run_mocked
+    from trainforge.platform.stack_check import check_stack
+    from trainforge.stack.file import read_stack
+
+    config = copy.deepcopy(read_stack(ROOT, "prod").config)
+    config["trainforge:systemNodeGroup"]["instanceType"] = "m6i.xlarg"
+    config["trainforge:nodePools"][0]["instanceTypes"] = ["p5.48xlarg"]
+    errors = run_mocked(lambda: check_stack(config, lookups=True), config).result.errors
+    region = config["aws:region"]
+    for key, bad, meant in (
+        ("trainforge:systemNodeGroup.instanceType", "m6i.xlarg", "m6i.xlarge"),
+        ("trainforge:nodePools[0].instanceTypes[0]", "p5.48xlarg", "p5.48xlarge"),
+    ):
+        (line,) = [e for e in errors if e.startswith(f"{key}:")]
+        assert line.startswith(
+            f"{key}: got {bad!r}; expected an EC2 instance type offered in {region}: "
+        )
+        assert line.endswith(f"(did you mean {meant!r}?)")
