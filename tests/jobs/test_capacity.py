@@ -316,7 +316,7 @@ def _limit_set(problem: capacity.Problem) -> PoolLimits:
         # the review's case: memory "1024" (bytes) on a CPU pool, one 2-core pod
         (CPU_POOL, PoolLimits(memory="1024"), "limits.memory", "1024", "c5.4xlarge, m5.4xlarge"),
         # 2 GPUs on a pool of 4-GPU nodes: no node ever counts under it
-        (GPU_POOL, PoolLimits(gpus=2), "limits.gpus", "2", "g5.12xlarge"),
+        (GPU_POOL, PoolLimits(gpus=2), "limits.gpus", 2, "g5.12xlarge"),
         (CPU_POOL, PoolLimits(cpu="8", memory="1Ti"), "limits.cpu", "8", "c5.4xlarge, m5.4xlarge"),
     ],
 )  # fmt: skip

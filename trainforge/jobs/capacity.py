@@ -209,7 +209,7 @@ class Problem:
 
     key: str  # cpu | memory | gpusPerWorker | efa | workers | pool; limits.<r>: the pool's
     message: str
-    value: str | None = None  # the pool's limit, for a `limits.<r>` key (the job's own: its)
+    value: Any = None  # the pool's limit as configured, for a `limits.<r>` key
 
 
 @dataclass
@@ -463,7 +463,7 @@ def _one_pod_short(pool: PoolFacts, req: PodRequest) -> Problem | None:
         f"({counts}: Karpenter counts a node at its type's capacity and launches none past "
         f"the limits), and no type of the pool that holds one pod of the job ({types}) counts "
         f"less: not even one pod would get a node. Set {raise_}",
-        value=limit_of[keys[0][1]],
+        value=getattr(pool.limits, keys[0][0]),
     )
 
 
