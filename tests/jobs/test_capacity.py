@@ -105,6 +105,8 @@ def test_efa_devices_and_node_group_size():
     assert r.ok and r.nodes_needed == 16 and ("nodes", "16", "16") in r.pool_usage
     r = capacity.rehearse(req, 17, EFA_POOL)
     assert r.problems and "maxSize 16" in r.problems[0].message
+    # fewer workers fit: the message says how many, and that many pass
+    assert "Use fewer workers (its 16 nodes hold 16 of these pods at once)" in r.problems[0].message
 
 
 def test_defaults_fit_every_type_and_share_a_node_evenly():

@@ -273,7 +273,8 @@ def rehearse(req: PodRequest, pods: int, pool: PoolFacts) -> JobCapacity:
                     "workers",
                     f"{pods} pod(s) must run at once and a node holds {per_node}, so they need "
                     f"{out.nodes_needed} nodes, but managed node group {pool.name!r} has "
-                    f"maxSize {limit}. Use fewer workers or a bigger node group",
+                    f"maxSize {limit}. Use fewer workers (its {limit} nodes hold {limit * per_node} "
+                    "of these pods at once) or a bigger node group",
                 )
             )
         return out
