@@ -69,7 +69,7 @@ def _elsewhere(instance_type: str, home: str) -> str:
     """The regions of the line, read straight from moto's region tables (the mocks' answer to
     DescribeInstanceTypeOfferings in each region; a region without one does not answer)."""
     from trainforge.plan.mocks import _region_offerings
-    from trainforge.platform.config import partition_regions
+    from trainforge.platform.regions import partition_regions
 
     others = [r for r in partition_regions(home) if r != home]
     offered = [r for r in others if instance_type in (_region_offerings(r) or ())]

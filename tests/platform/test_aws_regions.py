@@ -1,10 +1,10 @@
-"""The regions `aws:region` accepts are botocore's answer (platform/config.py aws_regions)."""
+"""The regions `aws:region` accepts are botocore's answer (platform/regions.py aws_regions)."""
 
 from __future__ import annotations
 
 import botocore.session
 
-from trainforge.platform.config import aws_regions
+from trainforge.platform.regions import aws_regions
 
 
 def test_aws_regions_are_what_a_botocore_session_lists_for_ec2_in_every_partition():
@@ -35,7 +35,7 @@ def test_a_misspelt_region_names_the_closest_one():
 
 
 def test_partition_regions_stay_in_the_region_s_partition():
-    from trainforge.platform.config import partition_regions
+    from trainforge.platform.regions import partition_regions
 
     assert "us-west-2" in partition_regions("eu-west-1")
     assert "us-gov-west-1" not in partition_regions("eu-west-1")

@@ -19,6 +19,7 @@ import pulumi_aws as aws
 
 from trainforge.core import catalog
 from trainforge.core.labels import karpenter_type_labels
+from trainforge.platform.regions import aws_regions, partition_regions
 from trainforge.stack.base import problem, suggest
 
 
@@ -134,8 +135,6 @@ def _offered(region: str | None, instance_types: tuple[str, ...]) -> frozenset[s
 def _region() -> str:
     """The stack's region as messages name it ("this region" when unset or no region AWS has:
     `aws:region`'s own error says so)."""
-    from trainforge.platform.config import aws_regions  # noqa: PLC0415 - config calls us
-
     region = pulumi.Config("aws").get("region")
     return region if region in aws_regions() else "this region"
 
@@ -159,8 +158,6 @@ def offering_regions(instance_type: str) -> tuple[list[str], list[str]]:
     """(regions of the stack region's partition that offer the type, regions that did not
     answer): DescribeInstanceTypeOfferings in each (the provider's `region` argument; a region
     not enabled for the account refuses). Asked only for an error."""
-    from trainforge.platform.config import partition_regions  # noqa: PLC0415 - config calls us
-
     region = _region()
     offered: list[str] = []
     silent: list[str] = []
