@@ -122,3 +122,15 @@ def test_the_program_names_the_region_and_the_closest_type_at_each_key():
             f"{key}: got {bad!r}; expected an EC2 instance type offered in {region}: "
         )
         assert line.endswith(f"(did you mean {meant!r}?)")
+
+
+def test_a_failed_lookup_of_an_offered_type_is_not_the_user_s_fault(monkeypatch):
+    """The region offers the type but DescribeInstanceTypes failed (throttled, say): the line
+    says so, with the provider's error, and blames no value."""
+    _stub(monkeypatch, offered={"g6.12xlarge"}, describable=set())
+    errors: list[str] = []
+    it.resolve_pool(_pool("g6.12xlarge"), "trainforge:nodePools[0]", errors)
+    assert errors == [
+        "trainforge:nodePools[0].instanceTypes[0]: the lookup of 'g6.12xlarge', which eu-west-1 "
+        "offers, failed: g6.12xlarge (an AWS or provider failure, not this key's: run again)"
+    ]

@@ -191,8 +191,8 @@ def _lookup_instance_types(errors: list[str], system, groups, pools) -> dict[str
     try:
         if system is not None:
             instance_type_facts(system.instance_type)
-    except LookupError:
-        errors.append(lookup_error(f"{NS}:systemNodeGroup.instanceType", system.instance_type))
+    except LookupError as e:
+        errors.append(lookup_error(f"{NS}:systemNodeGroup.instanceType", system.instance_type, e))
     return facts
 
 

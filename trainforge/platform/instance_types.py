@@ -178,10 +178,16 @@ def offering_regions(instance_type: str) -> tuple[list[str], list[str]]:
     return offered, silent
 
 
-def lookup_error(where: str, instance_type: str) -> str:
+def lookup_error(where: str, instance_type: str, why: object = "") -> str:
     """The one error line for a type AWS does not describe in the stack's region: a type EC2
-    has nowhere (with the closest names), or one this region does not offer (`not_offered_error`)."""
+    has nowhere (with the closest names), one this region does not offer (`not_offered_error`),
+    or one it offers whose lookup failed (`why`: the provider's error, not the user's)."""
     known = known_instance_types()
+    if instance_type in known and instance_type in offered_in_region((instance_type,)):
+        return (
+            f"{where}: the lookup of {instance_type!r}, which {_region()} offers, failed: {why} "
+            "(an AWS or provider failure, not this key's: run again)"
+        )
     if instance_type in known:
         return not_offered_error(where, instance_type)
     return problem(
@@ -289,8 +295,8 @@ def resolve_pool(
     for i, t in enumerate(types):
         try:
             facts.append(instance_type_facts(t))
-        except LookupError:
-            errors.append(lookup_error(f"{at}[{i}]", t))
+        except LookupError as e:
+            errors.append(lookup_error(f"{at}[{i}]", t, e))
             continue
         if t not in offered:
             errors.append(not_offered_error(f"{at}[{i}]", t))
