@@ -503,13 +503,18 @@ def _over_limits(pool: PoolFacts, unlimited: packing.Packing) -> str:
 
 def launch_stopped(pool: PoolFacts, g: Gang) -> str | None:
     """Why the pool's limits leave some of a gang's pods without a node (`launch`), in the
-    scheduling rehearsal's words and figures; None when they do not (every pod gets a node,
-    or a pod no type holds is why, not the limits)."""
+    scheduling rehearsal's words and figures (`_one_pod_short`'s when none gets one); None
+    when they do not (every pod gets a node, or a pod no type holds is why, not the limits)."""
     shaped = packing_pool(pool)
-    if not pack(shaped, g.pods, g.most).unplaced:
+    limited = pack(shaped, g.pods, g.most)
+    if not limited.unplaced:
         return None
     unlimited = pack(replace(shaped, limits=PoolLimits()), g.pods, g.most)
-    return None if unlimited.unplaced else _over_limits(pool, unlimited)
+    if unlimited.unplaced:
+        return None
+    # no pod got a node: each alone is over the limits (the rehearsal's words for one pod)
+    short = None if limited.claims else _one_pod_short(shaped, g.pods[0])
+    return short.message if short is not None else _over_limits(pool, unlimited)
 
 
 def _limit_checks(lim: PoolLimits) -> list[tuple[str, str | None, Callable[[Fraction], str]]]:
