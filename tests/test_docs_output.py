@@ -47,6 +47,11 @@ def _3_workers_over_pool_limit(cfg: dict[str, Any]) -> None:
     vision["quota"].update(gpus="8", pools={"gpu-workloads": {"gpus": 8}})
 
 
+def _pool_limit_under_one_node(cfg: dict[str, Any]) -> None:
+    pool = next(p for p in cfg["trainforge:nodePools"] if p["name"] == "gpu-workloads")
+    pool["limits"]["gpus"] = 2
+
+
 # (doc, how the quoted line starts, stack, the mistake)
 CASES: list[tuple[str, str, str, Callable[[dict[str, Any]], None]]] = [
     ("README.md", "trainforge:jobs[1] (gpt-small-fsdp).pool: got 'p5-nowhere'", "dev", _p5_nowhere),
@@ -67,6 +72,12 @@ CASES: list[tuple[str, str, str, Callable[[dict[str, Any]], None]]] = [
         "trainforge:jobs[0] (gpt-350m-fsdp).workers: got 3",
         "prod",
         _3_workers_over_pool_limit,
+    ),
+    (
+        "docs/rehearsals.md",
+        "trainforge:nodePools[1].limits.gpus: got 2",
+        "prod",
+        _pool_limit_under_one_node,
     ),
 ]
 

@@ -105,6 +105,8 @@ def test_efa_devices_and_node_group_size():
     assert r.ok and r.nodes_needed == 16 and ("nodes", "16", "16") in r.pool_usage
     r = capacity.rehearse(req, 17, EFA_POOL)
     assert r.problems and "maxSize 16" in r.problems[0].message
+    # fewer workers fit: the message says how many, and that many pass
+    assert "Use fewer workers (its 16 nodes hold 16 of these pods at once)" in r.problems[0].message
 
 
 def test_defaults_fit_every_type_and_share_a_node_evenly():
@@ -297,3 +299,66 @@ def test_a_pod_is_packed_as_the_scheduler_counts_it():
         [PodTemplate("a", "Master", {"spec": pod}), PodTemplate("b", "W", tmpl, 3)], [lr]
     )
     assert g.pods == (got, one, one, one) and g.most is None
+
+
+def _limit_set(problem: capacity.Problem) -> PoolLimits:
+    """The pool limits after the problem's printed fix ("Set limits.<r> to at least <v>")."""
+    fix = problem.message.rsplit("Set ", 1)[1]
+    kw = {}
+    for change in fix.split(" and "):
+        key, value = change.split(" to at least ")
+        r = key.removeprefix("limits.")
+        kw[r] = int(value) if r == "gpus" else value
+    return PoolLimits(**kw)
+
+
+@pytest.mark.parametrize(
+    ("pool", "limits", "key", "value", "types"),
+    [
+        # the review's case: memory "1024" (bytes) on a CPU pool, one 2-core pod
+        (CPU_POOL, PoolLimits(memory="1024"), "limits.memory", "1024", "c5.4xlarge, m5.4xlarge"),
+        # 2 GPUs on a pool of 4-GPU nodes: no node ever counts under it
+        (GPU_POOL, PoolLimits(gpus=2), "limits.gpus", 2, "g5.12xlarge"),
+        (CPU_POOL, PoolLimits(cpu="8", memory="1Ti"), "limits.cpu", "8", "c5.4xlarge, m5.4xlarge"),
+    ],
+)  # fmt: skip
+def test_a_limit_too_small_for_one_pod_is_the_pool_s_fault_and_its_fix_fixes_it(
+    pool, limits, key, value, types
+):
+    """One worker is the fewest there are: when even one pod's node is over a limit, the
+    problem is that limit (its key, its value, what one node counts), not `workers`; the
+    printed fix applied to the pool lets the pod run."""
+    req = capacity.PodRequest.of("2", "4Gi", gpus=1 if pool is GPU_POOL else 0)
+    r = capacity.rehearse(req, 1, replace(pool, limits=limits))
+    [problem] = r.problems
+    assert (problem.key, problem.value) == (key, value)
+    assert "fewer workers" not in problem.message
+    assert f"({types})" in problem.message
+    fixed = capacity.rehearse(req, 1, replace(pool, limits=_limit_set(problem)))
+    assert fixed.problems == []
+    # several pods: the same limit is still the pool's, never `workers`
+    assert [p.key for p in capacity.rehearse(req, 3, replace(pool, limits=limits)).problems] == [
+        key
+    ]
+
+
+def test_the_fix_names_the_smallest_type_that_holds_a_pod():
+    """c5.4xlarge has half the memory of m5.4xlarge: the fix asks for what a c5 counts."""
+    req = capacity.PodRequest.of("2", "4Gi")
+    [problem] = capacity.rehearse(
+        req, 1, replace(CPU_POOL, limits=PoolLimits(memory="1Gi"))
+    ).problems
+    assert "less than one c5.4xlarge node counts" in problem.message
+    smaller = _limit_set(problem).memory
+    # a limit one Mi under the printed value still refuses the pod
+    under = f"{int(smaller.removesuffix('Mi')) - 1}Mi"
+    assert capacity.rehearse(req, 1, replace(CPU_POOL, limits=PoolLimits(memory=under))).problems
+
+
+def test_fewer_workers_only_when_fewer_fit():
+    """A limit that holds some pods: `workers`, with how many the limits hold at once."""
+    req = capacity.PodRequest.of("2", "4Gi", gpus=4)
+    [problem] = capacity.rehearse(req, 3, replace(GPU_POOL, limits=PoolLimits(gpus=8))).problems
+    assert problem.key == "workers"
+    assert "Use fewer workers (the limits hold 2 of these pods at once)" in problem.message
+    assert capacity.rehearse(req, 2, replace(GPU_POOL, limits=PoolLimits(gpus=8))).problems == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -861,3 +862,22 @@ def test_a_team_split_over_two_pools_is_told_its_part_of_the_job_s_pool():
         )["gpu-b"]["nvidia.com/gpu"]
         == 4
     )  # the other pool keeps its part
+
+
+def test_a_pool_limit_too_small_for_one_pod_is_blamed_on_the_pool_s_key():
+    """The review's case: `limits.memory: "1024"` (bytes) and one worker. The refusal names
+    `trainforge:nodePools[0].limits.memory` and its value, not `workers` (one is the fewest);
+    the printed fix applied to the stack lets the job resolve. Without the stack's pool keys
+    (a program's job) it names the job's `pool`."""
+    pool = dataclasses.replace(GPU_POOL, limits=dataclasses.replace(GPU_POOL.limits, memory="1024"))
+    one = job(workers=1, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(one, _stack_target("4", 4, True, pool=pool), W)
+    text = str(err.value)
+    assert text.startswith("trainforge:nodePools[0].limits.memory: got '1024'; ")
+    assert "fewer workers" not in text
+    fix = text.rsplit("Set limits.memory to at least ", 1)[1]
+    fixed = dataclasses.replace(pool, limits=dataclasses.replace(pool.limits, memory=fix))
+    resolve_job(one, _stack_target("4", 4, True, pool=fixed), W)
+    with pytest.raises(JobConfigError, match=rf"^{re.escape(W)}\.pool: got 'gpu-workloads'; "):
+        resolve_job(one, target(pool), W)

@@ -61,5 +61,20 @@ def test_a_type_not_offered_in_the_region_is_an_error_at_the_pool_with_alternati
         "- trainforge:nodePools[0].instanceTypes[0]: got 'g6.12xlarge'; expected an instance "
         "type offered in eu-west-1 (g6.12xlarge is not offered in eu-west-1: EC2 instance-type "
         "offerings), such as g4dn.12xlarge (4 x T4), g5.12xlarge (4 x A10G), or a region that "
-        "offers g6.12xlarge"
+        f"offers g6.12xlarge ({_elsewhere('g6.12xlarge', 'eu-west-1')})"
+    )
+
+
+def _elsewhere(instance_type: str, home: str) -> str:
+    """The regions of the line, read straight from moto's region tables (the mocks' answer to
+    DescribeInstanceTypeOfferings in each region; a region without one does not answer)."""
+    from trainforge.plan.mocks import _region_offerings
+    from trainforge.platform.regions import partition_regions
+
+    others = [r for r in partition_regions(home) if r != home]
+    offered = [r for r in others if instance_type in (_region_offerings(r) or ())]
+    silent = [r for r in others if _region_offerings(r) is None]
+    assert offered and len(silent) < len(others) // 4  # moto holds most regions' tables
+    return f"offered in: {', '.join(offered)}; {len(silent)} region(s) did not answer: " + (
+        ", ".join(silent)
     )

@@ -204,10 +204,12 @@ def fit(room: NodeRoom, req: PodRequest) -> NodeFit:
 
 @dataclass(frozen=True)
 class Problem:
-    """Why a job can never run: the JobSpec key to change, and the numbers."""
+    """Why a job can never run: the key to change (the job's, or its pool's `limits.<r>` when
+    not even one pod fits them), and the numbers."""
 
-    key: str  # cpu | memory | gpusPerWorker | efa | workers | pool
+    key: str  # cpu | memory | gpusPerWorker | efa | workers | pool; limits.<r>: the pool's
     message: str
+    value: Any = None  # the pool's limit as configured, for a `limits.<r>` key
 
 
 @dataclass
@@ -271,7 +273,8 @@ def rehearse(req: PodRequest, pods: int, pool: PoolFacts) -> JobCapacity:
                     "workers",
                     f"{pods} pod(s) must run at once and a node holds {per_node}, so they need "
                     f"{out.nodes_needed} nodes, but managed node group {pool.name!r} has "
-                    f"maxSize {limit}. Use fewer workers or a bigger node group",
+                    f"maxSize {limit}. Use fewer workers (its {limit} nodes hold {limit * per_node} "
+                    "of these pods at once) or a bigger node group",
                 )
             )
         return out
@@ -407,13 +410,62 @@ def _karpenter_limits(out: JobCapacity) -> None:
     if unbound is not None:
         out.problems.append(Problem("cpu", _unbound(pool, out.request, unbound)))
     if limited.unplaced:
+        short = _one_pod_short(pool, out.request)
+        if short is not None:  # not even one pod: the pool's limit is what is wrong
+            out.problems.append(short)
+            return
+        room = sum(len(c.pods) for c in limited.claims)
         out.problems.append(
             Problem(
                 "workers",
                 f"{pods} pod(s) must run at once; {_over_limits(pool, unlimited)}. Use fewer "
-                "workers or raise the pool's limits",
+                f"workers (the limits hold {room} of these pods at once) or raise the pool's "
+                "limits",
             )
         )
+
+
+def _one_pod_short(pool: PoolFacts, req: PodRequest) -> Problem | None:
+    """The pool's limit that leaves not even one pod a node, as a Problem on that limit's key
+    (`limits.<resource>`, the value to raise it to: what one node that holds the pod counts,
+    as Karpenter counts it: the type's capacity); None when one pod fits the limits (or no
+    type holds it, the per-node finding's case). Karpenter only launches a type whose
+    capacity fits what the limits leave (packing.pack_rooms's `allowed`)."""
+    lim = packing.limits_of(pool)
+    holders = [r for r in rooms(pool) if packing.holds(r, [req])]
+    if not holders or not lim:
+        return None
+    over = [
+        (
+            r,
+            [
+                (k, packing.capacity_of(r.node)[k])
+                for k in lim
+                if packing.capacity_of(r.node)[k] > lim[k]
+            ],
+        )
+        for r in holders
+    ]
+    # the type that needs the fewest limits raised, and the least of them
+    room, needs = min(over, key=lambda o: (len(o[1]), [v for _, v in o[1]]))
+    if not needs:
+        return None
+    fmt = {name: f for name, _, f in _limit_checks(pool.limits)}
+    limit_of = {name: v for name, v, _ in _limit_checks(pool.limits)}
+    keys = [("gpus" if k == GPU_RESOURCE else k, k, v) for k, v in needs]
+    raise_ = " and ".join(f"limits.{key} to at least {fmt[k](v)}" for key, k, v in keys)
+    limits = " and ".join(f"{key} {limit_of[k]}" for key, k, _ in keys)
+    counts = ", ".join(f"{key} {fmt[k](v)}" for key, k, v in keys)
+    t = room.node.instance_type
+    types = ", ".join(r.node.instance_type for r in holders)
+    return Problem(
+        f"limits.{keys[0][0]}",
+        f"Karpenter pool {pool.name!r} is limited to {limits}, less than one {t} node counts "
+        f"({counts}: Karpenter counts a node at its type's capacity and launches none past "
+        f"the limits), and no type of the pool that holds one pod of the job ({types}) counts "
+        f"less: not even one pod would get a node. Set {raise_}",
+        value=getattr(pool.limits, keys[0][0]),
+    )
 
 
 def _unbound(pool: PoolFacts, req: PodRequest, claim: packing.Claim) -> str:
@@ -451,13 +503,18 @@ def _over_limits(pool: PoolFacts, unlimited: packing.Packing) -> str:
 
 def launch_stopped(pool: PoolFacts, g: Gang) -> str | None:
     """Why the pool's limits leave some of a gang's pods without a node (`launch`), in the
-    scheduling rehearsal's words and figures; None when they do not (every pod gets a node,
-    or a pod no type holds is why, not the limits)."""
+    scheduling rehearsal's words and figures (`_one_pod_short`'s when none gets one); None
+    when they do not (every pod gets a node, or a pod no type holds is why, not the limits)."""
     shaped = packing_pool(pool)
-    if not pack(shaped, g.pods, g.most).unplaced:
+    limited = pack(shaped, g.pods, g.most)
+    if not limited.unplaced:
         return None
     unlimited = pack(replace(shaped, limits=PoolLimits()), g.pods, g.most)
-    return None if unlimited.unplaced else _over_limits(pool, unlimited)
+    if unlimited.unplaced:
+        return None
+    # no pod got a node: each alone is over the limits (the rehearsal's words for one pod)
+    short = None if limited.claims else _one_pod_short(shaped, g.pods[0])
+    return short.message if short is not None else _over_limits(pool, unlimited)
 
 
 def _limit_checks(lim: PoolLimits) -> list[tuple[str, str | None, Callable[[Fraction], str]]]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 from trainforge.core import catalog, versions
 from trainforge.core.contract import (
@@ -255,7 +256,7 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     # A pod that fits no node first; all pods at once after the team quota (below).
     for problem in rehearsal.problems:
         if problem.key != "workers":
-            raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
+            raise JobConfigError(*_blamed(problem, target, where, values), problem.message)
     shm = job.shm_size
     if shm is None:
         shm = format_mebibytes(min(mem_bytes * _SHM_FRACTION, _SHM_MAX))
@@ -291,12 +292,26 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
                 f"{where}.image", resolved.image, f"pool {pool.name!r} cannot run it: {why}"
             )
     for problem in rehearsal.problems:
-        raise JobConfigError(f"{where}.{problem.key}", values[problem.key], problem.message)
+        raise JobConfigError(*_blamed(problem, target, where, values), problem.message)
     backends.check(resolved, target, where)
     # Will the model fit in the pool's GPU (or pod) memory? Refused here, before anything
     # exists, with the estimate and what would make it fit (trainforge.jobs.estimate).
     check_fit(resolved, pool, where)
     return resolved
+
+
+def _blamed(
+    problem: capacity.Problem, target: JobTarget, where: str, values: dict[str, Any]
+) -> tuple[str, Any]:
+    """The key a rehearsal problem blames and its value: the job's own key, or the pool's
+    `limits.<r>` (`trainforge:nodePools[i].limits.<r>`; the job's `pool` when the pool's key
+    is unknown, e.g. a Python program's job)."""
+    if not problem.key.startswith("limits."):
+        return f"{where}.{problem.key}", values[problem.key]
+    inputs = target.team.quota_inputs if target.team is not None else None
+    if inputs is None or all(p.name != target.pool.name for p in inputs.pools):
+        return f"{where}.pool", target.pool.name
+    return f"{quota.pool_key(inputs.pools, target.pool.name)}.{problem.key}", problem.value
 
 
 def _check_fp8(job: JobSpec, pool: PoolFacts, gpus: int, where: str) -> None:

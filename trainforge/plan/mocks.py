@@ -257,6 +257,12 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
                 if f.get("name") == "instance-type"
                 for v in f.get("values") or []
             ]
+            if a.get("locationType") == "region" and a.get("region") not in (None, self.region):
+                # another region (the provider's `region` argument): moto's table, or no answer
+                other = _region_offerings(a["region"])
+                if other is None:
+                    return {}, [("region", f"no offerings known for region {a['region']!r}")]
+                return {"instanceTypes": [t for t in wanted if t in other]}, []
             if a.get("locationType") == "region":
                 offered = _region_offerings(self.region)
                 types = [

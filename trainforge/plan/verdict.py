@@ -204,8 +204,12 @@ def warnings(result: Any) -> list[tuple[str, str]]:
     ]
 
 
-def _wrapped(items: list[str], most: int) -> list[str]:
-    return [line for b in items[:most] for line in _wrap(b, "  ", "    ")]
+def _listed(items: list[Any], most: int, lines: Any = None) -> list[str]:
+    """The first `most` items (each as `lines(item)`, default: wrapped under two spaces) and
+    `… and N more (full report)` for the rest: a list the verdict counts shows what it drops."""
+    lines = lines or (lambda b: _wrap(b, "  ", "    "))
+    more = [f"  … and {len(items) - most} more (full report)"] if len(items) > most else []
+    return [line for b in items[:most] for line in lines(b)] + more
 
 
 def verdict_lines(
@@ -219,15 +223,12 @@ def verdict_lines(
     lines = [f"trainforge plan --stack {stack}{base}: {status}"]
     if failing:
         lines.append(f"Violations ({len(failing)}):")
-        for f in failing[:MAX_FINDINGS]:
-            lines += [f"  [{f.rule}] {f.resource}", *_wrap(f.message, "      why: "),
-                      *_wrap(f.fix, "      fix: ")]  # fmt: skip
-        if len(failing) > MAX_FINDINGS:
-            lines.append(f"  … and {len(failing) - MAX_FINDINGS} more (full report)")
+        lines += _listed(failing, MAX_FINDINGS, lambda f: [f"  [{f.rule}] {f.resource}",
+                         *_wrap(f.message, "      why: "), *_wrap(f.fix, "      fix: ")])  # fmt: skip
     if brk:
-        lines += ["Breaking changes:", *_wrapped(brk, 6)]
+        lines += ["Breaking changes:", *_listed(brk, 6)]
     if warns := [f"{title.split(' (')[0]}: {text}" for title, text in warnings(result)]:
-        lines += [f"Warnings ({len(warns)}):", *_wrapped(warns, 3)]
+        lines += [f"Warnings ({len(warns)}):", *_listed(warns, 3)]
     lines += cost_lines(result, review.base.sections if review is not None else None)
     lines.append(
         "Jobs not admitted (all declared jobs submitted at once): "
@@ -235,9 +236,7 @@ def verdict_lines(
     )
     lines += [f"  {a}" for a in admit[:4]]
     if lent:
-        lines += [f"Jobs that run only by borrowing ({len(lent)}):", *_wrapped(lent, 3)]
-        if len(lent) > 3:
-            lines.append(f"  … and {len(lent) - 3} more (full report)")
+        lines += [f"Jobs that run only by borrowing ({len(lent)}):", *_listed(lent, 3)]
     if waived:
         lines.append(f"Waived ({len(waived)}): " + "; ".join(
             f"[{w.rule}] {w.resource}{f' ({w.image})' if w.image else ''}: {w.waived}"

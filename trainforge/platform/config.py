@@ -10,7 +10,6 @@ Every problem is collected and reported at once, before any resource is declared
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pulumi
@@ -18,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from trainforge.core import labels, versions
 from trainforge.platform.node_taints import taint_problems
+from trainforge.platform.regions import aws_regions, partition_regions
 from trainforge.platform.services_config import ServicesConfig, parse_services_config
 from trainforge.platform.tags import (
     karpenter_key_problems,
@@ -30,6 +30,7 @@ from trainforge.stack.base import (
     format_errors,
     own_keys,
     problem,
+    suggest,
     validate,
     validate_as,
 )
@@ -150,30 +151,20 @@ def _valid_parts(own: dict[str, Any], errors: list[str]) -> tuple[Any, Any, list
     return admins, system, groups, pools
 
 
-@functools.cache
-def aws_regions() -> frozenset[str]:
-    """Every region of every AWS partition with EC2 (botocore's bundled endpoint data,
-    offline). botocore's own resolver, as `Session.get_available_regions("ec2", p)` uses it,
-    without the session: that loads EC2's whole service model (~0.3 CPU s of each plan) only
-    to read its endpoint prefix, "ec2" (botocore 1.44.5 data/ec2/2016-11-15/service-2.json
-    metadata.endpointPrefix; tests/platform/test_aws_regions.py holds the two equal)."""
-    from botocore.loaders import create_loader  # noqa: PLC0415 - only the program needs it
-    from botocore.regions import EndpointResolver  # noqa: PLC0415
-
-    resolver = EndpointResolver(create_loader().load_data("endpoints"))
-    return frozenset(
-        r
-        for partition in resolver.get_available_partitions()
-        for r in resolver.get_available_endpoints("ec2", partition)
-    )
-
-
 def _check_region(errors: list[str], region: Any) -> None:
-    """`aws:region` must be a region AWS has."""
+    """`aws:region` must be a region AWS has: else some of its commercial regions, and the
+    closest name (`us-west2` -> us-west-2)."""
     known = aws_regions()
     if not isinstance(region, str) or region not in known:
-        examples = ", ".join(sorted(r for r in known if r.startswith("us-"))[:4])
-        errors.append(problem("aws:region", region, f"an AWS region such as {examples}"))
+        examples = ", ".join(r for r in partition_regions("us-east-1") if r.startswith("us-"))
+        errors.append(
+            problem(
+                "aws:region",
+                region,
+                f"an AWS region with EC2 (botocore's endpoint data: {len(known)} regions), "
+                f"such as {examples}{suggest(region, known)}",
+            )
+        )
 
 
 def _resolve_pools(groups, pools, errors: list[str]) -> dict[str, Any]:
@@ -194,17 +185,14 @@ def _resolve_pools(groups, pools, errors: list[str]) -> dict[str, Any]:
 def _lookup_instance_types(errors: list[str], system, groups, pools) -> dict[str, Any]:
     """Type problems of every group and pool that parsed, and of the system node group;
     the facts of the groups and pools whose types were found, by name."""
-    from trainforge.platform.instance_types import instance_type_facts  # noqa: PLC0415
+    from trainforge.platform.instance_types import instance_type_facts, lookup_error  # noqa: PLC0415
 
     facts = _resolve_pools(groups, pools, errors)
     try:
         if system is not None:
             instance_type_facts(system.instance_type)
-    except LookupError:
-        where = f"{NS}:systemNodeGroup.instanceType"
-        errors.append(
-            problem(where, system.instance_type, "an EC2 instance type offered in this region")
-        )
+    except LookupError as e:
+        errors.append(lookup_error(f"{NS}:systemNodeGroup.instanceType", system.instance_type, e))
     return facts
 
 

@@ -19,7 +19,8 @@ import pulumi_aws as aws
 
 from trainforge.core import catalog
 from trainforge.core.labels import karpenter_type_labels
-from trainforge.stack.base import problem
+from trainforge.platform.regions import aws_regions, partition_regions
+from trainforge.stack.base import problem, suggest
 
 
 @dataclass(frozen=True)
@@ -132,7 +133,70 @@ def _offered(region: str | None, instance_types: tuple[str, ...]) -> frozenset[s
 
 
 def _region() -> str:
-    return pulumi.Config("aws").get("region") or "this region"
+    """The stack's region as messages name it ("this region" when unset or no region AWS has:
+    `aws:region`'s own error says so)."""
+    region = pulumi.Config("aws").get("region")
+    return region if region in aws_regions() else "this region"
+
+
+@functools.cache
+def known_instance_types() -> tuple[str, ...]:
+    """Every instance type we know AWS has, in any region, sorted: the `InstanceType` enum of
+    botocore's bundled EC2 model (botocore 1.44.5 data/ec2/2016-11-15/service-2.json, shapes
+    .InstanceType.enum: 1437 names), offline, and the GPU catalog's types (newer ones such as
+    p6e-gb300.36xlarge are not in that model). Read only for an error (~0.3 CPU s)."""
+    from botocore.loaders import create_loader  # noqa: PLC0415 - on the error path only
+
+    model = create_loader().load_service_model("ec2", "service-2")
+    names = set(model["shapes"]["InstanceType"]["enum"])
+    return tuple(
+        sorted(names | set(catalog.family_instance_types()) | set(catalog.instance_types()))
+    )
+
+
+def offering_regions(instance_type: str) -> tuple[list[str], list[str]]:
+    """(regions of the stack region's partition that offer the type, regions that did not
+    answer): DescribeInstanceTypeOfferings in each (the provider's `region` argument; a region
+    not enabled for the account refuses). Asked only for an error."""
+    region = _region()
+    offered: list[str] = []
+    silent: list[str] = []
+    for r in partition_regions(region if region != "this region" else "us-east-1"):
+        if r == region:
+            continue
+        try:
+            got = aws.ec2.get_instance_type_offerings(
+                filters=[{"name": "instance-type", "values": [instance_type]}],
+                location_type="region",
+                region=r,
+            )
+        except Exception:  # noqa: BLE001 - a region that does not answer is named as such
+            silent.append(r)
+            continue
+        if instance_type in (got.instance_types or ()):
+            offered.append(r)
+    return offered, silent
+
+
+def lookup_error(where: str, instance_type: str, why: object = "") -> str:
+    """The one error line for a type AWS does not describe in the stack's region: a type EC2
+    has nowhere (with the closest names), one this region does not offer (`not_offered_error`),
+    or one it offers whose lookup failed (`why`: the provider's error, not the user's)."""
+    known = known_instance_types()
+    if instance_type in known and instance_type in offered_in_region((instance_type,)):
+        return (
+            f"{where}: the lookup of {instance_type!r}, which {_region()} offers, failed: {why} "
+            "(an AWS or provider failure, not this key's: run again)"
+        )
+    if instance_type in known:
+        return not_offered_error(where, instance_type)
+    return problem(
+        where,
+        instance_type,
+        f"an EC2 instance type offered in {_region()}: {instance_type} is no instance type in "
+        f"any region we know (the {len(known)} the EC2 API and the GPU catalog name)"
+        f"{suggest(instance_type, known)}",
+    )
 
 
 def _alternatives(instance_type: str, limit: int = 4) -> list[str]:
@@ -178,11 +242,16 @@ def not_offered_error(where: str, instance_type: str) -> str:
     region = _region()
     alts = _alternatives(instance_type)
     such = f", such as {', '.join(alts)}," if alts else ""
+    offered, silent = offering_regions(instance_type)
+    where_offered = f"offered in: {', '.join(offered)}" if offered else "no other region offers it"
+    if silent:
+        where_offered += f"; {len(silent)} region(s) did not answer: {', '.join(silent)}"
     return problem(
         where,
         instance_type,
         f"an instance type offered in {region} ({instance_type} is not offered in {region}: "
-        f"EC2 instance-type offerings){such} or a region that offers {instance_type}",
+        f"EC2 instance-type offerings){such} or a region that offers {instance_type}"
+        f" ({where_offered})",
     )
 
 
@@ -226,14 +295,8 @@ def resolve_pool(
     for i, t in enumerate(types):
         try:
             facts.append(instance_type_facts(t))
-        except LookupError:
-            # a type the catalog knows (AWS sells it somewhere) that this region lacks
-            if t in catalog.family_instance_types() and t not in offered:
-                errors.append(not_offered_error(f"{at}[{i}]", t))
-            else:
-                errors.append(
-                    problem(f"{at}[{i}]", t, "an EC2 instance type offered in this region")
-                )
+        except LookupError as e:
+            errors.append(lookup_error(f"{at}[{i}]", t, e))
             continue
         if t not in offered:
             errors.append(not_offered_error(f"{at}[{i}]", t))
