@@ -147,6 +147,15 @@ def test_env_is_sorted_and_reserved_names_are_refused():
         ),
         ({"cpu": "lots"}, "trainforge:jobs[0].cpu", "Kubernetes quantity"),
         ({"memory": "-1Gi"}, "trainforge:jobs[0].memory", "Kubernetes quantity"),
+        # the wave-19 review: `memory: "64"` was 64 bytes (valid Kubernetes syntax)
+        (
+            {"memory": "64"},
+            "trainforge:jobs[0].memory",
+            "got '64'; expected memory of at least 1Mi, such as 64Gi or 512Mi: a number without "
+            "a unit is bytes (did you mean 64Gi?)",
+        ),
+        ({"shmSize": 512}, "trainforge:jobs[0].shmSize", "(did you mean 512Gi?)"),
+        ({"memory": "0"}, "trainforge:jobs[0].memory", "got '0'; expected a positive"),
         ({"model": "resnet"}, "trainforge:jobs[0].model", "expected one of 'mlp', 'gpt'"),
         ({"dataset": "tokens"}, "trainforge:jobs[0].dataPath", "needs dataPath"),
         (

@@ -161,6 +161,13 @@ def test_a_job_no_queue_could_ever_admit_is_a_waivable_finding():
     waivers = [{"resource": "wide", "rule": Q.RULE_NEVER, "reason": "quota grows next week"}]
     waived = plan(jobs, teams=teams, **{"trainforge-policy:waivers": waivers})
     assert not [v for v in waived.failing if v.rule == Q.RULE_NEVER]
+    # the fix: a smaller pod, or the pool's own cpu key (set in `quota.pools`, it follows no
+    # GPU): the quota model said "no raise lifts it" before; each applied is admitted
+    key = "trainforge:teams[0].quota.pools.gpu-workloads.cpu"
+    assert finding.fix == f"use cpu of at most 2 per pod, or set {key} to 2", finding.fix
+    raised = [{**teams[0], "quota": {**quota, "pools": {"gpu-workloads": {"cpu": "2"}}}}, TEAMS[1]]
+    for fixed, jobs_ in ((raised, jobs), (teams, [job("wide", "vision", 1, cpu="2")])):
+        assert admission(plan(jobs_, teams=fixed))[1]["wide"]["state"] == "runs"
 
 
 def test_a_trainjob_kueue_never_admits_is_quoted_with_kueue_s_pod_set_name():
@@ -655,3 +662,57 @@ def test_a_trainjob_whose_initializer_no_flavor_takes_is_never_admitted(monkeypa
     assert by_job["init"]["state"] == "never"
     (finding,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
     assert said in finding.message, finding.message
+
+
+def _set_key(cfg: dict, key: str, value: str) -> None:
+    """`trainforge:teams[2].quota.pools.l40s-pool.gpus` (a fix's key) set to `value` in `cfg`."""
+    import re
+
+    here, parts = cfg, re.findall(r"[^.\[\]]+|\[\d+\]", key.removeprefix("trainforge:"))
+    for i, part in enumerate(parts):
+        step = int(part[1:-1]) if part.startswith("[") else part
+        if i == len(parts) - 1:
+            here[step] = value
+        else:
+            here = here.setdefault(step, {}) if isinstance(step, str) else here[step]
+
+
+def test_the_never_admitted_fix_is_a_change_kueue_admits():
+    """The wave-19 review (reviewpe Pulumi.bad12fix.yaml): team speech, alone in cohort
+    speech-solo, `quota.gpus: 16` but `quota.pools.l40s-pool.gpus: 8`, borrowing none; 4
+    workers x 4 GPUs in l40s-pool fit the namespace (16) but never the queue there (8). The
+    fix said "make the job smaller, or give the team more nominal quota": now it is the
+    preview refusal's (`wiring.quota_fix`, on the quota model the queues are rendered from),
+    and each of its alternatives, applied to the stack and re-planned, is admitted."""
+    import copy
+
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_solo_cohort.yaml").read_text())
+    cfg["teams"][2]["quota"]["gpus"] = "16"
+    spec = {"name": "speech-ddp", "team": "speech", "pool": "l40s-pool", "workers": 4,
+            "model": "mlp", "steps": 100}  # fmt: skip
+
+    def run(cfg: dict, job: dict):
+        pools = {
+            "trainforge:nodePools": cfg["nodePools"],
+            "trainforge:nodeGroups": cfg["nodeGroups"],
+        }
+        return plan([job], teams=cfg["teams"], **pools)
+
+    result = run(cfg, spec)
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
+    assert "team queue speech can hold at most 8 there" in finding.message
+    team = "trainforge:teams[2].quota"
+    assert finding.fix == (
+        f"use workers: 2, or set {team}.pools.l40s-pool.gpus to 16 and {team}.gpus to 24"
+    ), finding.fix
+    smaller, bigger = finding.fix.removeprefix("use ").split(", or set ")
+    raised = copy.deepcopy(cfg)
+    for change in bigger.split(" and "):
+        _set_key(raised, *change.split(" to "))
+    workers = int(smaller.removeprefix("workers: "))
+    for fixed, job in ((raised, spec), (cfg, {**spec, "workers": workers})):
+        after = run(fixed, job)
+        assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
+        assert admission(after)[1]["speech-ddp"]["state"] == "runs"

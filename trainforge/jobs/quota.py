@@ -494,6 +494,13 @@ def _team_raises(
     explicit = dict(team.quota.pools)
     mine = explicit.get(p.name)
     given = getattr(mine, key) if mine is not None else None
+    if given is not None and r != GPU and p.gpus_per_node:
+        # set in a GPU pool, its cpu/memory follows no GPU and no total (`_asked`): it alone
+        to = format_quantity(r, _round_up(r, parse_quantity(given) + extra))
+        pools_ = {**explicit, p.name: mine.model_copy(update={key: to})}
+        raised = team.quota.model_copy(update={"pools": tuple(pools_.items())})
+        change = ((f"{tkey}.quota.pools.{p.name}.{key}", str(given), to),)
+        return [(change, team.model_copy(update={"quota": raised}))]
     if given is None:
         out.append(
             (((f"{tkey}.quota.{key}", now, total),), team.model_copy(update={"quota": raised}))
@@ -594,7 +601,9 @@ def quota_raise(
                     return (*changes, *more)
         return None
 
-    if not (follows and q.kueue):
+    # cpu/memory set in a GPU pool's `quota.pools` follow no GPUs: raised as they are
+    own = dict(team.quota.pools).get(pool)
+    if not (follows and q.kueue) or getattr(own, resource, None) is not None:
         raised = _pool_raise(pools, p, r, need - held, launched[r])
         by_pool = ((raised[0],), [raised[1] if x is p else x for x in pools]) if raised else None
         found = first(r, need - held, by_pool)

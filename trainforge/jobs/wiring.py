@@ -490,17 +490,10 @@ def _over_quota(
         )
     else:
         held = f"team {job.team!r} has a quota of {limit}"
-    inputs = target.team.quota_inputs if target.team is not None else None
-    launch = _launch(job, target.pool)
-    lift = (
-        quota.quota_raise(inputs, name, need, job.pool, launch)
-        if inputs is not None and name != "pods"
-        else None
-    )
+    lift = quota_lift(job, target, name, need)
     if lift is not None:
-        # the keys the platform's quota model says cap it, and the values that lift it
-        changes = lift.changes
-        caps = ", ".join(f"{k}: {now}" for k, now, _ in changes)
+        # the keys the platform's quota model says cap it
+        caps = ", ".join(f"{k}: {now}" for k, now, _ in lift.changes)
         if lift.per_gpu is not None:  # cpu/memory of a GPU pool: its GPUs bring them
             caps = (
                 f"the {name} of GPU pool {job.pool!r} comes with its GPUs, "
@@ -512,13 +505,60 @@ def _over_quota(
             held += f" ({caps})"
         else:
             held = f"team {job.team!r} may hold at most {figure(name, cap)} {name} ({caps})"
+    fix = quota_fix(job, target, name, key, need, cap, pods, lift, both)
+    fit = pool_fit(target, name, cap)
+    pool = ""
+    if fit < cap:
+        pool = f", at most {figure(name, fit)} in pool {job.pool!r} (Kueue counts quota per pool)"
+    return (
+        f"{how} need {name} {figure(name, need)} but {held} in namespace "
+        f"{target.namespace!r}{pool}; the job could never start: {fix}"
+    )
+
+
+def quota_lift(job: JobSpec, target: JobTarget, name: str, need: Fraction) -> quota.Lift | None:
+    """The stack change after which the team may hold `need` of `name` (gpus/cpu/memory) in
+    the job's pool (`quota.quota_raise` on the platform's `TeamFacts.quota_inputs`); None
+    where none does or the team's quota is not known."""
+    inputs = target.team.quota_inputs if target.team is not None else None
+    if inputs is None or name == "pods":
+        return None
+    return quota.quota_raise(inputs, name, need, job.pool, _launch(job, target.pool))
+
+
+def pool_fit(target: JobTarget, name: str, cap: Fraction) -> Fraction:
+    """The most of `name` a job in the target's pool may get: `cap` (the namespace's), and
+    with Kueue no more than its team's queue may hold in the pool (`QuotaInputs.room`)."""
+    inputs = target.team.quota_inputs if target.team is not None else None
+    most = (inputs.room(target.pool.name) or {}).get(name) if inputs is not None else None
+    return min(cap, most) if most is not None else cap
+
+
+def quota_fix(
+    job: JobSpec,
+    target: JobTarget,
+    name: str,
+    key: str,
+    need: Fraction,
+    cap: Fraction,
+    pods: int,
+    lift: quota.Lift | None,
+    both: bool = False,
+) -> str:
+    """The fix of a job over what its team may hold of `name` (`lift`: `quota_lift`'s): the
+    largest `key` that fits, or the stack keys that lift it, or that none does. One text for
+    the preview refusal and the plan's never-admitted finding (plan/checks/queues.py)."""
+    inputs = target.team.quota_inputs if target.team is not None else None
+    if lift is not None:
+        # the keys the platform's quota model says cap it, and the values that lift it
+        changes = lift.changes
         if any(".limits." in k for k, _, _ in changes):
             # the pool's other limits its nodes would pass: raising one alone meets the next
             lim, at = target.pool.limits, quota.pool_key(inputs.pools, job.pool)
             named = {k for k, _, _ in changes}
             changes += tuple(
                 (f"{at}.limits.{r}", now, _setting(r, v, up=True))
-                for r, v in launch.items()
+                for r, v in _launch(job, target.pool).items()
                 if f"{at}.limits.{r}" not in named
                 and (now := getattr(lim, r)) is not None
                 and v > parse_quantity(str(now))
@@ -540,21 +580,12 @@ def _over_quota(
         at_least = _setting(name, need, up=True)
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
     room = _pool_room(job, target.pool, pods) if key == "workers" else None
-    # with Kueue a job gets no more than its team's queue may hold in the job's pool
-    most = (inputs.room(job.pool) or {}).get(name) if inputs is not None else None
-    fit = min(cap, most) if most is not None else cap
+    fit = pool_fit(target, name, cap)
     smaller = _smaller(key, name, need, fit, pods, room)
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
         other = _smaller("gpusPerWorker", name, need, fit, pods)
         smaller = " or ".join(x for x in (smaller, other) if x)
-    fix = f"use {smaller}, or {bigger}" if smaller else bigger
-    pool = ""
-    if fit < cap:
-        pool = f", at most {figure(name, fit)} in pool {job.pool!r} (Kueue counts quota per pool)"
-    return (
-        f"{how} need {name} {figure(name, need)} but {held} in namespace "
-        f"{target.namespace!r}{pool}; the job could never start: {fix}"
-    )
+    return f"use {smaller}, or {bigger}" if smaller else bigger
 
 
 def _launch(job: JobSpec, pool: PoolFacts) -> dict[str, Fraction]:

@@ -20,7 +20,7 @@ import inspect
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, TypeVar
 
 from pydantic import (
@@ -350,18 +350,24 @@ Quantity = Annotated[str, BeforeValidator(_quantity), WithJsonSchema(_NUMBER_OR)
 MEMORY_FLOOR = 2**20
 
 
-def _memory(text: str) -> str:
-    value = parse_quantity(text)
-    if 0 < value < MEMORY_FLOOR:
-        plain = re.fullmatch(r"[0-9]+(\.[0-9]+)?", text)
-        raise ValueError(
-            "memory of at least 1Mi (or 0), such as 64Gi or 512Mi: a number without a unit is "
-            "bytes" + (f" (did you mean {text}Gi?)" if plain else "")
-        )
-    return text
+def memory_floor(zero: bool = True) -> Callable[[str], str]:
+    """The floor's validator; `zero`: 0 ("none") is valid where the key's own type allows it
+    (a job's memory is positive: its message must not offer 0)."""
+
+    def check(text: str) -> str:
+        value = parse_quantity(text)
+        if 0 < value < MEMORY_FLOOR:
+            plain = re.fullmatch(r"[0-9]+(\.[0-9]+)?", text)
+            raise ValueError(
+                f"memory of at least 1Mi{' (or 0)' if zero else ''}, such as 64Gi or 512Mi: a "
+                "number without a unit is bytes" + (f" (did you mean {text}Gi?)" if plain else "")
+            )
+        return text
+
+    return check
 
 
-Memory = Annotated[Quantity, AfterValidator(_memory)]
+Memory = Annotated[Quantity, AfterValidator(memory_floor())]
 
 
 MISSING: Any = type("Missing", (), {"__repr__": lambda self: "missing"})()

@@ -43,6 +43,7 @@ from trainforge.stack.base import (
     StackError,
     StackModel,
     matching,
+    memory_floor,
     pinned_image,
     refuse,
     unless_unparsed,
@@ -202,6 +203,8 @@ def _text(value: Any) -> Any:
 Quantity = Annotated[
     str, BeforeValidator(_quantity), WithJsonSchema({"type": ["string", "number"]})
 ]
+# a job's memory keys (memory, shmSize): positive, and no unitless figure under 1Mi (bytes)
+Memory = Annotated[Quantity, AfterValidator(memory_floor(zero=False))]
 Text = Annotated[str, BeforeValidator(_text), WithJsonSchema({"type": "string"})]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
@@ -859,8 +862,8 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
         None, ge=1, description="processes per pod (default: the GPUs, or 1 on CPU)"
     )
     cpu: Quantity | None = Field(None, description="CPU per pod (default: the GPUs' share)")
-    memory: Quantity | None = Field(None, description="memory per pod (default: the GPUs' share)")
-    shm_size: Quantity | None = Field(
+    memory: Memory | None = Field(None, description="memory per pod (default: the GPUs' share)")
+    shm_size: Memory | None = Field(
         None, description="memory-backed /dev/shm (default a quarter of memory, at most 64Gi)"
     )
     efa: Bool | None = Field(None, description="EFA (default: on when the pool has it and GPUs)")

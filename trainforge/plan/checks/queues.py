@@ -16,13 +16,13 @@ from typing import Any
 from trainforge.core import taints as T
 from trainforge.core.contract import NodeShape, PoolFacts
 from trainforge.core.pods import Shape, get
-from trainforge.core.quantity import figure
-from trainforge.jobs import capacity, packing, trainjob
+from trainforge.core.quantity import figure, parse_quantity
+from trainforge.jobs import capacity, packing, quota, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
-from trainforge.jobs.wiring import sizing_rule
+from trainforge.jobs.wiring import quota_fix, quota_lift, sizing_rule
 from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
 from trainforge.plan import price_facts as P
@@ -662,19 +662,20 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
     # (team, job) -> `node_fit`'s fix, which its queue findings name instead of quota
     unfit: dict[tuple[str, str], str] = {}
 
-    def finding(w: Workload, rule: str, message: str, obj: Any = None) -> None:
+    def finding(w: Workload, rule: str, message: str, obj: Any = None, fix: str = "") -> None:
         ident = obj.ident if obj is not None else f"{w.namespace}/job/{w.job}"
         why = unfit.get((w.team, w.job)) if rule in (RULE_NEVER, RULE_UNLAUNCHABLE) else None
+        why = why or fix
         text = f"job {w.job} (team {w.team}): {message}"
         urn = getattr(obj, "urn", "") or ""
         findings.append(
             Finding(ident, rule, text, why or RULES[rule], urn, frozenset({w.job, ident}))
         )
 
-    def never(w: Workload, rule: str, reason: str, obj: Any) -> None:
+    def never(w: Workload, rule: str, reason: str, obj: Any, fix: str = "") -> None:
         w.state = w.at_once = "never"
         w.reason = reason
-        finding(w, rule, reason, obj)
+        finding(w, rule, reason, obj, fix)
 
     for i, dj in enumerate(declared):
         spec, target = dj.spec, dj.target
@@ -739,9 +740,11 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         idle = got.assignment
         if idle.mode == K.NO_FIT:
-            why = Simulation(m.queues, m.flavors, shared=m.shared).can_ever_fit(w)
-            said = kueue_refusal(q.name, idle)
-            never(w, RULE_NEVER, f"can never be admitted: {f'{why}; ' if why else ''}{said}", obj)
+            sim = Simulation(m.queues, m.flavors, shared=m.shared)
+            why, said = sim.can_ever_fit(w), kueue_refusal(q.name, idle)
+            fix = _never_fix(sim, w, dj) if why else ""
+            text = f"can never be admitted: {f'{why}; ' if why else ''}{said}"
+            never(w, RULE_NEVER, text, obj, fix)
             continue
         # pod sets on different flavors: the simulation runs the job on the first one's
         w.flavor, w.podsets = idle.flavor or w.flavor, [ps]
@@ -759,6 +762,27 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w = next(x for x in workloads if x.job == job)
         finding(w, RULE_UNLAUNCHABLE, "admitted, but its pool cannot launch it: " + gone)
     return workloads, findings, sim
+
+
+def _never_fix(sim: Simulation, w: Workload, dj: Any) -> str:
+    """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`): the
+    preview refusal's (`wiring.quota_fix`: fewer workers, or the stack keys that the quota
+    model, which renders the queues, says lift it; or that none does). "": not its pool."""
+    spec, target = dj.spec, dj.target
+    q = sim.queues[w.queue or ""]
+    if w.flavor != spec.pool:
+        return ""
+    over = [r for r, n in w.need.items() if n > sim.quotas.potential(q, spec.pool, r)]
+    if not over or over[0] not in quota.CONFIG_KEY:
+        return ""
+    name, need = quota.CONFIG_KEY[over[0]], w.need[over[0]]
+    # what one pod asks is within the pool's room: fewer of them fit; else a pod is too big
+    room = (target.team.quota_inputs.room(spec.pool) or {}) if target.team.quota_inputs else {}
+    cap = parse_quantity(getattr(target.quota, name) or "0") or need
+    one_fits = need / max(w.pods, 1) <= room.get(name, cap)
+    key = "workers" if one_fits else ("gpusPerWorker" if name == "gpus" else name)
+    lift = quota_lift(spec, target, name, need)
+    return quota_fix(spec, target, name, key, need, cap, w.pods, lift)
 
 
 def node_fit(spec: Any, pool: PoolFacts) -> str | None:
