@@ -39,7 +39,13 @@ from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.image_facts import facts_for, missing_pieces, runtime_way
+from trainforge.jobs.image_facts import (
+    facts_for,
+    job_torch_need,
+    missing_pieces,
+    runtime_way,
+    upstream,
+)
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
@@ -516,16 +522,19 @@ def refuse_missing_pieces(
       runs the mirror (`runs_s3_mirror`: it imports trainforge). Code that never imports
       trainforge mirrors nothing on any image, so the image's boto3 changes nothing in its
       pods: it is not refused on one image and passed on another (`mirror_warnings` says,
-      on every image, that an explicit `s3Mirror: true` mirrors nothing there)."""
-    if bundle is None:
-        return
+      on every image, that an explicit `s3Mirror: true` mirrors nothing there);
+    - torch, on an image known to carry none (a Docker official python image), where the pods
+      need it (`image_facts.job_torch_need`): the bundled runtime, torchrun, or a shipped file
+      that imports torch. They could not start."""
+    torch = job_torch_need(job, bundle.files if bundle is not None else None)
     mlflow = (
-        job.image_facts is not None
+        bundle is not None
+        and job.image_facts is not None
         and target.mlflow_tracking_uri is not None
         and logs_to_mlflow(job, bundle.files)
     )
-    mirror = mirrors_to_s3(job, target) and runs_s3_mirror(job, bundle.files)
-    if not (mlflow or mirror):
+    mirror = bundle is not None and mirrors_to_s3(job, target) and runs_s3_mirror(job, bundle.files)
+    if not (mlflow or mirror or torch):
         return
     image = images.image_for(job, target.pool)
     facts = job.image_facts or facts_for(image, None)
@@ -535,10 +544,11 @@ def refuse_missing_pieces(
         s3_mirror=mirror,
         efa=False,
         where=where,
-        image=job.image,
+        image=job.image and upstream(job.image),
         runtime=runtime_way(job, target),
+        torch=torch,
     ):
-        raise JobConfigError(miss.key, miss.value, miss.message(job.image or image))
+        raise JobConfigError(miss.key, miss.value, miss.message(upstream(job.image or image)))
 
 
 def mirror_warnings(
