@@ -112,6 +112,8 @@ def test_pods_that_need_torch_on_a_torchless_image_are_refused_with_a_fix_that_w
 ):
     line = _refusal(platform, job)
     image = job["image"]
+    if job is DDP:  # docs/images.md shows this one as it is printed
+        assert f"\n{line}\n" in (ROOT / "docs" / "images.md").read_text()
     assert line.startswith(
         f"trainforge:jobs[0].image: got {image!r}; the pods need torch, which image {image} "
         f"lacks: {why}; {FIX_RUNTIME}, or set image to one built FROM the trainforge runtime "
