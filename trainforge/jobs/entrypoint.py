@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,6 @@ from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.image_facts import (
     facts_for,
-    job_torch_need,
     missing_pieces,
     runtime_way,
     upstream,
@@ -503,6 +502,33 @@ def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | No
     return next((path for path, name in top_level_imports(files) if name in packages), None)
 
 
+def torch_need(launcher: Sequence[str] | None, files: Iterable[tuple[str, str]]) -> str:
+    """Why the pods need torch in the image ('' where nothing says so): `launcher` starts
+    several processes per pod with torchrun (trainforge's launcher, shipped with the code, or
+    the image's `torchrun`), which imports torch; else a shipped file (path, text) imports it."""
+    if launcher is not None and list(launcher) == LAUNCHER:
+        return (
+            "they start your script with torchrun through trainforge's launcher, "
+            f"`{' '.join(LAUNCHER)}` (shipped with it), which imports torch"
+        )
+    if launcher is not None:
+        return f"they start your code with `{' '.join(launcher)}`, which torch installs"
+    user = first_importer(files, "torch")
+    return f"{user} imports torch" if user else ""
+
+
+def job_torch_need(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> str:
+    """`torch_need` of a resolved job: the bundled runtime (`python -m trainforge.training`
+    imports torch), torchrun where a pod runs several processes (`launcher`), or a
+    shipped file (`files`: None where none ship). A `command` is the image's: not judged."""
+    entry = job.entrypoint
+    if entry is None:
+        return f"they run the bundled runtime, `python -m {RUNTIME_MODULE}`, which imports torch"
+    if entry.kind == "command":
+        return ""
+    return torch_need(torchrun(job) if job.uses_torchrun else None, files or ())
+
+
 def imports_trainforge(bundle: CodeBundle) -> str | None:
     """The first shipped file that imports trainforge (so needs the runtime library), if any."""
     return first_importer(bundle.files, "trainforge")
@@ -524,7 +550,7 @@ def refuse_missing_pieces(
       pods: it is not refused on one image and passed on another (`mirror_warnings` says,
       on every image, that an explicit `s3Mirror: true` mirrors nothing there);
     - torch, on an image known to carry none (a Docker official python image), where the pods
-      need it (`image_facts.job_torch_need`): the bundled runtime, torchrun, or a shipped file
+      need it (`job_torch_need`): the bundled runtime, torchrun, or a shipped file
       that imports torch. They could not start."""
     torch = job_torch_need(job, bundle.files if bundle is not None else None)
     mlflow = (

@@ -14,7 +14,7 @@ every image a job can use has facts, each with its source:
 * any other image: what the job (`imageFacts`) declares, else unknown.
 
 `missing_pieces(job, target, facts)` names what a job's configured features need and its image
-lacks, torch included where the pods need it (`torch_need`); `wiring.resolve_job` and
+lacks, torch included where the pods need it (`entrypoint.torch_need`); `wiring.resolve_job` and
 `entrypoint.refuse_missing_pieces` refuse such a job with the fix, and the plan shows every
 job's image and facts (trainforge.plan.checks.images). `trainforge import` reads the same
 model (jobs/import_image.py). Pulumi-free.
@@ -22,7 +22,6 @@ model (jobs/import_image.py). Pulumi-free.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,37 +155,6 @@ def facts_for(image: str, declared: ImageFacts | None) -> ImageFacts:
     return stock_facts(image) or torchless_facts(image) or UNKNOWN
 
 
-def torch_need(launcher: Sequence[str] | None, files: Iterable[tuple[str, str]]) -> str:
-    """Why the pods need torch in the image ('' where nothing says so): `launcher` starts
-    several processes per pod with torchrun (trainforge's launcher, shipped with the code, or
-    the image's `torchrun`), which imports torch; else a shipped file (path, text) imports it."""
-    from trainforge.jobs.entrypoint import LAUNCHER, first_importer  # noqa: PLC0415 - a cycle
-
-    if launcher is not None and list(launcher) == LAUNCHER:
-        return (
-            "they start your script with torchrun through trainforge's launcher, "
-            f"`{' '.join(LAUNCHER)}` (shipped with it), which imports torch"
-        )
-    if launcher is not None:
-        return f"they start your code with `{' '.join(launcher)}`, which torch installs"
-    user = first_importer(files, "torch")
-    return f"{user} imports torch" if user else ""
-
-
-def job_torch_need(job: Any, files: Iterable[tuple[str, str]] | None) -> str:
-    """`torch_need` of a resolved job: the bundled runtime (`python -m trainforge.training`
-    imports torch), torchrun where a pod runs several processes (entrypoint.launcher), or a
-    shipped file (`files`: None where none ship). A `command` is the image's: not judged."""
-    from trainforge.jobs.entrypoint import RUNTIME_MODULE, torchrun  # noqa: PLC0415 - a cycle
-
-    entry = job.entrypoint
-    if entry is None:
-        return f"they run the bundled runtime, `python -m {RUNTIME_MODULE}`, which imports torch"
-    if entry.kind == "command":
-        return ""
-    return torch_need(torchrun(job) if job.uses_torchrun else None, files or ())
-
-
 @dataclass(frozen=True)
 class Missing:
     """A feature a job has on, the piece its image lacks, the key to look at, and the fix."""
@@ -255,7 +223,7 @@ def missing_pieces(
     shows: never None for a job that names one). `runtime`: `runtime_way` of the job; `waive`:
     the plan rule when the caller reports a waivable finding (MLflow on the stock image, whose
     code may run without it: docs/images.md), None for a refusal at preview. `torch`: why the
-    pods need torch (`job_torch_need`), refused on an image known to lack it: they cannot
+    pods need torch (`entrypoint.job_torch_need`), refused on an image known to lack it: they cannot
     start, so no waiver."""
     std = "the trainforge runtime image"
     out = []

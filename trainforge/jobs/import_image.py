@@ -3,15 +3,15 @@ torch, whether the image is known to lack it, and what to do where its facts are
 
 Why: the import kept `python:3.11` for a torchrun job and said "the plan checks it against the
 pool"; the plan passed it, and the pods could not start the launcher, which imports torch. What
-an image carries and why pods need torch is jobs/image_facts.py's (TORCHLESS, torch_need), read
-here as the preview reads it. Pulumi-free.
+an image carries is jobs/image_facts.py's (TORCHLESS), why pods need torch jobs/entrypoint.py's
+(torch_need), read here as the preview reads them. Pulumi-free.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trainforge.jobs import image_facts
+from trainforge.jobs import entrypoint
 from trainforge.jobs.entrypoint import LAUNCHER
 from trainforge.jobs.image_facts import EXTEND, torchless
 
@@ -19,9 +19,9 @@ __all__ = ["dropped_torchless", "torch_need", "torchless", "unknown_facts"]
 
 
 def torch_need(torchrun: bool, files: Iterable[tuple[str, str]]) -> str:
-    """`image_facts.torch_need` of imported code: it ships with the runtime library, so
+    """`entrypoint.torch_need` of imported code: it ships with the runtime library, so
     several processes per pod start through trainforge's launcher."""
-    return image_facts.torch_need(LAUNCHER if torchrun else None, files)
+    return entrypoint.torch_need(LAUNCHER if torchrun else None, files)
 
 
 def unknown_facts(image: str, need: str, runs: str) -> str:
