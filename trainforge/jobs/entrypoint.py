@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import posixpath
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,12 @@ from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
-from trainforge.jobs.image_facts import facts_for, missing_pieces, runtime_way
+from trainforge.jobs.image_facts import (
+    facts_for,
+    missing_pieces,
+    runtime_way,
+    upstream,
+)
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
 from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
@@ -503,6 +508,33 @@ def first_importer(files: Iterable[tuple[str, str]], *packages: str) -> str | No
     return next((path for path, name in top_level_imports(files) if name in packages), None)
 
 
+def torch_need(launcher: Sequence[str] | None, files: Iterable[tuple[str, str]]) -> str:
+    """Why the pods need torch in the image ('' where nothing says so): `launcher` starts
+    several processes per pod with torchrun (trainforge's launcher, shipped with the code, or
+    the image's `torchrun`), which imports torch; else a shipped file (path, text) imports it."""
+    if launcher is not None and list(launcher) == LAUNCHER:
+        return (
+            "they start your script with torchrun through trainforge's launcher, "
+            f"`{' '.join(LAUNCHER)}` (shipped with it), which imports torch"
+        )
+    if launcher is not None:
+        return f"they start your code with `{' '.join(launcher)}`, which torch installs"
+    user = first_importer(files, "torch")
+    return f"{user} imports torch" if user else ""
+
+
+def job_torch_need(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> str:
+    """`torch_need` of a resolved job: the bundled runtime (`python -m trainforge.training`
+    imports torch), torchrun where a pod runs several processes (`launcher`), or a
+    shipped file (`files`: None where none ship). A `command` is the image's: not judged."""
+    entry = job.entrypoint
+    if entry is None:
+        return f"they run the bundled runtime, `python -m {RUNTIME_MODULE}`, which imports torch"
+    if entry.kind == "command":
+        return ""
+    return torch_need(torchrun(job) if job.uses_torchrun else None, files or ())
+
+
 def imports_trainforge(bundle: CodeBundle) -> str | None:
     """The first shipped file that imports trainforge (so needs the runtime library), if any."""
     return first_importer(bundle.files, "trainforge")
@@ -522,16 +554,19 @@ def refuse_missing_pieces(
       runs the mirror (`runs_s3_mirror`: it imports trainforge). Code that never imports
       trainforge mirrors nothing on any image, so the image's boto3 changes nothing in its
       pods: it is not refused on one image and passed on another (`mirror_warnings` says,
-      on every image, that an explicit `s3Mirror: true` mirrors nothing there)."""
-    if bundle is None:
-        return
+      on every image, that an explicit `s3Mirror: true` mirrors nothing there);
+    - torch, on an image known to carry none (a Docker official python image), where the pods
+      need it (`job_torch_need`): the bundled runtime, torchrun, or a shipped file
+      that imports torch. They could not start."""
+    torch = job_torch_need(job, bundle.files if bundle is not None else None)
     mlflow = (
-        job.image_facts is not None
+        bundle is not None
+        and job.image_facts is not None
         and target.mlflow_tracking_uri is not None
         and logs_to_mlflow(job, bundle.files)
     )
-    mirror = mirrors_to_s3(job, target) and runs_s3_mirror(job, bundle.files)
-    if not (mlflow or mirror):
+    mirror = bundle is not None and mirrors_to_s3(job, target) and runs_s3_mirror(job, bundle.files)
+    if not (mlflow or mirror or torch):
         return
     image = images.image_for(job, target.pool)
     facts = job.image_facts or facts_for(image, None)
@@ -541,10 +576,11 @@ def refuse_missing_pieces(
         s3_mirror=mirror,
         efa=False,
         where=where,
-        image=job.image,
+        image=job.image and upstream(job.image),
         runtime=runtime_way(job, target),
+        torch=torch,
     ):
-        raise JobConfigError(miss.key, miss.value, miss.message(job.image or image))
+        raise JobConfigError(miss.key, miss.value, miss.message(upstream(job.image or image)))
 
 
 def mirror_warnings(

@@ -10,11 +10,14 @@ every image a job can use has facts, each with its source:
   installs, at the lock's pins) and the base image's pin in `trainforge.core.versions`;
 * the stock `pytorch/pytorch` images: their tag (torch, CUDA) and what the official image is
   known to lack;
+* the Docker official OS and python images (`TORCHLESS`): no torch, the rest unknown;
 * any other image: what the job (`imageFacts`) declares, else unknown.
 
 `missing_pieces(job, target, facts)` names what a job's configured features need and its image
-lacks; `trainforge.jobs.wiring.resolve_job` refuses such a job with the fix, and the plan
-shows every job's image and facts (trainforge.plan.checks.images). Pulumi-free.
+lacks, torch included where the pods need it (`entrypoint.torch_need`); `wiring.resolve_job` and
+`entrypoint.refuse_missing_pieces` refuse such a job with the fix, and the plan shows every
+job's image and facts (trainforge.plan.checks.images). `trainforge import` reads the same
+model (jobs/import_image.py). Pulumi-free.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainforge.core import image_routes
 from trainforge.stack.jobs import ImageFactsKeys
 
 # A fact is True/a version string (present), False (known absent) or None (unknown).
@@ -35,7 +39,7 @@ PIECES = tuple(n for n in ImageFactsKeys.model_fields if n not in ("torch", "cud
 class ImageFacts:
     """The facts of one image. `source` says where they come from."""
 
-    torch: str | None = None
+    torch: Fact = None  # False: known to carry no torch (TORCHLESS)
     cuda: str | None = None
     python: str | None = None
     mlflow: Fact = None
@@ -52,7 +56,7 @@ class ImageFacts:
         parts = []
         for name, label in (("torch", "torch"), ("cuda", "CUDA"), ("python", "Python")):
             value = getattr(self, name)
-            parts.append(f"{label} {value if value else '?'}")
+            parts.append(f"no {label}" if value is False else f"{label} {value or '?'}")
         for name in PIECES:
             value = getattr(self, name)
             label = name.replace("_", "-")
@@ -66,6 +70,7 @@ class ImageFacts:
 
 
 UNKNOWN = ImageFacts()
+EXTEND = 'docs/images.md, "Extend it with your own dependencies"'
 STOCK_SOURCE = "the official pytorch/pytorch image (tag; no mlflow, boto3, torchao, EFA libraries)"
 
 
@@ -94,6 +99,47 @@ def stock_facts(image: str) -> ImageFacts | None:
     )
 
 
+# Docker official images that carry no torch: an OS base, or CPython with pip, setuptools and
+# wheel only (docker-library/python 3.11/trixie/Dockerfile, FROM buildpack-deps:trixie, its
+# one `pip3 install` is setuptools and wheel; github.com/docker-library/python at 1dc072bf,
+# read 2026-11-30). Read where Docker Hub (`library/<name>`) or ECR Public's copies of the
+# official images (`public.ecr.aws/docker/library/<name>`) serve them, also through the
+# stack's pull-through cache.
+TORCHLESS = ("python", "ubuntu", "debian", "alpine", "buildpack-deps", "busybox", "amazonlinux")
+
+
+def upstream(image: str) -> str:
+    """The upstream reference of an image the stack's cache serves
+    (`<account>.dkr.ecr.<region>.amazonaws.com/<prefix>/<path>`, image_routes.CacheRoutes
+    .rewrite; at preview the host is runtime_images.PENDING_REGISTRY), else `image`: what the
+    user wrote, so what a message shows."""
+    host, rest = image_routes.split(image)
+    if ".dkr.ecr." not in host:
+        return image
+    prefix, _, path = rest.partition("/")
+    hosts = image_routes.UPSTREAMS.get(prefix, (None, ()))[1]
+    return f"{hosts[0]}/{path}" if hosts and path else image
+
+
+def torchless(image: str) -> str | None:
+    """The official image's name (`python`) when `image` is one of TORCHLESS, else None."""
+    image = upstream(image)
+    host, repo, _, _ = image_routes.parts(image)
+    if host != "public.ecr.aws" and not image_routes.is_docker_hub(image):
+        return None
+    prefix = "docker/library/" if host == "public.ecr.aws" else "library/"
+    name = repo.removeprefix(prefix)
+    return name if repo.startswith(prefix) and name in TORCHLESS else None
+
+
+def torchless_facts(image: str) -> ImageFacts | None:
+    """torch known absent (the rest unknown) for a TORCHLESS image; None for any other."""
+    name = torchless(image)
+    if name is None:
+        return None
+    return ImageFacts(torch=False, source=f"the Docker official {name} image (no torch)")
+
+
 def declared(keys: Any) -> ImageFacts:
     """The facts a job declares (a validated `ImageFactsKeys`)."""
     return ImageFacts(
@@ -102,10 +148,11 @@ def declared(keys: Any) -> ImageFacts:
 
 
 def facts_for(image: str, declared: ImageFacts | None) -> ImageFacts:
-    """Declared facts win; else the stock image's; else unknown."""
+    """Declared facts win; else the stock image's, or a torch-less official image's; else
+    unknown."""
     if declared is not None:
         return declared
-    return stock_facts(image) or UNKNOWN
+    return stock_facts(image) or torchless_facts(image) or UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -117,8 +164,11 @@ class Missing:
     key: str
     value: Any
     fix: str
+    why: str = ""  # torch: why the pods need it (`torch_need`)
 
     def message(self, image: str) -> str:
+        if self.why:
+            return f"{self.feature} need {self.piece}, which image {image} lacks: {self.why}; {self.fix}"
         return f"{self.feature} needs {self.piece}, which image {image} lacks; {self.fix}"
 
 
@@ -166,14 +216,24 @@ def missing_pieces(
     fp8: bool = False,
     runtime: str | None = None,
     waive: str | None = None,
+    torch: str = "",
 ) -> list[Missing]:
     """What the job's features need and its image is known to lack (unknown facts pass).
     `image`: the image the job runs, as its config names it (the value a `.image` problem
     shows: never None for a job that names one). `runtime`: `runtime_way` of the job; `waive`:
     the plan rule when the caller reports a waivable finding (MLflow on the stock image, whose
-    code may run without it: docs/images.md), None for a refusal at preview."""
+    code may run without it: docs/images.md), None for a refusal at preview. `torch`: why the
+    pods need torch (`entrypoint.job_torch_need`), refused on an image known to lack it: they cannot
+    start, so no waiver."""
     std = "the trainforge runtime image"
     out = []
+    if torch and facts.torch is False:
+        ways = [f"{runtime} ({std} carries torch)"] if runtime else []
+        ways.append(
+            f"set image to one built FROM {std} ({EXTEND}) and declare imageFacts: "
+            '{torch: "<its version>"}'
+        )
+        out.append(Missing("the pods", "torch", f"{where}.image", image, ", or ".join(ways), torch))
     if mlflow and facts.mlflow is False:
         reason = "the reason its code runs without MLflow"
         more = [f"waive {waive} for this job with {reason}"] if waive else []

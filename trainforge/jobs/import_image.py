@@ -2,54 +2,38 @@
 torch, whether the image is known to lack it, and what to do where its facts are unknown.
 
 Why: the import kept `python:3.11` for a torchrun job and said "the plan checks it against the
-pool"; the plan reads facts from `pytorch/pytorch` tags and `imageFacts` only (jobs/image_facts.py,
-docs/images.md: facts left out are unknown and not refused), so it passed, and the pods could
-not start the launcher, which imports torch. Pulumi-free.
+pool"; the plan passed it, and the pods could not start the launcher, which imports torch. What
+an image carries is jobs/image_facts.py's (TORCHLESS), why pods need torch jobs/entrypoint.py's
+(torch_need), read here as the preview reads them. Pulumi-free.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from trainforge.core import image_routes
-from trainforge.jobs.entrypoint import LAUNCHER, first_importer
+from trainforge.jobs import entrypoint
+from trainforge.jobs.entrypoint import LAUNCHER
+from trainforge.jobs.image_facts import EXTEND, torchless
 
-# Docker official images that carry no torch: an OS base, or CPython with pip, setuptools and
-# wheel only (docker-library/python 3.11/trixie/Dockerfile, FROM buildpack-deps:trixie, its
-# one `pip3 install` is setuptools and wheel; github.com/docker-library/python at 1dc072bf,
-# read 2026-11-30). Read where Docker Hub (`library/<name>`) or ECR Public's copies of the
-# official images (`public.ecr.aws/docker/library/<name>`) serve them.
-TORCHLESS = ("python", "ubuntu", "debian", "alpine", "buildpack-deps", "busybox", "amazonlinux")
-EXTEND = 'docs/images.md, "Extend it with your own dependencies"'
-
-
-def torchless(image: str) -> str | None:
-    """The official image's name (`python`) when `image` is one of TORCHLESS, else None."""
-    host, repo, _, _ = image_routes.parts(image)
-    prefix = {"public.ecr.aws": "docker/library/"}.get(host, "library/")
-    if host != "public.ecr.aws" and not image_routes.is_docker_hub(image):
-        return None
-    name = repo.removeprefix(prefix)
-    return name if repo.startswith(prefix) and name in TORCHLESS else None
+__all__ = ["dropped_torchless", "torch_need", "torchless", "unknown_facts"]
 
 
 def torch_need(torchrun: bool, files: Iterable[tuple[str, str]]) -> str:
-    """Why the pods of shipped code need torch in the image ('' where nothing says so): a pod
-    running several processes starts them with torchrun through trainforge's launcher
-    (jobs/entrypoint.py `torchrun`, shipped with the code), which imports torch; else a shipped
-    file that imports it."""
-    if torchrun:
-        return (
-            "they start your script with torchrun through trainforge's launcher, "
-            f"`{' '.join(LAUNCHER)}` (shipped with it), which imports torch"
-        )
-    user = first_importer(files, "torch")
-    return f"{user} imports torch" if user else ""
+    """`entrypoint.torch_need` of imported code: it ships with the runtime library, so
+    several processes per pod start through trainforge's launcher."""
+    return entrypoint.torch_need(LAUNCHER if torchrun else None, files)
 
 
 def unknown_facts(image: str, need: str, runs: str) -> str:
-    """The line for an image kept with unknown facts: what the plan does with it, what the
-    pods need and the keys that say it."""
+    """The line for a kept image the plan has no torch/CUDA facts of: what the plan does with
+    it, what the pods need and the keys that say it. A TORCHLESS image kept (nothing needs
+    torch) is said to carry none, as the plan shows it."""
+    if name := torchless(image):
+        return (
+            f"image {image}: kept; the Docker official {name} image carries no torch, which "
+            "nothing shipped imports (the plan refuses it for pods that need torch); declare "
+            "what else it carries with imageFacts (docs/images.md)"
+        )
     said = (
         f"image {image}: kept; its facts are unknown (the plan reads torch and CUDA from "
         "pytorch/pytorch tags and from an entry's imageFacts only), so the plan shows them as ? "
