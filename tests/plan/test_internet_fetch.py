@@ -49,13 +49,16 @@ def flat(out: str) -> str:
 
 @SDK
 def test_the_trainer_mnist_notebook_is_refused(tmp_path, capsys):
+    """At the program's FILE:LINE (the call on line 58; the function starts at line 3), as the
+    other --sdk findings; it said mnist.py:56, the line of the file the pod writes."""
     rc, out, printed = plan_sdk(tmp_path, capsys, notebook_program(tmp_path), with_trainjob)
     assert rc == 1 and "CLEAN" not in out.splitlines()[0]
     (line,) = [x for x in printed.splitlines() if x.startswith(f"  [{FC.RULE}]")]
     assert "research/TrainJob/" in line
     text = flat(out)
     assert (
-        "downloads from the internet when it runs (mnist.py:56: "
+        "downloads from the internet when it runs (mnist.py:58, line 56 of the file the SDK "
+        "writes in the pod: "
         "torchvision.datasets.FashionMNIST(download=True) reaches the data set's mirrors on the "
         "internet), but namespace research's NetworkPolicies let its pods reach only DNS"
     ) in text

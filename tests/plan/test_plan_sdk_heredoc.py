@@ -125,6 +125,28 @@ def test_names_and_downloads_are_read_in_the_file_the_pod_writes(sent):
     ], found
 
 
+def test_a_download_is_named_at_the_programs_file_and_line(sent, tmp_path):
+    """TRAINFORGE_INTERNET_FETCH's FILE:LINE is the program's, as the other --sdk findings'
+    (`submitted.first_line`): it said expands.py:7, the pod file's line (line 7 of the
+    program is a print). The function starts at line 4, and bash joined its lines 2 and 3 in
+    the pod's file, so line 7 there is line 8 of the function: the program's line 11."""
+    _, pod = sent
+    program = tmp_path / "expands.py"
+    program.write_text(PROGRAM)
+    assert PROGRAM.splitlines()[10] == '    load_dataset("imdb")'
+
+    class Ctx:
+        objects: list = []
+
+    found = PF.code_fetches(Ctx, "research", pod["spec"], str(program))
+    at = "expands.py:11, line 7 of the file the SDK writes in the pod"
+    assert [(f.where, f.fetcher) for f in found] == [(at, "datasets.load_dataset('imdb')")]
+    # the name check reads the same lines: a name on a line after the join is at its own
+    (w,) = pod_files.written(pod["spec"], pod["spec"]["containers"][0])
+    assert SB.pod_line_at(w, 7, str(program)) == at
+    assert SB.pod_line_at(w, 7, None) == "line 7 of the file the SDK writes in the pod (expands.py)"
+
+
 def test_no_sandbox_runs_nothing_and_guesses_nothing(sent, monkeypatch):
     """Where the pod sandbox cannot run, the text with a `$(...)` is not read (said), and a
     text bash leaves alone is read as written."""

@@ -151,3 +151,22 @@ def test_the_runtime_exits_203_with_the_nodes_line(tmp_path):
         "sees none: the node's driver or GPUs failed it, not your code"
     ) in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_exit_line_says_what_this_process_knows_of_its_torch(tmp_path, monkeypatch):
+    """run-local on a CPU pool: this machine's CPU build of torch made the worker's line say
+    "this image's torch is a CPU build ... use an image with a CUDA build", of an image whose
+    torch is a CUDA build (run-local then had to say so; jobs.local.cpu_pool_no_gpu). The
+    process knows its own torch (`torch.version.cuda`) and its GPUs (`gpu_devices`), not an
+    image: the line says that, and picks by `torch.version.cuda`, not by torch's words."""
+    monkeypatch.setattr(exits, "DEV_DIR", str(tmp_path))  # no /dev/nvidiaN: no GPU given
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    nccl = "RuntimeError: Distributed package doesn't have NCCL built in"
+    monkeypatch.setattr(torch.version, "cuda", None)
+    assert exits.no_gpu(nccl) == (exits.CONFIG_ERROR, exits.CPU_TORCH_FIX)
+    assert "torch.version.cuda is None" in exits.CPU_TORCH_FIX
+    assert "image's torch is" not in exits.CPU_TORCH_FIX
+    # a CUDA build without NCCL (torch's Windows wheels: is_nccl_available() is False) in a
+    # process given no GPU: torch is not a CPU build, the process has no GPU
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    assert exits.no_gpu(nccl) == (exits.CONFIG_ERROR, exits.NO_GPU_FIX)

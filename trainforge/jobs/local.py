@@ -386,7 +386,7 @@ def cpu_pool_no_gpu(job: JobSpec) -> str | None:
     """What the exit line of a pod of `job`, a job without GPUs (a CPU pool's), says of a
     failure for want of a GPU, CUDA or NCCL, where this machine's says otherwise: its fix
     (exits.without_gpu) follows the torch of the job's image, which run-local runs without:
-    a CPU build here says "this image's torch is a CPU build" where a pod with a CUDA build
+    a CPU build here says "this process's torch is a CPU build" where a pod with a CUDA build
     says "this pod has no GPU". None where they agree (the image's torch is a CPU build, or
     this machine's is a CUDA build, as the pod's), or for a job with GPUs (`stand_in_line`)."""
     from trainforge.jobs import images  # noqa: PLC0415

@@ -234,7 +234,7 @@ def verdict_lines(
         "Jobs not admitted (all declared jobs submitted at once): "
         + ("none" if not admit else f"{len(admit)}")
     )
-    lines += [f"  {a}" for a in admit[:4]]
+    lines += _listed(admit, 4)
     if lent:
         lines += [f"Jobs that run only by borrowing ({len(lent)}):", *_listed(lent, 3)]
     if waived:

@@ -245,7 +245,7 @@ def _refuse_cpu_in_a_gpu_pod() -> None:
     given = exits.gpu_devices()
     if not given or os.environ.get(RUN_LOCAL):
         return
-    cpu_build = torch.version.cuda is None
+    cpu_build = exits.cpu_build()  # torch.version.cuda, as `exits.no_gpu` reads it
     reason, fix = exits.without_gpu(cpu_build, given)
     what = (
         f"this pod was given {given} GPU device(s) but torch {torch.__version__} is not "

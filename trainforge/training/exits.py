@@ -399,9 +399,11 @@ _ON_CPU = (
     'use the gloo backend and cpu tensors on CPU (init_process_group("gloo"), or backend=None, '
     "which takes gloo where there is no GPU)"
 )
+# Said of this process's torch, the one it knows: a pod's is its image's, run-local's is the
+# machine's (run-local says what the pods say where their image differs: jobs.local).
 CPU_TORCH_FIX = (
-    f"this image's torch is a CPU build (no CUDA, no NCCL): {_ON_CPU}; for GPUs use an image "
-    "with a CUDA build of torch"
+    f"this process's torch is a CPU build (torch.version.cuda is None: no CUDA, no NCCL): "
+    f"{_ON_CPU}; GPUs need a CUDA build of torch (a pod's is its image's)"
 )
 NO_GPU_FIX = (
     f"this pod has no GPU (its pool gives none): {_ON_CPU}, choosing the device from "
@@ -444,13 +446,22 @@ def without_gpu(cpu_build: bool, given: int) -> tuple[Reason, str]:
     return (GPU_ERROR, LOST_GPU_FIX.format(n=given)) if given else (CONFIG_ERROR, NO_GPU_FIX)
 
 
+def cpu_build(text: str = "") -> bool:
+    """Whether this process's torch is a CPU build: `torch.version.cuda` where torch is loaded
+    (what the process knows), else torch's words in `text` (an image whose torch the library
+    cannot import)."""
+    torch = sys.modules.get("torch")
+    version = getattr(torch, "version", None)
+    if version is not None and hasattr(version, "cuda"):
+        return version.cuda is None
+    return bool(CPU_TORCH_TEXT.search(text))
+
+
 def no_gpu(text: str) -> tuple[Reason, str] | None:
     """The reason and the fix for a failure for want of a GPU, CUDA or NCCL (None for any
-    other), read from torch's message (`without_gpu`)."""
-    if CPU_TORCH_TEXT.search(text):
-        return without_gpu(True, gpu_devices())
-    if NO_GPU_SEEN_TEXT.search(text):
-        return without_gpu(False, gpu_devices())
+    other), read from torch's message; which of them from `cpu_build` (`without_gpu`)."""
+    if NO_GPU_TEXT.search(text):
+        return without_gpu(cpu_build(text), gpu_devices())
     return None
 
 

@@ -8,6 +8,7 @@ what to do instead: docs/teams.md, "Network".
 from __future__ import annotations
 
 import posixpath
+from dataclasses import replace
 from typing import Any
 
 from trainforge.core import pods
@@ -18,7 +19,8 @@ from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Secti
 from trainforge.plan.checks import pod_files
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.submitted import open_egress, packages
+from trainforge.plan.checks.submitted import open_egress, packages, pod_line_at
+from trainforge.plan.sdk import SENT_URN
 
 RULE = F.RULE
 NO_KEY = "No stack key opens a team namespace's internet egress (docs/teams.md, Network)"
@@ -54,9 +56,12 @@ def kept(spec: dict[str, Any], c: Any) -> tuple[str, ...]:
     return tuple(m.path for m in P._mounts(spec, c) if "persistentVolumeClaim" in m.volume)
 
 
-def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list[F.Fetch]:
+def code_fetches(
+    ctx: PlanContext, namespace: str, spec: dict[str, Any], program: str | None = None
+) -> list[F.Fetch]:
     """What every container of pod `spec` fetches: its command line, and the Python files
-    it mounts from ConfigMaps (named by their path in the pod)."""
+    it mounts from ConfigMaps (named by their path in the pod); in a file the SDK writes,
+    at the line of the `program` that sent it too (`submitted.pod_line_at`)."""
     sdk_install = packages({"spec": spec}) is not None  # judged as RULE_PACKAGES
     out: list[F.Fetch] = []
     configmaps = {
@@ -73,15 +78,24 @@ def code_fetches(ctx: PlanContext, namespace: str, spec: dict[str, Any]) -> list
                 if str(item.get("path")).endswith(".py") and item.get("key") in data:
                     files.append((posixpath.join(m.path, item["path"]), data[item["key"]]))
         where = f"container {c.get('name')} command"
-        written = {w.file: w.read for w in pod_files.written(spec, c)}  # as the pod's bash
+        sent = {w.file: w for w in pod_files.written(spec, c)}
+        written = {name: w.read for name, w in sent.items()}  # as the pod's bash writes it
         env = pods.literal_env(c)
         found = F.container_fetches(pods.argv(c), where, files, env, kept(spec, c), written)
         out += [
-            f
+            _at_program(f, sent, program)
             for f in found
             if not (sdk_install and f.fetcher == "pip install" and " command:" in f.where)
         ]
     return out
+
+
+def _at_program(f: F.Fetch, sent: dict[str, Any], program: str | None) -> F.Fetch:
+    """`f` named at `program`'s FILE:LINE where it is in a file the SDK writes (`sent`)."""
+    file, _, line = f.where.rpartition(":")
+    if program is None or file not in sent or not line.isdigit():
+        return f
+    return replace(f, where=pod_line_at(sent[file], int(line), program))
 
 
 def internet_fetches(ctx: PlanContext, o: Any) -> tuple[list[F.Fetch], list[Any]]:
@@ -92,7 +106,9 @@ def internet_fetches(ctx: PlanContext, o: Any) -> tuple[list[F.Fetch], list[Any]
         return [], []
     try:
         templates = backends.pod_templates(o.doc, runtimes=runtime_docs(ctx))
-        found = [f for t in templates for f in code_fetches(ctx, o.namespace, t.spec)]
+        sub = getattr(getattr(ctx, "inventory", None), "submitted", None)
+        program = sub.program if sub is not None and o.urn.startswith(SENT_URN) else None
+        found = [f for t in templates for f in code_fetches(ctx, o.namespace, t.spec, program)]
     except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
         return [], []
     if found and hasattr(ctx, "inventory"):

@@ -22,6 +22,7 @@ import pathlib
 import posixpath
 import tempfile
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from typing import Any
 
 from trainforge.jobs.fetches import heredoc_files
@@ -63,6 +64,20 @@ class Written:
         a, b = self.source.strip().splitlines(), self.text.strip().splitlines()
         pairs = enumerate(itertools.zip_longest(a, b, fillvalue=""), 1)
         return next(((i, x, y) for i, (x, y) in pairs if x != y), None)
+
+    def source_line(self, line: int) -> int | None:
+        """The line of the source (the function as sent) that line `line` of the pod's file
+        is: lines bash left alone align (difflib); a changed run's first line is its source
+        run's first, its others only where the run keeps its line count (a backslash-newline
+        joins two); None where not known, never guessed."""
+        if self.text is None:
+            return line if self.read is not None else None
+        a, b = self.source.strip().splitlines(), self.text.strip().splitlines()
+        for tag, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+            if j1 < line <= j2:
+                same = tag == "equal" or i2 - i1 == j2 - j1 or line == j1 + 1
+                return i1 + line - j1 if same else None
+        return None
 
 
 def _host_path(s: P.Script, made: list[pathlib.Path], file: str) -> pathlib.Path | None:

@@ -179,11 +179,15 @@ def first_line(program: str | None, w: Any) -> int | None:
     return found.pop() if len(found) == 1 else None
 
 
-def _at(w: Any, line: int, program: str | None) -> str:
-    """Line `line` of the file the pod writes, as the user's FILE:LINE first where found."""
-    first = first_line(program, w)
+def pod_line_at(w: Any, line: int, program: str | None) -> str:
+    """Line `line` of the file the pod writes, as the user's FILE:LINE first where found
+    (`first_line`, and the function's own line: `pod_files.Written.source_line`). Every
+    --sdk finding that names a line says it so (names, heredoc, downloads: checks/fetches)."""
+    first, own = first_line(program, w), w.source_line(line)
     pod = f"line {line} of the file the SDK writes in the pod"
-    return f"{pod} ({w.file})" if first is None else f"{w.file}:{first + line - 1}, {pod}"
+    if first is None or own is None:
+        return f"{pod} ({w.file})"
+    return f"{w.file}:{first + own - 1}, {pod}"
 
 
 def _unbound(
@@ -193,7 +197,7 @@ def _unbound(
     the file its pod writes (`pod_files.written`: as the pod's bash writes it)."""
     spec = pod.get("spec") or {}
     found = [
-        f"`{n}` ({_at(w, line, program)})"
+        f"`{n}` ({pod_line_at(w, line, program)})"
         for c in spec.get("containers") or []
         for w in pod_files.written(spec, c)
         if w.file.endswith(".py") and w.read is not None
@@ -233,7 +237,7 @@ def _expanded(
             if diff is None:
                 continue
             line, wrote, runs = diff
-            at = _at(w, line, program)
+            at = pod_line_at(w, line, program)
             lines.append(f"  REFUSED: {at}: the pod runs `{runs.strip()}`")
             message = (
                 f"{o.ident} (sent by the program): the file the SDK writes in the pod differs "
