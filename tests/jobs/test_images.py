@@ -126,6 +126,18 @@ def test_a_declared_cuda_build_is_held_to_the_pools_driver():
     assert "pool 'gpus' cannot run it: CUDA 13.0 needs NVIDIA driver >= 580" in str(e.value)
 
 
+def test_the_runtime_images_cuda_build_is_held_to_the_pools_driver():
+    """A job without an image runs the runtime image; its facts' CUDA meets the same check."""
+    from trainforge.jobs.runtime_images import RuntimeImage, RuntimeImages, base_facts
+
+    facts = dataclasses.replace(base_facts("runtime"), cuda="13.0")
+    runtime = RuntimeImage(ref="registry.example/runtime:1", facts=facts, target="", base="")
+    images_ = RuntimeImages(standard=runtime, efa=None)
+    with pytest.raises(JobConfigError, match="CUDA 13.0 needs NVIDIA driver >= 580"):
+        resolve_job(job(efa=False), target(pool(("H100",), 570), images=images_), "j")
+    assert resolve_job(job(efa=False), target(pool(("H100",)), images=images_)).image == runtime.ref
+
+
 def test_old_torch_is_fine_when_the_image_brings_its_own_code():
     image = "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime"
     resolved = resolve_job(job(image=image, codeSource="image"), target(pool(("A10G",))))
