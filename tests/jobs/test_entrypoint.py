@@ -574,6 +574,23 @@ def test_an_old_torch_image_is_refused_for_code_that_imports_trainforge(project)
     build({"script": "train/train.py"}, image=OLD_TORCH, codeSource="image", code=None)
 
 
+def test_a_declared_old_torch_is_refused_for_code_that_imports_trainforge(project):
+    """The image's torch comes from the one model (image_facts.facts_for): a private image
+    says nothing by its tag, but its declared imageFacts.torch is held to the same minimum."""
+    (project / "train" / "helpers.py").write_text(
+        "from trainforge.training import CheckpointManager\n"
+    )
+    own = "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:v1"
+    with pytest.raises(
+        JobConfigError,
+        match=r"jobs\[0\]\.image: got '123456789012\.dkr.*train:v1'; helpers\.py imports "
+        r"trainforge, whose library needs torch >= 2\.6 .*this image has torch 2\.1 \(its "
+        r"imageFacts\.torch\)",
+    ):
+        build({"script": "train/train.py"}, image=own, imageFacts={"torch": "2.1"})
+    build({"script": "train/train.py"}, image=own, imageFacts={"torch": "2.6.0+cu124"})
+
+
 def test_served_to_other_languages_code_must_come_in_an_image(project, monkeypatch):
     monkeypatch.setattr(entrypoint, "SERVED_TO_OTHER_LANGUAGES", True)
     with pytest.raises(JobConfigError, match=r"entrypoint\.script: .*from another Pulumi language"):

@@ -98,6 +98,46 @@ def test_user_image_with_torch_older_than_the_runtime_needs_is_refused(image):
     assert "older than 2.6" in str(e.value)
 
 
+OWN = "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:v1"
+
+
+def test_own_image_with_a_declared_old_torch_is_refused_as_a_stock_tag_is():
+    """imageFacts.torch is read by the old-torch check (image_facts.facts_for, the one model),
+    not only a pytorch/pytorch tag: the bundled runtime would crash on import either way."""
+    with pytest.raises(JobConfigError) as e:
+        resolve_job(
+            job(image=OWN, imageFacts={"torch": "2.1"}, efa=False),
+            target(pool(("A10G",))),
+            "trainforge:jobs[1]",
+        )
+    assert str(e.value).startswith(f"trainforge:jobs[1].image: got '{OWN}'")
+    assert "its torch 2.1 (its imageFacts.torch) is older than 2.6" in str(e.value)
+    for fine in ("2.6", "2.13.0", "2.6.0+cu124", "nightly"):
+        spec = job(image=OWN, imageFacts={"torch": fine}, efa=False)
+        assert resolve_job(spec, target(pool(("A10G",)))).image == OWN
+    spec = job(image=OWN, imageFacts={"torch": "2.1"}, codeSource="image", efa=False)
+    assert resolve_job(spec, target(pool(("A10G",)))).image == OWN
+
+
+def test_a_declared_cuda_build_is_held_to_the_pools_driver():
+    with pytest.raises(JobConfigError) as e:
+        spec = job(image=OWN, imageFacts={"torch": "2.13.0", "cuda": "13.0"})
+        resolve_job(spec, target(pool(("H100",), 570)), "trainforge:jobs[0]")
+    assert "pool 'gpus' cannot run it: CUDA 13.0 needs NVIDIA driver >= 580" in str(e.value)
+
+
+def test_the_runtime_images_cuda_build_is_held_to_the_pools_driver():
+    """A job without an image runs the runtime image; its facts' CUDA meets the same check."""
+    from trainforge.jobs.runtime_images import RuntimeImage, RuntimeImages, base_facts
+
+    facts = dataclasses.replace(base_facts("runtime"), cuda="13.0")
+    runtime = RuntimeImage(ref="registry.example/runtime:1", facts=facts, target="", base="")
+    images_ = RuntimeImages(standard=runtime, efa=None)
+    with pytest.raises(JobConfigError, match="CUDA 13.0 needs NVIDIA driver >= 580"):
+        resolve_job(job(efa=False), target(pool(("H100",), 570), images=images_), "j")
+    assert resolve_job(job(efa=False), target(pool(("H100",)), images=images_)).image == runtime.ref
+
+
 def test_old_torch_is_fine_when_the_image_brings_its_own_code():
     image = "pytorch/pytorch:2.1.0-cuda12.1-cudnn8-runtime"
     resolved = resolve_job(job(image=image, codeSource="image"), target(pool(("A10G",))))

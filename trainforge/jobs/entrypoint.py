@@ -40,9 +40,11 @@ from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.image_facts import (
+    DECLARED_SOURCE,
     facts_for,
     missing_pieces,
     runtime_way,
+    torch_release,
     upstream,
 )
 from trainforge.jobs.spec import EntrypointSpec, JobSpec
@@ -662,20 +664,23 @@ def checkpoints_mirrored(job: JobSpec, target: JobTarget, emitted: Any) -> bool:
 
 def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
     """User code that imports trainforge.training runs it on the image's torch: refuse an
-    image whose tag says its torch is older than the library needs (codeSource: configmap
-    ships the library to any image; with codeSource: image the image brings its own)."""
+    image whose torch (its tag's, or its declared imageFacts.torch) is older than the library
+    needs (codeSource: configmap ships the library to any image; with codeSource: image the
+    image brings its own)."""
     if job.image is None or job.code_source != "configmap":
         return
     user = imports_trainforge(bundle)
-    facts = images.image_facts(job.image)
-    if user is None or facts.torch is None or facts.torch >= versions.MIN_RUNTIME_TORCH:
+    facts = facts_for(job.image, job.image_facts)
+    torch = torch_release(facts)
+    if user is None or torch is None or torch >= versions.MIN_RUNTIME_TORCH:
         return
     need = ".".join(str(x) for x in versions.MIN_RUNTIME_TORCH)
+    said = " (its imageFacts.torch)" if facts.source == DECLARED_SOURCE else ""
     raise JobConfigError(
         f"{where}.image",
         job.image,
         f"{user} imports trainforge, whose library needs torch >= {need} (DCP checkpoints, "
-        f"FSDP2); this image has torch {facts.torch[0]}.{facts.torch[1]}. Use a newer image, "
+        f"FSDP2); this image has torch {facts.torch}{said}. Use a newer image, "
         f"e.g. {versions.PYTORCH_IMAGE}",
     )
 

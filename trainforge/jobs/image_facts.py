@@ -22,6 +22,7 @@ model (jobs/import_image.py). Pulumi-free.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,24 +72,32 @@ class ImageFacts:
 
 UNKNOWN = ImageFacts()
 EXTEND = 'docs/images.md, "Extend it with your own dependencies"'
+DECLARED_SOURCE = "declared by the job (imageFacts)"
 STOCK_SOURCE = "the official pytorch/pytorch image (tag; no mlflow, boto3, torchao, EFA libraries)"
 
 
-def stock_facts(image: str) -> ImageFacts | None:
-    """Facts of an official `pytorch/pytorch:<torch>-cuda<X.Y>-cudnn<N>-runtime` image: its tag
-    says torch and CUDA, and the official image has none of mlflow, boto3, libfabric,
-    aws-ofi-nccl, trainforge or torchao. None for any other image."""
-    from trainforge.jobs.images import image_facts as tag_facts
+# `pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime` and friends: torch version and CUDA build.
+_TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+(?:\.\d+)?)(?:-cuda(?P<cuda>\d+\.\d+))?(?:-|$)")
+# the release of a torch version string: `2.1`, `2.1.0`, `2.5.1+cu124`
+_RELEASE = re.compile(r"^(\d+)\.(\d+)(?:\.\d+)?(?:[+.-]|$)")
 
+
+def stock_facts(image: str) -> ImageFacts | None:
+    """Facts of an official `pytorch/pytorch:<torch>-cuda<X.Y>-cudnn<N>-runtime` image (also
+    through the stack's pull-through cache): its tag says torch and CUDA, and the official
+    image has none of mlflow, boto3, libfabric, aws-ofi-nccl, trainforge or torchao. None for
+    any other image: a private image tagged `2.1.0` may carry any torch."""
     ref = image.split("@", 1)[0]
-    repo = ref.rpartition(":")[0].removeprefix("docker.io/").removeprefix("index.docker.io/")
-    if repo != "pytorch/pytorch" and not repo.endswith("/docker-hub/pytorch/pytorch"):
+    repo, _, tag = ref.rpartition(":")
+    repo = repo.removeprefix("docker.io/").removeprefix("index.docker.io/")
+    if "/" in tag or (
+        repo != "pytorch/pytorch" and not repo.endswith("/docker-hub/pytorch/pytorch")
+    ):
         return None
-    tag = tag_facts(image)
-    torch = ref.rpartition(":")[2].split("-", 1)[0] if tag.torch else None
+    m = _TORCH_TAG.match(tag)
     return ImageFacts(
-        torch=torch,
-        cuda=tag.cuda,
+        torch=m.group("torch") if m else None,
+        cuda=m.group("cuda") if m else None,
         mlflow=False,
         boto3=False,
         libfabric=False,
@@ -97,6 +106,13 @@ def stock_facts(image: str) -> ImageFacts | None:
         torchao=False,
         source=STOCK_SOURCE,
     )
+
+
+def torch_release(facts: ImageFacts) -> tuple[int, int] | None:
+    """(major, minor) of the image's torch, from its tag or its declared imageFacts.torch; None
+    where no version is known (no torch, unknown, or a version string that says none)."""
+    m = _RELEASE.match(facts.torch) if isinstance(facts.torch, str) else None
+    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 # Docker official images that carry no torch: an OS base, or CPython with pip, setuptools and
@@ -142,9 +158,7 @@ def torchless_facts(image: str) -> ImageFacts | None:
 
 def declared(keys: Any) -> ImageFacts:
     """The facts a job declares (a validated `ImageFactsKeys`)."""
-    return ImageFacts(
-        **keys.model_dump(exclude_none=True), source="declared by the job (imageFacts)"
-    )
+    return ImageFacts(**keys.model_dump(exclude_none=True), source=DECLARED_SOURCE)
 
 
 def facts_for(image: str, declared: ImageFacts | None) -> ImageFacts:

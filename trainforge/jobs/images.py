@@ -13,46 +13,10 @@ image); `check_image(job, pool, where)` raises the one-line error that `resolve_
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
-
 from trainforge.core import versions
 from trainforge.core.contract import PoolFacts
 from trainforge.core.errors import JobConfigError
-
-# `pytorch/pytorch:2.13.0-cuda12.6-cudnn9-runtime` and friends: torch version and CUDA build.
-_TORCH_TAG = re.compile(r"^(?P<torch>\d+\.\d+(?:\.\d+)?)(?:-cuda(?P<cuda>\d+\.\d+))?(?:-|$)")
-
-
-@dataclass(frozen=True)
-class ImageFacts:
-    """What an image's reference says about it (None where the reference does not say)."""
-
-    torch: tuple[int, int] | None = None
-    cuda: str | None = None
-
-
-def image_facts(image: str) -> ImageFacts:
-    """Torch version and CUDA build stated by a `pytorch/pytorch` tag; nothing for other images.
-
-    Only the official repository's tag scheme is trusted: a private image tagged `2.1.0` may
-    carry any torch, so it is not second-guessed.
-    """
-    ref = image.split("@", 1)[0]
-    repo, _, tag = ref.rpartition(":")
-    if "/" in tag or not repo:
-        return ImageFacts()
-    repo = repo.removeprefix("docker.io/").removeprefix("index.docker.io/")
-    # the same image through an ECR pull-through cache (trainforge.core.image_routes)
-    if repo.endswith(".amazonaws.com/docker-hub/pytorch/pytorch"):
-        repo = "pytorch/pytorch"
-    if repo != "pytorch/pytorch":
-        return ImageFacts()
-    m = _TORCH_TAG.match(tag)
-    if not m:
-        return ImageFacts()
-    major, minor = (int(x) for x in m.group("torch").split(".")[:2])
-    return ImageFacts(torch=(major, minor), cuda=m.group("cuda"))
+from trainforge.jobs.image_facts import DECLARED_SOURCE, facts_for, torch_release
 
 
 def _runs_arch(archs: tuple[int, ...], ptx: int | None, gpu: int) -> bool:
@@ -133,20 +97,24 @@ def check_image(
                 f"({e}); set image to one built for these GPUs and this driver",
             ) from None
         return
-    facts = image_facts(image)
+    # what the image carries (jobs/image_facts.py): its tag's, or what the job declares
+    facts = facts_for(image, getattr(job, "image_facts", None))
     bundled = getattr(job, "code_source", "configmap") == "configmap"
     if needs_runtime is not None:
         bundled = needs_runtime
-    if bundled and facts.torch is not None and facts.torch < versions.MIN_RUNTIME_TORCH:
+    torch = torch_release(facts)
+    if bundled and torch is not None and torch < versions.MIN_RUNTIME_TORCH:
         need = ".".join(str(x) for x in versions.MIN_RUNTIME_TORCH)
+        said = " (its imageFacts.torch)" if facts.source == DECLARED_SOURCE else ""
         raise JobConfigError(
             f"{where}.image",
             image,
-            f"its torch {facts.torch[0]}.{facts.torch[1]} is older than {need}, which the "
+            f"its torch {facts.torch}{said} is older than {need}, which the "
             "bundled runtime needs (FSDP2 fully_shard in torch.distributed.fsdp); the pods "
             f"would crash on import. Use torch >= {need}, e.g. {versions.PYTORCH_IMAGE}",
         )
     if facts.cuda is not None:
+        # the stock tag's, the runtime image's or a declared CUDA build against the pool
         why = build_problem(facts.cuda, versions.CUDA_ARCHS.get(facts.cuda), pool)
         if why is not None:
             raise JobConfigError(

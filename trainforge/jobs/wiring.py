@@ -18,7 +18,7 @@ from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
-from trainforge.core import catalog, versions
+from trainforge.core import catalog
 from trainforge.core.contract import (
     GPU_RESOURCE,
     JobTarget,
@@ -280,17 +280,11 @@ def resolve_job(job: JobSpec, target: JobTarget, where: str = "job") -> JobSpec:
     check_quota(resolved, target, where, given=job)
     storage.check_storage(resolved, target, where)
     # User code needs the runtime library only if it imports it: checked with its files
-    # (`entrypoint.user_code`); the driver and GPU checks apply to every image.
+    # (`entrypoint.user_code`); the driver and GPU checks apply to every image (its facts:
+    # the stock tag's, the runtime image's or the declared ones).
     images.check_image(
         resolved, pool, where, needs_runtime=None if resolved.entrypoint is None else False
     )
-    if facts.cuda and facts.source != STOCK_SOURCE:
-        # the runtime image's (or a declared) CUDA build against the pool's driver and GPUs
-        why = images.build_problem(facts.cuda, versions.CUDA_ARCHS.get(facts.cuda), pool)
-        if why is not None:
-            raise JobConfigError(
-                f"{where}.image", resolved.image, f"pool {pool.name!r} cannot run it: {why}"
-            )
     for problem in rehearsal.problems:
         raise JobConfigError(*_blamed(problem, target, where, values), problem.message)
     backends.check(resolved, target, where)
