@@ -346,3 +346,42 @@ def test_a_bucket_policy_without_its_vpc_restriction_is_caught(repo_root, monkey
     assert len(wrong) == 82  # 41 per team role: each bucket-judged request from outside
     for row in _team_rows(result).values():
         assert (row["allowed"], row["denied"], row["failed"]) == (63, 82, 41)
+
+
+def test_a_forked_plan_records_the_calls_once_in_a_child_started_before_the_preview(
+    repo_root, monkeypatch, tmp_path
+):
+    """issue #42: the moto recording (needs only `aws:region`) is made in a child forked before
+    the preview run, and the check's child reads it from there instead of recording again."""
+    import os
+
+    from trainforge.plan import registry
+
+    log, pids = tmp_path / "recordings", []
+    real_rehearse, real_fork = R.aws.rehearse_s3_mirror, os.fork
+
+    def rehearse(*args):
+        with log.open("a") as f:
+            f.write(f"{os.getpid()} {args[2]}\n")
+        return real_rehearse(*args)
+
+    def fork() -> int:
+        pid = real_fork()
+        pids.append(pid)
+        return pid
+
+    monkeypatch.setattr(R.aws, "rehearse_s3_mirror", rehearse)
+    monkeypatch.setattr(R, "_recorded_calls", functools.cache(R._recorded_calls.__wrapped__))
+    monkeypatch.setattr(registry, "may_fork", lambda: True)
+    monkeypatch.setattr(os, "fork", fork)
+    result = core.plan_project(repo_root, "dev", standins=False, fork=True, echo_warnings=False)
+    assert log.read_text().splitlines() == [
+        f"{pids[0]} {core._stack_region(repo_root, 'dev', None)}"
+    ]
+    assert R._AHEAD == {}  # the recording served this plan only
+
+    def iam(r):
+        (section,) = [s for s in r.sections if s.title == "IAM rehearsal"]
+        return section.lines, [f.message for f in r.violations if f.rule in R.RULES]
+
+    assert iam(result) == iam(shipped_plan("dev"))
