@@ -46,11 +46,6 @@ if not pulumi.runtime.is_dry_run():
 """
 
 
-# A plan's forks: the APART groups' children and the IAM rehearsal's recording, started before
-# the preview run (core.plan_project).
-PLAN_FORKS = len(registry.APART) + 1
-
-
 def _children() -> list[int]:
     """The pids of this process's children that are still there (zombies included)."""
     me, out = os.getpid(), []
@@ -90,10 +85,10 @@ def test_a_forked_stand_in_pass_gives_the_same_plan(make_project, forks, monkeyp
 
     monkeypatch.setattr(core, "run_project", run_project)
     child = core.plan_project(root, "test", standins=True, fork=True)
-    assert len(forks) == PLAN_FORKS
+    assert len(forks) == len(registry.APART)
     assert runs == [True]  # the stand-in run was a child's
     here = core.plan_project(root, "test", standins=True, fork=False)
-    assert len(forks) == PLAN_FORKS
+    assert len(forks) == len(registry.APART)
     assert runs == [True, True, False]
     assert child.to_json() == here.to_json()
     # the rules' count of re-judged resources came back with the child's results (ctx.memo)
@@ -114,7 +109,7 @@ def test_a_failing_stand_in_run_is_reported_as_without_a_child(
     assert forks == []
     rc_child = cli.main(argv)
     child = capsys.readouterr()
-    assert len(forks) == PLAN_FORKS
+    assert len(forks) == len(registry.APART)
     assert rc_child == rc_here == cli.EXIT_CONFIG
     assert child.err == here.err
     assert "refused by the stand-in run only" in child.err
