@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import pathlib
-import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,15 +13,12 @@ from typing import Any
 from trainforge.plan import check_types as T
 from trainforge.plan import fleet as F
 from trainforge.plan import registry as C
-from trainforge.plan.checks import iam_rehearsal as IAM
 from trainforge.plan.checks import rules as R
 from trainforge.plan.checks import validate as V
 from trainforge.plan.manifests import K8sObject, helm_like, k8s_objects
 from trainforge.plan.runner import (
     STACK_TYPE,
     Inventory,
-    project_name,
-    read_stack_config,
     run_program,
     run_project,
 )
@@ -205,10 +200,7 @@ def plan_project(
     outside the stack (`plan --sdk`) to the inventory before it is judged."""
     from trainforge.jobs.estimate import memoized
 
-    # The IAM rehearsal's recording needs only the region: made meanwhile where a CPU is idle.
-    region = _stack_region(root, stack, config_overrides) if fork else None
-    ahead = functools.partial(IAM.record_ahead, region or "")
-    with C.ahead(ahead, region is not None) as recording, memoized():
+    with memoized():  # each job is estimated once, not once per asker
         # a fleet manager: its workers first, its StackReferences answered from them
         workers = F.plan_workers(root, stack)
         references = F.reference_answers(workers) or None
@@ -229,10 +221,9 @@ def plan_project(
             # run declares no jobs: their ConfigMaps come from this run)
             also = {k: v for k, v in inv.outputs.items() if k == "fleetJobConfigMaps"}
             workers = F.plan_workers(root, stack, manager=standin(), also=also)
-        with IAM.recorded(region, recording()):
-            result = evaluate(
-                inv, waivers_from(inv), root, standin, standins, fleet_workers=workers, fork=fork
-            )
+        result = evaluate(
+            inv, waivers_from(inv), root, standin, standins, fleet_workers=workers, fork=fork
+        )
     # Only what no section says already (a quota warning is the queue section's line).
     shown = set(getattr(inv.declared, "quota_warnings", None) or [])
     own = [w for w in dict.fromkeys(inv.warnings) if w not in shown]
@@ -241,17 +232,6 @@ def plan_project(
         lines = [f"warning: {w}" for w in own]
         result.sections.append(T.Section(PROGRAM_WARNINGS, lines, own))
     return result
-
-
-def _stack_region(root: pathlib.Path, stack: str, overrides: dict[str, Any] | None) -> str | None:
-    """The region the plan will read (cost.plan_region) from the stack file, before any run;
-    None where the file cannot be read (the preview run reports why)."""
-    from trainforge.plan.cost import plan_region  # noqa: PLC0415 - as iam_stack reads it
-
-    with contextlib.suppress(Exception):
-        shown = read_stack_config(root, stack, project_name(root))[2]
-        return plan_region(types.SimpleNamespace(config={**shown, **(overrides or {})}))
-    return None
 
 
 def undeclared_stack_jobs(inv: Any, program: str | None) -> list[str]:

@@ -211,17 +211,6 @@ def in_child(run: Callable[[], T], fork: bool) -> Iterator[Callable[[], T]]:
             os.waitpid(pid, 0)
 
 
-@contextlib.contextmanager
-def ahead(run: Callable[[], T | None], fork: bool) -> Iterator[Callable[[], T | None]]:
-    """`run` started at once in a forked child (`in_child`), for a value that saves work
-    later where a CPU is idle now; where no child may run it, None: the asker does the work."""
-    if not (fork and may_fork()):
-        yield lambda: None
-        return
-    with in_child(run, fork) as value:
-        yield value
-
-
 def _die_with(parent: int) -> None:
     """In a child: SIGKILL when `parent` ends (Linux's PR_SET_PDEATHSIG), so a plan killed
     outright leaves no child running; elsewhere the child ends on finding its pipe closed."""

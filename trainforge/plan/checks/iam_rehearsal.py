@@ -7,10 +7,9 @@ assume each Pod Identity role, and each controller's calls and upstream referenc
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -199,35 +198,7 @@ def _mirror_calls(bucket: str, prefix: str, region: str) -> list[aws.ApiCall]:
 
 @functools.cache
 def _recorded_calls(region: str) -> list[aws.ApiCall]:
-    ahead = _AHEAD.get(region)
-    if ahead is not None:
-        return ahead
     return distinct_calls(aws.rehearse_s3_mirror(RECORDED_BUCKET, RECORDED_PREFIX, region))
-
-
-_AHEAD: dict[str, list[aws.ApiCall]] = {}  # region -> a recording made before it was asked for
-
-
-def record_ahead(region: str) -> list[aws.ApiCall] | None:
-    """The recording for `region`, made before the check asks (core.plan_project starts it in
-    a child beside the preview run); None where it fails: the check's own call raises then."""
-    try:
-        return _recorded_calls(region)
-    except Exception:  # noqa: BLE001 - reported where the check records it itself
-        return None
-
-
-@contextlib.contextmanager
-def recorded(region: str | None, calls: list[aws.ApiCall] | None) -> Iterator[None]:
-    """`calls` (from `record_ahead`) serve as `region`'s recording while the block runs."""
-    if region is None or calls is None:
-        yield
-        return
-    _AHEAD[region] = calls
-    try:
-        yield
-    finally:
-        _AHEAD.pop(region, None)
 
 
 # parameters that differ between the parts of one upload and never reach IAM's request
