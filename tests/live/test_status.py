@@ -148,7 +148,7 @@ admitted:   yes, to flavor gpu-workloads
 progress:   step 41200/100000 (41%), 0.61 s/step, ETA 10.0 h
 checkpoint: step 41000, 2 min of training ago (200 steps)
 restarts:   2 (hang: 1, peer_lost: 1); goodput 83%
-spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-27) x each pod's share of its node; not OpenCost: cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403: your access does not include it))
+spend:      ~$45.19 so far (estimate: 8.0 pod-hours on g5.12xlarge at $5.672/h in us-east-1 on-demand (price facts 2026-11-30) x each pod's share of its node; not OpenCost: cannot read OpenCost's Prometheus monitoring/kube-prometheus-stack-prometheus (403: your access does not include it))
 pods:
   vit-l-node-0-0-k8x2p         Running    node ip-10-40-3-17.ec2.internal  restarts 1  last exit 202 (peer_lost) 19m ago  then: the container restarts in place, counted against backoffLimit
   vit-l-node-0-1-q4m7d         Running    node ip-10-40-3-52.ec2.internal  restarts 1  last exit 201 (hang) 20m ago  then: the container restarts in place, counted against backoffLimit

@@ -661,8 +661,8 @@ def test_the_queue_findings_quote_the_message_kueue_writes(name):
     from trainforge.plan.checks import queues as Q
 
     case = _case(name)
-    wl = SimpleNamespace(queue=None, priority_class="", checked=None,
-                         sets=[_podset(p) for p in case["podSets"]])  # fmt: skip
+    sets = [_podset(p) for p in case["podSets"]]
+    wl = SimpleNamespace(queue=None, priority_class="", checked=None, sets=sets, main=sets[0])
     flavor, why = Q._worker_flavor(K.read([*_docs(case), LQ]), "ns", wl)
     assert (flavor, why) == (None, SAID + case["message"])
     assert K.outlook(_pending(case["message"])) == ("never", case["message"])

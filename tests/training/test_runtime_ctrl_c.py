@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.jobs.test_user_code_exits import sigint_default
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -23,7 +25,13 @@ def test_ctrl_c_is_recorded_interrupted_not_left_for_node_lost(tmp_path: Path) -
            "--checkpoint-dir", str(tmp_path / "ckpt"), "--checkpoint-every", "1000",
            "--output-dir", str(tmp_path / "out")]  # fmt: skip
     proc = subprocess.Popen(
-        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=sigint_default,  # a background run (CI) starts with SIGINT ignored
     )
     assert proc.stdout is not None
     for line in proc.stdout:
