@@ -78,8 +78,9 @@ def test_a_run_takes_the_desired_nodes_free_when_it_starts_within_the_month():
     two_hours = duration.Duration(7200, "estimate", "")
 
     def job(name, start, admission="waits"):
+        spans = () if start is None else ((start, None),)
         return cost.JobCost(name, "a", "g", name, choice, False, two_hours, admission=admission,
-                            start=start)  # fmt: skip
+                            spans=spans)  # fmt: skip
 
     report = cost.CostReport("r", dt.date(2026, 11, 30), fixed=[group])
     # a at once (0-2 h), b after it (2-4 h), c while a runs (1 h: none free), d unknown start
@@ -88,6 +89,86 @@ def test_a_run_takes_the_desired_nodes_free_when_it_starts_within_the_month():
     assert report.running_in_fixed == 20.0  # only a runs now
     assert report.run_in_fixed() == 80.0  # a's 2 h and b's 2 h on the 2 desired nodes
     assert report.run_in_fixed(most_hours=3) == 60.0  # b's second hour is past the window
+
+
+# --- a preempted job's nodes are free until it is readmitted -----------------------------------
+
+
+def _llm(name: str, workers: int, hours: int, priority: str) -> dict:
+    return {**_p4d(name), "workers": workers, "steps": 3600 * hours, "priority": priority}
+
+
+@pytest.fixture(scope="module")
+def preempted():
+    """prod with four llm jobs on p4d-reserved (2 nodes always on; llm guaranteed 32 GPUs =
+    4 nodes there, Kueue's withinClusterQueue LowerPriority): h1 (high, 2 nodes, 1 h) and h2
+    (high, 2 nodes, 5 h) run at once; m (normal, 4 nodes, 1 h) and l (low, 2 nodes, 10 h)
+    wait. By hand: h1 ends at 1 h and l starts on its 2 nodes; h2 ends at 5 h and m preempts l
+    (its 4 h run are kept: it resumes from its checkpoint); m ends at 6 h and l is readmitted
+    for its last 6 h, to 12 h. (result, report)"""
+    overrides = prod_own_values()
+    jobs = json.loads(read_stack_file(ROOT / "Pulumi.prod.yaml").engine()["trainforge:jobs"])
+    ours = [_llm("h1", 2, 1, "high"), _llm("h2", 2, 5, "high"), _llm("m", 4, 1, "normal"),
+            _llm("l", 2, 10, "low")]  # fmt: skip
+    overrides["trainforge:jobs"] = json.dumps([*jobs, *ours])
+    result = core.plan_project(ROOT, "prod", standins=False, config_overrides=overrides)
+    inv = result.inventory
+    ctx = PlanContext(inventory=inv, objects=result.objects, declared=inv.declared, root=ROOT)
+    return result, cost_check.build_report(ctx, today=dt.date(2026, 11, 30))
+
+
+def test_a_preempted_jobs_always_on_nodes_are_free_until_it_is_readmitted(preempted):
+    """l's pods are gone from 5 h to 6 h (Kueue evicts a preempted workload's pods), so m takes
+    the group's 2 desired nodes then: the runs on them are h1's 1 h, l's 4 h + 6 h and m's
+    1 h, each on 2 nodes. Before, l held them from 1 h to 11 h (its first admission plus its
+    run), m took none and l's last hour (11-12 h) was not on them."""
+    from trainforge.plan import verdict
+    from trainforge.plan.checks import queues
+
+    result, report = preempted
+    hour = 3600.0
+    timeline = {r["job"]: r for r in verdict.section_data(result, queues.QUEUE_TITLE)}
+    assert timeline["l"]["preemptedBy"] == "m"
+    jobs = {j.name: j for j in report.jobs}
+    assert jobs["l"].held() == [(1 * hour, 5 * hour), (6 * hour, 12 * hour)]
+    assert jobs["m"].held() == [(5 * hour, 6 * hour)]
+    for name in ("h1", "h2", "m", "l"):  # the cost's spans are the queue section's timeline
+        row, held = timeline[name], jobs[name].held()
+        assert (held[0][0], held[-1][1]) == (row["expectedStartSeconds"], row["expectedEndSeconds"])
+        assert sum(b - a for a, b in held) == row["durationSeconds"]  # the gap is not its run
+    p4d = price_facts.ec2_on_demand("us-east-1", "p4d.24xlarge").usd
+    rows = {r["name"]: r for r in report.rows()}
+    assert rows["m"]["inFixedPerHour"] == pytest.approx(2 * p4d, abs=0.005)  # was $0.00
+    assert rows["m"]["runCostInFixed"] == pytest.approx(2 * p4d, abs=0.005)
+    assert rows["l"]["runCostInFixed"] == pytest.approx(2 * p4d * 10, abs=0.005)
+    assert rows["h2"]["runCostInFixed"] == 0  # h1 took both desired nodes at 0
+    assert report.to_json()["runCostInFixed"] == pytest.approx(2 * p4d * 12, abs=0.02)
+    # the cluster's month: only the node-hours beyond the 2 desired nodes are added
+    report = _known_fixed(report)
+    own = sum(jobs[n].run_cost for n in ("h1", "h2", "m", "l"))
+    by_hand = report.fixed_monthly_known + own - 2 * p4d * 12 + jobs["gpt-350m-fsdp"].run_cost
+    assert cost_check.cluster_month(report) == pytest.approx(by_hand, abs=0.05)
+
+
+def test_each_admission_takes_the_desired_nodes_left_free_then():
+    """By hand, on a group of 2 desired nodes at $10/h each: l runs 0-1 h and, preempted, 2-3 h;
+    m runs 1-2 h in l's gap and takes both nodes; n starts at 2.5 h while l holds them."""
+    group = cost.FixedItem("node group g", "2 nodes", 2 * 10.0, pool="g", instance_type="t",
+                           nodes=2)  # fmt: skip
+    choice = cost.NodeChoice("t", 2, 1, price_facts.Price(10.0, "hour", "x"), None, "")
+
+    def job(name, hours, spans):
+        run = duration.Duration(hours * 3600, "estimate", "")
+        return cost.JobCost(name, "a", "g", name, choice, False, run, admission="waits",
+                            spans=spans)  # fmt: skip
+
+    report = cost.CostReport("r", dt.date(2026, 11, 30), fixed=[group])
+    report.jobs = [job("l", 2, ((0.0, 3600.0), (7200.0, None))), job("m", 1, ((3600.0, None),)),
+                   job("n", 1, ((9000.0, None),))]  # fmt: skip
+    assert report.jobs[0].held() == [(0.0, 3600.0), (7200.0, 10800.0)]  # its last hour left
+    assert report.in_fixed_hourly == [20.0, 20.0, 0.0]
+    assert report.run_in_fixed() == 60.0  # l's 2 h and m's 1 h on the 2 nodes
+    assert report.run_in_fixed(most_hours=2.5) == 50.0  # l's second span half inside
 
 
 # --- every figure a line prints is derivable from the table ------------------------------------

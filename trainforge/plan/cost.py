@@ -309,9 +309,27 @@ class JobCost:
     # figures, `choice` and `duration` are the dearest worker's: a cap must hold wherever it runs.
     runs: tuple[WorkerRun, ...] | None = None
     no_node: str = ""  # why the pool's limits stop every NodeClaim (`capacity.launch_stopped`)
-    # seconds after submission its run starts, the queue simulation's (None: unknown, e.g.
-    # behind a run of unknown length); a job that runs at once starts at 0
-    start: float | None = 0.0
+    # when its pods hold nodes, in seconds after submission: the queue simulation's admissions
+    # (start, end); a preempted job's pods are gone until it is readmitted, so its nodes are
+    # free in between. End None: until its run is done; (): its start is unknown (behind a
+    # run of unknown length). A job that runs at once holds them from 0.
+    spans: tuple[tuple[float, float | None], ...] = ((0.0, None),)
+
+    @property
+    def start(self) -> float | None:
+        """Seconds after submission its run starts (first admission; None: unknown)."""
+        return self.spans[0][0] if self.spans else None
+
+    def held(self) -> list[tuple[float, float]]:
+        """`spans` with every end known: an open one ends when what is left of the run is
+        done (never, where the run's length is unknown)."""
+        out, left = [], self.duration.seconds
+        for begin, end in self.spans:
+            if end is None:
+                end = math.inf if left is None else begin + max(left, 0.0)
+            out.append((begin, end))
+            left = None if left is None else left - (end - begin)
+        return out
 
     @property
     def why_no_node(self) -> str:
@@ -850,9 +868,9 @@ class CostReport:
         """The jobs' data rows (`JobCost.to_json`) with each one's part on node groups'
         always-on nodes ($/h and its run), to the cent: what `row_totals` sums."""
         return [
-            {**j.to_json(), "inFixedPerHour": cents(h),
-             "runCostInFixed": cents(self._hours_in_fixed(j) * h)}
-            for j, h in zip(self.jobs, self._in_fixed(), strict=True)
+            {**j.to_json(), "inFixedPerHour": cents(s[0][2] if s else 0.0),
+             "runCostInFixed": cents(self._job_in_fixed(s, math.inf))}
+            for j, s in zip(self.jobs, self._fixed_spans(), strict=True)
         ]  # fmt: skip
 
     @property
@@ -867,31 +885,37 @@ class CostReport:
         return [cents(h) or 0.0 for h in self._in_fixed()]
 
     def _in_fixed(self) -> list[float]:
-        """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway (its desiredSize,
-        already in the fixed cost, paid whether a job runs or not); only nodes beyond add to
-        the bill. The jobs on its pool and type take the desired nodes free when they start
-        (the queue simulation's `start`: a job waiting behind another takes those the one
-        ahead left), in start then declared order; one whose start is unknown takes none (a
-        ceiling). The one model of that overlap: the verdict, the report and the cluster budget
-        read it."""
-        out = [0.0] * len(self.jobs)
+        """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway when it starts
+        (`_fixed_spans`' first; what runs at once runs on)."""
+        return [s[0][2] if s else 0.0 for s in self._fixed_spans()]
+
+    def _fixed_spans(self) -> list[list[tuple[float, float, float]]]:
+        """Per job (as `jobs`): (from, until, $/h) of each span its pods hold on the nodes a node
+        group keeps up anyway (its desiredSize, already in the fixed cost, paid whether a job
+        runs or not); only nodes beyond add to the bill. The jobs on its pool and type take the
+        desired nodes free at each admission (`JobCost.spans`, the queue simulation's: a job
+        waiting behind another takes those the one ahead left, and a preempted one's are free
+        until it is readmitted), in time then declared order; one whose start is unknown takes
+        none (a ceiling). The one model of that overlap: the verdict, the report and the
+        cluster budget read it."""
+        out: list[list[tuple[float, float, float]]] = [[] for _ in self.jobs]
         for i in self.fixed:
             if not i.pool or not i.nodes or i.hourly is None:
                 continue
-            held: list[tuple[float, float]] = []  # (until, nodes) of the jobs that took some
-            for n, j in sorted(enumerate(self.jobs), key=lambda x: x[1].start or 0.0):
-                c, start = j.choice, j.start
-                if not (j.admission != "never" and j.runs is None and j.pool == i.pool and c
-                        and start is not None and c.instance_type == i.instance_type
-                        and j.hourly is not None):  # fmt: skip
-                    continue
-                busy = sum(k for until, k in held if until > start)
-                took = min(c.nodes, max(i.nodes - busy, 0.0))
-                if not took:
-                    continue
-                d = j.duration.seconds
-                held.append((math.inf if d is None else start + d, took))
-                out[n] += took * i.hourly / i.nodes
+            spans = sorted(
+                (begin, n, until, j.choice.nodes)
+                for n, j in enumerate(self.jobs)
+                if j.admission != "never" and j.runs is None and j.pool == i.pool and j.choice
+                and j.choice.instance_type == i.instance_type and j.hourly is not None
+                for begin, until in j.held()
+            )  # fmt: skip
+            held: list[tuple[float, float]] = []  # (until, nodes) of the spans that took some
+            for begin, n, until, nodes in spans:
+                busy = sum(k for end, k in held if end > begin)
+                took = min(nodes, max(i.nodes - busy, 0.0))
+                if took:
+                    held.append((until, took))
+                    out[n].append((begin, until, took * i.hourly / i.nodes))
         return out
 
     @property
@@ -904,21 +928,19 @@ class CostReport:
         """The priced runs of every job admitted at all (waiting ones too), to the cent each."""
         return row_totals(self.rows())["runCosts"]
 
-    @staticmethod
-    def _hours_in_fixed(j: JobCost, most_hours: float = math.inf) -> float:
-        """The hours of `j`'s run within the first `most_hours` after submission (from its
-        `start`; unknown: none)."""
-        if j.duration.seconds is None or j.start is None:
-            return 0.0
-        start = j.start / 3600
-        return max(0.0, min(start + j.duration.seconds / 3600, most_hours) - start)
-
     def run_in_fixed(self, most_hours: float = math.inf) -> float:
         """The part of the jobs' run costs on those nodes, within the first `most_hours` after
-        submission (each run from its `start`), to the cent each: the platform's fixed cost
-        pays it already (a run of unknown length: none)."""
-        return sum(cents(h * self._hours_in_fixed(j, most_hours)) or 0.0
-                   for j, h in zip(self.jobs, self._in_fixed(), strict=True))  # fmt: skip
+        submission (each span as the queue simulation times it), to the cent each: the
+        platform's fixed cost pays it already (a run of unknown length: none)."""
+        return sum(cents(self._job_in_fixed(s, most_hours)) or 0.0 for s in self._fixed_spans())
+
+    @staticmethod
+    def _job_in_fixed(spans: list[tuple[float, float, float]], most_hours: float) -> float:
+        """A job's run cost on those nodes, its spans within the first `most_hours` (a span
+        that never ends: none, its run's length is unknown)."""
+        most = most_hours * 3600
+        return sum(rate * max(0.0, min(until, most) - begin) / 3600
+                   for begin, until, rate in spans if until != math.inf)  # fmt: skip
 
     def fixed_missing(self) -> list[str]:
         """The prices the platform's total lacks ("ebs.gp3 in us-west-2")."""

@@ -46,8 +46,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         teams.update(contract.teams)
     # what runs at once is what Kueue admits (every job without Kueue queues)
     admitted = queues.outcomes(ctx) if declared and declared.jobs else {}
-    # when each run starts: a waiting job after the ones ahead of it end (without Kueue: at once)
-    starts = {(w.team, w.job): w.started for w in queues.simulate(ctx)[0]} if admitted else {}
+    # when each run holds its nodes: a waiting job after the ones ahead of it end, a preempted
+    # one until its eviction and again from its readmission (without Kueue: at once)
+    spans = {(w.team, w.job): tuple(w.spans) for w in queues.simulate(ctx)[0]} if admitted else {}
     for d in declared.jobs if declared else []:
         obj = queues.workload_object(ctx, d.spec.name, d.target.namespace)
         resource = obj.ident if obj is not None else f"{d.target.namespace}/{d.spec.name}"
@@ -61,9 +62,9 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
         else:
             run = queues.job_run(ctx, d)
-            start = starts.get((d.spec.team, d.spec.name), 0.0) if state[0] != "never" else None
+            held = spans.get((d.spec.team, d.spec.name), run.spans) if state[0] != "never" else ()
             report.jobs.append(replace(run, admission=state[0], admission_reason=state[1],
-                                       start=start))  # fmt: skip
+                                       spans=held))  # fmt: skip
         teams.setdefault(d.target.team.name, d.target.team)
         pools.setdefault(d.target.pool.name, d.target.pool)
     placed = [(p, region) for p in pools.values()]

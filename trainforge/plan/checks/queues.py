@@ -92,6 +92,9 @@ class Workload:
     started: float | None = None  # first admission
     running_since: float | None = None
     ends: float | None = None
+    # each admission (start, end): a preempted job's pods are gone until it is readmitted, so
+    # its nodes are free in between (the cost's `JobCost.spans`); end None: unknown
+    spans: list[tuple[float, float | None]] = field(default_factory=list)
     at_once: str = ""  # the state right after submission
     borrowed_at_once: dict[str, Fraction] = field(default_factory=dict)
     queue_name: str = ""  # the LocalQueue it went through
@@ -198,6 +201,7 @@ class Simulation:
         if w.remaining is None:
             w.remaining = w.duration
         w.ends = None if w.remaining is None else self.now + w.remaining
+        w.spans.append((self.now, w.ends))
         self.running.append(w)
         self._launch(w)
 
@@ -283,6 +287,7 @@ class Simulation:
             # it resumes from its checkpoint (the steps since it are not counted)
             w.remaining = max(w.remaining - (self.now - w.running_since), 0.0)
         w.ends = None
+        w.spans[-1] = (w.spans[-1][0], self.now)
         self.running.remove(w)
 
     def finish(self, w: Workload) -> None:
