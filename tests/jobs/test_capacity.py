@@ -174,19 +174,96 @@ def _two_types(kind="node-group"):
     )  # fmt: skip
 
 
-def test_the_problem_names_the_first_failing_type_and_every_reason_of_that_resource():
-    r = capacity.rehearse(capacity.PodRequest.of("8", "16Gi"), 1, _two_types())
+def _size(message):
+    """The size a refusal says fits (`cpu at most 3920m and memory at most 6903Mi`)."""
+    import re
+
+    got = dict(re.findall(r"(cpu|memory) at most (\d+(?:m|Mi))", message))
+    gpus = re.search(r"at most (\d+) GPUs", message)
+    return got, int(gpus[1]) if gpus else None
+
+
+def test_the_problem_names_every_shortfall_of_every_type_and_a_size_that_fits():
+    """a.bigmem lacks cpu, b.bigcpu memory: both are named, and the size the refusal gives fits
+    every type (before, only a.bigmem's cpu was named; asking for that met b.bigcpu's memory)."""
+    pool = _two_types()
+    r = capacity.rehearse(capacity.PodRequest.of("8", "16Gi"), 1, pool)
     (problem,) = r.problems
-    assert problem.key == "cpu"  # a.bigmem, the first failing type, lacks cpu
-    assert "needs cpu 8000m, a.bigmem: 4 vCPU" in problem.message
-    assert "memory" not in problem.message.split("launches")[0]
-    assert "b.bigcpu" not in problem.message.split(": ", 1)[1].split(". Ask")[0]
+    assert problem.key == "cpu"  # a.bigmem, the first failing type, lacks cpu first
     assert problem.message.startswith(
-        "no instance type of pool 'mixed' (a.bigmem, b.bigcpu) can hold one pod: needs cpu"
+        "no instance type of pool 'mixed' (a.bigmem, b.bigcpu) can hold one pod: needs cpu "
+        "8000m, a.bigmem: 4 vCPU"
     )
-    both = capacity.rehearse(capacity.PodRequest.of("20", "1Gi"), 1, _two_types())
+    assert "; needs memory 16Gi, b.bigcpu: 8192Mi" in problem.message
+    assert "One pod fits every type of the pool with cpu at most 3920m and memory at most " \
+        "6903Mi." in problem.message  # fmt: skip
+    size, _ = _size(problem.message)
+    assert capacity.rehearse(capacity.PodRequest.of(size["cpu"], size["memory"]), 1, pool).ok
+    both = capacity.rehearse(capacity.PodRequest.of("20", "1Gi"), 1, pool)
     (problem,) = both.problems
     assert problem.message.count("needs cpu 20000m") == 2  # both types' reasons
+
+
+def test_karpenter_is_told_the_one_type_that_fits_with_the_least_given_up():
+    """No type holds 20 CPUs and 100Gi; Karpenter needs one: b.bigcpu gives up less of the
+    request (20% of the cpu, 93% of the memory) than a.bigmem (80% and 41%)."""
+    pool = _two_types("karpenter")
+    (problem,) = capacity.rehearse(capacity.PodRequest.of("20", "100Gi"), 1, pool).problems
+    assert problem.message.count("needs ") == 4  # cpu and memory on both types
+    assert "One pod fits a b.bigcpu node with cpu at most 15890m and memory at most 6903Mi." \
+        in problem.message  # fmt: skip
+    size, _ = _size(problem.message)
+    assert capacity.rehearse(capacity.PodRequest.of(size["cpu"], size["memory"]), 1, pool).ok
+
+
+def test_the_first_short_resource_of_the_first_failing_type_is_the_key():
+    from trainforge.core.contract import PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    r = capacity.rehearse(capacity.PodRequest.of("1", "200Gi", gpus=5), 1, GPU_POOL)
+    (problem,) = r.problems
+    assert problem.key == "memory"  # memory is short before the GPUs, and both are named
+    assert "needs 5 GPUs, g5.12xlarge has 4" in problem.message
+    size, gpus = _size(problem.message)
+    fixed = capacity.PodRequest.of("1", size["memory"], gpus=gpus)
+    assert (size, gpus) == ({"memory": "173048Mi"}, 4) and capacity.rehearse(fixed, 1, GPU_POOL).ok
+    pool = PoolFacts(
+        name="mixed", kind="node-group", max_nodes=10,
+        nodes=(node_shape("b.bigcpu", 16, 8192, eni_pods=29),  # memory short only
+               node_shape("a.bigmem", 4, 65536, eni_pods=29)),  # cpu and memory short
+    )  # fmt: skip
+    (problem,) = capacity.rehearse(capacity.PodRequest.of("8", "64Gi"), 1, pool).problems
+    assert problem.key == "memory" and problem.message.count("needs memory 64Gi") == 2
+    assert "needs cpu 8000m, a.bigmem" in problem.message
+
+
+def test_shortfalls_past_a_few_are_counted_and_the_size_still_covers_them():
+    """Six types each short of cpu and memory: four are listed, "and 8 more"; the size is what
+    the smallest leaves, so that it fits all six."""
+    from trainforge.core.contract import PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    pool = PoolFacts(name="six", kind="node-group", max_nodes=10,
+                     nodes=tuple(node_shape(f"t{i}.x", 4 + i, 8192 + 1024 * i, eni_pods=29)
+                                 for i in range(6)))  # fmt: skip
+    (problem,) = capacity.rehearse(capacity.PodRequest.of("64", "64Gi"), 1, pool).problems
+    assert problem.message.count("needs ") == capacity.MOST_SHORTS == 4
+    assert "; and 8 more. One pod fits every type of the pool with cpu at most" in problem.message
+    size, _ = _size(problem.message)
+    assert capacity.rehearse(capacity.PodRequest.of(size["cpu"], size["memory"]), 1, pool).ok
+
+
+def test_no_size_is_offered_where_asking_for_less_fits_no_node():
+    """DaemonSets that take every pod slot leave nothing to ask for: the refusal names them and
+    offers no size."""
+    from trainforge.core.contract import DaemonSetLoad, PoolFacts
+    from trainforge.jobs.node_facts import node_shape
+
+    pool = PoolFacts(name="tiny", nodes=(node_shape("t3.small", 2, 2048, eni_pods=9),),
+                     daemonsets=tuple(DaemonSetLoad(f"d{i}") for i in range(9)))  # fmt: skip
+    (problem,) = capacity.rehearse(capacity.PodRequest.of("10", "1Mi"), 1, pool).problems
+    assert "DaemonSet pods take them all" in problem.message and "needs cpu" in problem.message
+    assert "One pod fits" not in problem.message
 
 
 def test_nodes_needed_rounds_up_per_pool_kind():
@@ -202,22 +279,6 @@ def test_karpenter_memory_usage_is_the_nodes_capacity():
     pool = replace(GPU_POOL, limits=PoolLimits(memory="1Ti"))
     r = capacity.rehearse(capacity.PodRequest.of("11", "40Gi", gpus=1), 5, pool)  # 2 nodes
     assert ("memory", "363724Mi", "1Ti") in r.pool_usage  # 2 x 181862Mi
-
-
-def test_the_first_short_resource_of_the_first_failing_type_decides():
-    from trainforge.core.contract import PoolFacts
-    from trainforge.jobs.node_facts import node_shape
-
-    r = capacity.rehearse(capacity.PodRequest.of("1", "200Gi", gpus=5), 1, GPU_POOL)
-    assert r.problems[0].key == "memory"  # memory is short before the GPUs
-    pool = PoolFacts(
-        name="mixed", kind="node-group", max_nodes=10,
-        nodes=(node_shape("b.bigcpu", 16, 8192, eni_pods=29),  # memory short only
-               node_shape("a.bigmem", 4, 65536, eni_pods=29)),  # cpu and memory short
-    )  # fmt: skip
-    (problem,) = capacity.rehearse(capacity.PodRequest.of("8", "64Gi"), 1, pool).problems
-    assert problem.key == "memory" and problem.message.count("needs memory 64Gi") == 2
-    assert "needs cpu" not in problem.message
 
 
 def test_daemonsets_bigger_than_the_node_leave_no_room_at_all():

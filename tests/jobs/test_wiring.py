@@ -211,6 +211,29 @@ def test_pod_bigger_than_node():
     ) in str(err.value)
 
 
+def test_a_pod_short_of_several_resources_is_told_each_and_the_size_that_fits():
+    """A managed node group launches either type: 16 CPUs and 40Gi are short of cpu on both
+    and of memory on c5.4xlarge. The refusal names all three shortfalls and one size that fits
+    every type; asking for it resolves (before, it named cpu only, and the fixed job then met
+    memory)."""
+    group = dataclasses.replace(CPU_POOL, kind="node-group", max_nodes=10)
+    spec = {"pool": "training-workloads", "workers": 2}
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(job(**spec, cpu="16", memory="40Gi"), target(group), W)
+    said = str(err.value)
+    assert said.startswith(f"{W}.cpu: got '16'; no instance type of pool 'training-workloads'")
+    for short in ("needs cpu 16000m, c5.4xlarge", "needs memory 40Gi, c5.4xlarge",
+                  "needs cpu 16000m, m5.4xlarge"):  # fmt: skip
+        assert short in said, said
+    fix = dict(re.findall(r"(cpu|memory) at most (\d+(?:m|Mi))", said))
+    assert set(fix) == {"cpu", "memory"}, said
+    fixed = resolve_job(job(**spec, **fix), target(group), W)  # one fix applied: it fits
+    assert (fixed.cpu, fixed.memory) == (fix["cpu"], fix["memory"])
+    one_more = {"cpu": f"{int(fix['cpu'][:-1]) + 1}m", "memory": fix["memory"]}
+    with pytest.raises(JobConfigError, match=r"\.cpu: got"):  # the size is the most that fits
+        resolve_job(job(**spec, **one_more), target(group), W)
+
+
 def test_a_whole_vcpu_count_does_not_fit_a_small_node():
     """The issue's case: 4 CPUs on a 4-vCPU type never schedule (3.92 allocatable)."""
     from dataclasses import replace

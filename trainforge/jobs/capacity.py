@@ -233,6 +233,38 @@ class JobCapacity:
 
 
 _KEYS = {"cpu": "cpu", "memory": "memory", "gpus": "gpusPerWorker", "efa": "efa", "pods": "pool"}
+MOST_SHORTS = 4  # shortfalls a refusal lists before "and N more" (its size covers them all)
+
+
+def _bounds(room: NodeRoom) -> dict[str, int]:
+    """The most of each resource one pod may ask of a node of this room (`fit`'s limits)."""
+    n = room.node
+    return {"cpu": room.cpu_m, "memory": room.memory_mib, "gpus": n.gpus, "efa": n.efa}
+
+
+def _fitting_size(fits: list[NodeFit], req: PodRequest, *, every: bool) -> str:
+    """ " One pod fits ... with cpu at most 3600m and memory at most 14481Mi.": the request,
+    lowered only where it is short, that `fit` places on every type (`every`: a managed node
+    group launches any) or on one (Karpenter picks a type that fits: the one needing the
+    fewest lowered, then the smallest share of the request given up); "" where no smaller pod fits (no pod slot left, no GPU)."""
+    asked = {"cpu": req.cpu_m, "memory": req.memory_mib, "gpus": req.gpus, "efa": req.efa}
+    sizes = []
+    for group in [fits] if every else [[f] for f in fits]:
+        most = {k: min(_bounds(f.room)[k] for f in group) for k in asked}
+        lower = {k: v for k, v in most.items() if asked[k] > v}
+        slots = all(f.room.pods >= 1 for f in group)
+        if lower and slots and all(v >= (k != "efa") for k, v in lower.items()):
+            cut = sum((asked[k] - v) / asked[k] for k, v in lower.items())  # share given up
+            sizes.append(((len(lower), cut), group, lower))
+    if not sizes:
+        return ""
+    _, group, lower = min(sizes, key=lambda x: x[0])
+    where = "every type of the pool" if every else f"a {group[0].room.node.instance_type} node"
+    words = {"cpu": f"cpu at most {lower.get('cpu')}m",
+             "memory": f"memory at most {lower.get('memory')}Mi",
+             "gpus": f"at most {lower.get('gpus')} GPUs",
+             "efa": f"at most {lower.get('efa')} EFA devices (efa: false for none)"}  # fmt: skip
+    return f" One pod fits {where} with " + " and ".join(words[k] for k in lower) + "."
 
 
 def rehearse(req: PodRequest, pods: int, pool: PoolFacts) -> JobCapacity:
@@ -246,18 +278,21 @@ def rehearse(req: PodRequest, pods: int, pool: PoolFacts) -> JobCapacity:
     node_group = pool.kind == "node-group"
     failing = [f for f in fits if f.per_node == 0]
     if failing and (node_group or not fitting):
-        worst = failing[0]
-        resource, why = worst.short[0] if worst.short else ("pods", "no room")
-        whys = "; ".join(w for f in failing for r, w in f.short if r == resource) or why
+        # every shortfall of every failing type, and one size that fits, so that one fix does
+        shorts = [s for f in failing for s in f.short] or [("pods", "no room")]
+        shown = "; ".join(why for _, why in shorts[:MOST_SHORTS])
+        if len(shorts) > MOST_SHORTS:
+            shown += f"; and {len(shorts) - MOST_SHORTS} more"
         scope = (
             f"managed node group {pool.name!r} launches any of its types ({types})"
             if node_group and fitting
             else f"no instance type of pool {pool.name!r} ({types}) can hold one pod"
         )
+        size = _fitting_size(fits, req, every=node_group)
         out.problems.append(
             Problem(
-                _KEYS[resource],
-                f"{scope}: {whys}. Ask for less, or use a pool with bigger nodes "
+                _KEYS[shorts[0][0]],
+                f"{scope}: {shown}.{size} Ask for less, or use a pool with bigger nodes "
                 "(docs/rehearsals.md, Scheduling rehearsal)",
             )
         )

@@ -256,8 +256,8 @@ def _size(
                     f"{at} {value}: dropped; a pod on {pool.name} gets {named}, at least "
                     f"what it asks; set `{res}` on the entry to ask for exactly {value}"
                 )
-    # memory judged alone: the rehearsal names only the first resource that fails, so a cpu
-    # no node holds would hide it (and dropping both shrank the memory)
+    # memory judged alone (a millicore of cpu): a memory no node holds is refused, never
+    # dropped with a cpu no node holds (dropping both shrank the memory)
     if "memory" in asked and default is not None and _memory_short(asked["memory"][1], gpus, pool):
         _refuse_memory(asked["memory"], pool, pools or {pool.name: pool}, gpus, file)
     if "cpu" in asked and default is not None:
