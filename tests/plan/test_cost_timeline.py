@@ -169,6 +169,11 @@ def test_each_admission_takes_the_desired_nodes_left_free_then():
     assert report.in_fixed_hourly == [20.0, 20.0, 0.0]
     assert report.run_in_fixed() == 60.0  # l's 2 h and m's 1 h on the 2 nodes
     assert report.run_in_fixed(most_hours=2.5) == 50.0  # l's second span half inside
+    # what runs at once is priced at its first admission: k starts at 0 on none of them (l
+    # took both) and is readmitted at 3 h onto both: its $/h now is not on them
+    report.jobs = [*report.jobs[:1], job("k", 1, ((0.0, 1800.0), (10800.0, None)))]
+    assert report.in_fixed_hourly == [20.0, 0.0]
+    assert report.run_in_fixed() == 40.0 + 10.0  # k's last half hour on the 2 nodes
 
 
 # --- every figure a line prints is derivable from the table ------------------------------------

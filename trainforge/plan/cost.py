@@ -915,7 +915,7 @@ class CostReport:
                 took = min(nodes, max(i.nodes - busy, 0.0))
                 if took:
                     held.append((until, took))
-                    out[n].append((begin, until, took * i.hourly / i.nodes))
+                out[n].append((begin, until, took * i.hourly / i.nodes))  # 0: none free then
         return out
 
     @property
