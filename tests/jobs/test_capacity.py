@@ -423,3 +423,11 @@ def test_fewer_workers_only_when_fewer_fit():
     assert problem.key == "workers"
     assert "Use fewer workers (the limits hold 2 of these pods at once)" in problem.message
     assert capacity.rehearse(req, 2, replace(GPU_POOL, limits=PoolLimits(gpus=8))).problems == []
+
+
+def test_an_efa_shortfall_is_told_the_devices_that_fit_or_none():
+    r = capacity.rehearse(capacity.PodRequest.of("1", "1Gi", efa=33), 1, EFA_POOL)
+    assert "with at most 32 EFA devices." in r.problems[0].message
+    assert capacity.rehearse(capacity.PodRequest.of("1", "1Gi", efa=32), 1, EFA_POOL).ok
+    r = capacity.rehearse(capacity.PodRequest.of("1", "1Gi", gpus=1, efa=4), 1, GPU_POOL)
+    assert "with no EFA devices (efa: false)." in r.problems[0].message

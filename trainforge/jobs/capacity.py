@@ -246,7 +246,8 @@ def _fitting_size(fits: list[NodeFit], req: PodRequest, *, every: bool) -> str:
     """ " One pod fits ... with cpu at most 3600m and memory at most 14481Mi.": the request,
     lowered only where it is short, that `fit` places on every type (`every`: a managed node
     group launches any) or on one (Karpenter picks a type that fits: the one needing the
-    fewest lowered, then the smallest share of the request given up); "" where no smaller pod fits (no pod slot left, no GPU)."""
+    fewest lowered, then the least of the request given up); "" where no smaller pod fits
+    (no pod slot left, no CPU, memory or GPU left)."""
     asked = {"cpu": req.cpu_m, "memory": req.memory_mib, "gpus": req.gpus, "efa": req.efa}
     sizes = []
     for group in [fits] if every else [[f] for f in fits]:
@@ -263,7 +264,8 @@ def _fitting_size(fits: list[NodeFit], req: PodRequest, *, every: bool) -> str:
     words = {"cpu": f"cpu at most {lower.get('cpu')}m",
              "memory": f"memory at most {lower.get('memory')}Mi",
              "gpus": f"at most {lower.get('gpus')} GPUs",
-             "efa": f"at most {lower.get('efa')} EFA devices (efa: false for none)"}  # fmt: skip
+             "efa": f"at most {lower.get('efa')} EFA devices" if lower.get("efa") else
+                    "no EFA devices (efa: false)"}  # fmt: skip
     return f" One pod fits {where} with " + " and ".join(words[k] for k in lower) + "."
 
 
