@@ -166,6 +166,8 @@ def test_each_admission_takes_the_desired_nodes_left_free_then():
     report.jobs = [job("l", 2, ((0.0, 3600.0), (7200.0, None))), job("m", 1, ((3600.0, None),)),
                    job("n", 1, ((9000.0, None),))]  # fmt: skip
     assert report.jobs[0].held() == [(0.0, 3600.0), (7200.0, 10800.0)]  # its last hour left
+    # preempted in the scheduling cycle that admitted it (Kueue at 0): it held nothing then
+    assert job("x", 1, ((0.0, 0.0), (3600.0, None))).held() == [(3600.0, 7200.0)]
     assert report.in_fixed_hourly == [20.0, 20.0, 0.0]
     assert report.run_in_fixed() == 60.0  # l's 2 h and m's 1 h on the 2 nodes
     assert report.run_in_fixed(most_hours=2.5) == 50.0  # l's second span half inside

@@ -321,13 +321,14 @@ class JobCost:
         return self.spans[0][0] if self.spans else None
 
     def held(self) -> list[tuple[float, float]]:
-        """`spans` with every end known: an open one ends when what is left of the run is
-        done (never, where the run's length is unknown)."""
+        """`spans` with every end known (an open one ends when what is left of the run is
+        done; never, where the run's length is unknown), those of no length left out."""
         out, left = [], self.duration.seconds
         for begin, end in self.spans:
             if end is None:
                 end = math.inf if left is None else begin + max(left, 0.0)
-            out.append((begin, end))
+            if end > begin:  # one preempted in the cycle that admitted it held nothing
+                out.append((begin, end))
             left = None if left is None else left - (end - begin)
         return out
 
