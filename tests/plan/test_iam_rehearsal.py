@@ -62,6 +62,36 @@ def test_the_recorded_calls_rebound_to_a_bucket_and_prefix_are_the_calls_made_wi
     assert keys and all(k.startswith("research/job/") for k in keys), keys
 
 
+def test_a_recording_started_early_is_the_one_the_teams_are_judged_with(monkeypatch):
+    """`ahead` (called in the stand-in child: registry.run_checks) starts the recording for the
+    stack's region where a contract has a checkpoint bucket; `_mirror_calls` then rebinds what
+    that made instead of recording again. Nothing is started for a stack without one."""
+    from types import SimpleNamespace as NS
+
+    made = [
+        ApiCall("s3", "GetObject", {"Bucket": R.RECORDED_BUCKET, "Key": R.RECORDED_PREFIX}, True)
+    ]
+    started = []
+
+    def start(work):
+        started.append(work)
+        return lambda: made
+
+    monkeypatch.setattr(R, "_early", {})
+    inventory = NS(config={"aws:region": "eu-west-1"})
+    team = NS(name="research")
+    bare = NS(inventory=inventory, declared=NS(contracts=[NS(checkpoint_bucket=None, teams={})]))
+    R.ahead(bare, start)
+    assert started == [] and R._early == {}
+    ctx = NS(
+        inventory=inventory, declared=NS(contracts=[NS(checkpoint_bucket="b", teams={"r": team})])
+    )
+    R.ahead(ctx, start)
+    assert [(w.func, w.args) for w in started] == [(R._recorded_calls, ("eu-west-1",))]
+    rebound = R._mirror_calls("tb", "research/job", "eu-west-1")
+    assert [c.params for c in rebound] == [{"Key": "research/job", "Bucket": "tb"}]
+
+
 def team_policies(policy_text: str) -> list[Policy]:
     return [Policy("team", json.loads(policy_text))]
 

@@ -378,3 +378,35 @@ def test_a_coverage_run_runs_the_checks_in_the_plan_process(tmp_path):
         plain = [sys.executable, str(script)]
         out = subprocess.run(plain, env=env, capture_output=True, text=True, check=True).stdout
         assert out == "True False\n"
+
+
+def test_a_check_s_early_work_runs_in_a_child_of_the_stand_in_child_meanwhile(monkeypatch, forks):
+    """A READS_STANDIN check's `ahead(ctx, start)` (the IAM rehearsal's S3 recording, ~40% of
+    that child's CPU) is called before the group's first check (the rules, which make the
+    stand-in run) and starts its work in a child of the stand-in child; the check reads what
+    that made. Without a fork nothing is started: the check does the work itself, here."""
+    from trainforge.plan.checks import iam_rehearsal
+
+    names = [m.__name__.rpartition(".")[2] for m in registry._MODULES]
+    at, first = names.index("iam_rehearsal"), names.index("rules")
+    monkeypatch.setattr(registry, "CHECKS", [registry.Check(lambda ctx: None, {})] * len(names))
+
+    def ahead(ctx, start):
+        ctx.early = start(os.getpid)
+
+    def check(ctx):
+        return os.getpid(), ctx.early() if hasattr(ctx, "early") else os.getpid()
+
+    monkeypatch.setattr(iam_rehearsal, "ahead", ahead)
+    registry.CHECKS[at] = registry.Check(check, {})
+    registry.CHECKS[first] = registry.Check(lambda ctx: hasattr(ctx, "early"), {})
+    results = registry.run_checks(PlanContext(inventory=None, objects=[]), fork=True)
+    group, work = results[at]
+    assert len({os.getpid(), group, work}) == 3
+    assert results[first] is True  # started before the stand-in run
+    assert len(forks) == len(registry.APART)  # this process's: the third is the child's fork
+    here = registry.run_checks(PlanContext(inventory=None, objects=[]), fork=False)
+    assert here[at] == (os.getpid(), os.getpid())
+    assert here[first] is False
+    assert len(forks) == len(registry.APART)
+    assert _children() == []

@@ -99,15 +99,22 @@ APART = (READS_STANDIN, ("resume",))
 
 def run_checks(ctx: PlanContext, fork: bool = False) -> list[CheckResult]:
     """Every registered check's result, in registry order; the `APART` groups after the others
-    (with `fork`, each in a forked child meanwhile). A group's new `ctx.memo` entries come back."""
+    (with `fork`, each in a forked child meanwhile, where a check's `ahead(ctx, start)` may
+    start work that needs no stand-in run in a child of that child). A group's new `ctx.memo`
+    entries come back."""
     names = [m.__name__.rpartition(".")[2] for m in _MODULES]
     groups = [[i for i, name in enumerate(names) if name in group] for group in APART]
+    plan = os.getpid()
 
     def run_group(group: list[int]) -> Callable[[], tuple[dict[int, CheckResult], dict]]:
         def run() -> tuple[dict[int, CheckResult], dict[str, Any]]:
-            before = set(ctx.memo)
-            done = {i: CHECKS[i].run(ctx) for i in group}
-            return done, {k: v for k, v in ctx.memo.items() if k not in before}
+            with contextlib.ExitStack() as early:
+                for ahead in (getattr(_MODULES[i], "ahead", None) for i in group):
+                    if ahead and os.getpid() != plan:  # its state ends with this child
+                        ahead(ctx, lambda work: early.enter_context(in_child(work, fork)))
+                before = set(ctx.memo)
+                done = {i: CHECKS[i].run(ctx) for i in group}
+                return done, {k: v for k, v in ctx.memo.items() if k not in before}
 
         return run
 

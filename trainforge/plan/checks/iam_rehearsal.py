@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from trainforge.core import pods
 from trainforge.core.pods import get
@@ -24,6 +24,7 @@ from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_re
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import chart_name
+from trainforge.plan.cost import plan_region
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.resource_types import EKS_ADDON, HELM_RELEASE
 from trainforge.training.s3_mirror import CheckpointError, parse_s3_uri
@@ -47,6 +48,7 @@ RULES = {
     "volume (an S3 data repository appears there: docs/teams.md)",
 }
 
+T = TypeVar("T")
 POD_IDENTITY_SERVICE = "svc:pods.eks.amazonaws.com"
 REHEARSAL_JOB = "rehearsal-job"
 OTHER_TEAM = "another-team"
@@ -187,13 +189,36 @@ RECORDED_BUCKET = "trainforge-rehearsal-bucket"
 RECORDED_PREFIX = "trainforge-rehearsal-team/" + REHEARSAL_JOB
 
 
+def _teams(ctx: PlanContext) -> dict[str, Any]:
+    """The teams of the stack's checkpoint buckets: each one's role is rehearsed."""
+    return {
+        t.name: t
+        for contract in getattr(ctx.declared, "contracts", []) or []
+        if contract.checkpoint_bucket is not None
+        for t in contract.teams.values()
+    }
+
+
+# region -> its recording, started early in a child of its own (`ahead`)
+_early: dict[str, Callable[[], list[aws.ApiCall]]] = {}
+
+
+def ahead(ctx: PlanContext, start: Callable[[Callable[[], T]], Callable[[], T]]) -> None:
+    """Start the recording the teams' rehearsals will read with `start` (registry.run_checks:
+    in a child, beside the stand-in run this check waits for; ~40% of the stand-in child's CPU)."""
+    if _teams(ctx):
+        region = plan_region(ctx.inventory)
+        _early[region] = start(functools.partial(_recorded_calls, region))
+
+
 def _mirror_calls(bucket: str, prefix: str, region: str) -> list[aws.ApiCall]:
     """The runtime's calls for `bucket` and `prefix`: recorded once per region and process
     (a recording is ~0.6 CPU s of multipart uploads through moto) and rebound. The mirror
     names its bucket and prefix only in its calls' `Bucket` and in keys that start with the
     prefix (training/s3_mirror.py `S3Mirror.key`); tests/plan/test_iam_rehearsal.py holds a
     rebound recording equal to one made with the names."""
-    return [_rebind(c, bucket, RECORDED_PREFIX, prefix) for c in _recorded_calls(region)]
+    calls = _early[region]() if region in _early else _recorded_calls(region)
+    return [_rebind(c, bucket, RECORDED_PREFIX, prefix) for c in calls]
 
 
 @functools.cache
@@ -266,13 +291,7 @@ def _judge_calls(run: _Run, t: Tally, role: RoleFacts, bucket: aws.BucketFacts,
 
 def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
     stack = run.stack
-    teams = {
-        t.name: t
-        for contract in getattr(ctx.declared, "contracts", []) or []
-        if contract.checkpoint_bucket is not None
-        for t in contract.teams.values()
-    }
-    for team in teams.values():
+    for team in _teams(ctx).values():
         role = next(iter(stack.roles_for(team.namespace, team.service_account)), None)
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
