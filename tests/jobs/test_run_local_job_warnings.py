@@ -31,6 +31,7 @@ def project(tmp_path_factory) -> Path:
             "team": "research",
             "pool": "training-workloads",
             "hangTimeout": 600,
+            "checkpoint": {"s3Mirror": True},
             "entrypoint": {"script": "code/train.py"},
         }
     ]
@@ -45,8 +46,8 @@ def test_run_local_prints_the_plans_warnings_for_the_job_before_it_runs(
 ):
     monkeypatch.chdir(project)
     planned = run_project(project, "dev", echo_warnings=False).warnings  # the plan's lines
-    said = [w for w in planned if ".hangTimeout: 600 watches nothing" in w]
-    assert said, planned
+    said = [w for w in planned if w.startswith("TrainingJob ") and " nothing: " in w]
+    assert [w.split(": ", 1)[0].rsplit(".", 1)[1] for w in said] == ["s3Mirror", "hangTimeout"]
     ran = trainforge_here(project, "run-local", "--stack", "dev", JOB)
     assert ran.returncode == 0, ran.stdout[-2000:] + ran.stderr[-3000:]
     assert "trained" in ran.stdout
