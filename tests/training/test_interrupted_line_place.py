@@ -60,3 +60,22 @@ def test_under_run_local_the_line_says_what_run_local_does(monkeypatch):
 def test_outside_both_the_line_claims_neither():
     said = line()
     assert "run-local" not in said and "retryable: the launcher decides" in said, said
+
+
+def test_the_launchers_ctrl_c_line_says_the_same_as_the_workers(monkeypatch):
+    """The launcher (torchrun's, one per pod) said "exiting with 130 (the pod is re-created,
+    ...)" under run-local too, beside its workers' "run-local re-creates nothing"."""
+    import signal
+
+    from trainforge.training.launch import stopped_line
+
+    job = parse_job({"name": "j", "team": "research", "pool": "cpu"}, "t")
+    monkeypatch.setenv(ON_EXIT, on_exit(job))
+    pod_words = outcome(job, exits.INTERRUPTED.code).words
+    in_pod = stopped_line(signal.SIGINT)
+    assert in_pod.endswith(f"exiting with 130 ({pod_words})"), in_pod
+    monkeypatch.setenv(RUN_LOCAL, "1")
+    local = stopped_line(signal.SIGINT)
+    assert local.endswith(f"exiting with 130 (a stop you asked for: {RUN_LOCAL_WORDS})"), local
+    # a SIGTERM is a pod deletion's, wherever it runs: the controller's words
+    assert stopped_line(signal.SIGTERM).endswith(f"({outcome(job, 143).words})")

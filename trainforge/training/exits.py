@@ -629,12 +629,16 @@ def next_step(code: int) -> str | None:
     return failures.on_exit_words(value, code) if value else None
 
 
-def _under_run_local() -> bool:
-    """Whether `trainforge run-local` started this process (contract.RUN_LOCAL, which it
-    alone sets; never a pod)."""
+def run_local_stop(code: int) -> str | None:
+    """What follows a Ctrl-C (exit `code` 130) of a process `trainforge run-local` started
+    (contract.RUN_LOCAL, which it alone sets; never a pod): the SIGINT reaches run-local too,
+    which then re-creates nothing (jobs/local.py `launch`). None elsewhere, and for other
+    codes: in a pod, 130 is what its controller makes of any code >= 128 (`next_step`)."""
     from trainforge.training.contract import RUN_LOCAL  # noqa: PLC0415 - contract imports config
 
-    return bool(os.environ.get(RUN_LOCAL))
+    if code != INTERRUPTED.code or not os.environ.get(RUN_LOCAL):
+        return None
+    return "a stop you asked for: run-local re-creates nothing after a Ctrl-C"
 
 
 def exit_line(
@@ -665,10 +669,8 @@ def exit_line(
     in_pod = _torchrun_restart()
     if reason is SUCCESS:
         retry = "done"
-    elif reason is INTERRUPTED and _under_run_local():
-        # a Ctrl-C reaches run-local too, which then re-creates nothing (jobs/local.py
-        # `launch`: `stopped`); in a pod, 130 takes the branches below like any code >= 128
-        retry = "a stop you asked for: run-local re-creates nothing after a Ctrl-C"
+    elif reason is INTERRUPTED and (stop := run_local_stop(reason.code)) is not None:
+        retry = stop  # in a pod, 130 takes the branches below like any code >= 128
     elif in_pod is not None:
         retry = in_pod
     elif then is None:
