@@ -103,8 +103,8 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
     when no `program` is named.
 
     The program's warnings are not echoed: most are the platform's (alert receivers, team
-    quotas), which mean nothing to a run on this machine; each job's own (logged by
-    TrainingJob as "TrainingJob NAME: ...") are kept for `show_job_warnings`."""
+    quotas), which mean nothing to a run on this machine; each job's own (the lines its
+    TrainingJob logs, DeclaredJob.warnings) are kept for `show_job_warnings`."""
     root = Path(project_dir).resolve()
     if program is None and not (
         (root / "__main__.py").is_file() and (root / "Pulumi.yaml").is_file()
@@ -134,9 +134,8 @@ def program_jobs(stack: str, project_dir: Any = ".", program: str | None = None)
         raise JobConfigError("--stack", stack, str(err)) from None
     _JOB_WARNINGS.clear()
     _PLANNED[(str(root), stack, program)] = inv
-    for dj in inv.declared.jobs:
-        own = f"TrainingJob {dj.resource_name}:"
-        _JOB_WARNINGS[dj.spec.name] = [w for w in inv.warnings if w.startswith(own)]
+    for dj in inv.declared.jobs:  # the plan's lines of the job, as its component logged them
+        _JOB_WARNINGS[dj.spec.name] = list(dj.warnings)
     return [dj.spec for dj in inv.declared.jobs]
 
 

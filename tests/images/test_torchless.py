@@ -164,3 +164,25 @@ def test_the_plan_refuses_the_stack_job_and_plans_clean_with_the_fix():
     block = text.split("  research/py-command:")[1].split("  research/")[0]
     assert "facts: no torch, CUDA ?" in block
     assert "from: the Docker official python image (no torch)" in block
+
+
+def test_the_docs_that_say_left_out_facts_are_unknown_name_the_torchless_images():
+    """docs/jobs.md's import table said "facts left out are unknown and not refused" with no
+    word of the exception, which the plan refuses: a Docker official OS or python image's
+    missing torch is a fact (TORCHLESS). Each doc line that says so names every such image."""
+    from trainforge.jobs.image_facts import TORCHLESS
+
+    (row,) = [
+        line
+        for line in (ROOT / "docs" / "jobs.md").read_text().splitlines()
+        if line.startswith("| a kept `image` the plan has no facts of")
+    ]
+    why = row.rstrip(" |").rsplit(" | ", 1)[1]
+    assert "facts left out are unknown and not refused" in why, why
+    images = " ".join((ROOT / "docs" / "images.md").read_text().split())
+    start = images.index("Facts you leave out are unknown")
+    said = images[start : images.index("```", start)]
+    for name in TORCHLESS:
+        assert f"`{name}`" in why, (name, why)
+        assert f"`{name}`" in said, (name, said)
+    assert "TORCHLESS" in why and "refuses" in why, why

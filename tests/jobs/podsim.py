@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -95,13 +96,29 @@ def env_value(item: dict[str, Any]) -> str:
     return f"<{ref['name']}/{ref['key']}>"
 
 
+def afresh(root: Path, start: Any) -> Any:
+    """`start(port)` for retry_on_clash, each try on the file system `root` as it was before
+    the first: a try the clash made void leaves checkpoints, a ledger and outputs behind,
+    which the next try's pods would resume from (a flake: worker-0's first process, told
+    to kill itself at step 17, resumed from the void try's step 30 and exited 0)."""
+    root.mkdir(parents=True, exist_ok=True)
+    before = set(root.iterdir())
+
+    def run(port: int) -> Any:
+        for path in set(root.iterdir()) - before:
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        return start(port)
+
+    return run
+
+
 def run_pods(
     job: dict[str, Any], configmaps: list[dict[str, Any]], root: Path, timeout: float = 240
 ) -> list[tuple[int, str]]:
     """Start every pod of a Master/Worker PyTorchJob; (exit code, output) per pod. The
     rendezvous port is retried when the Master lost it to another process (EADDRINUSE)."""
     return retry_on_clash(
-        lambda port: _run_pods_on(job, configmaps, root, timeout, port),
+        afresh(root, lambda port: _run_pods_on(job, configmaps, root, timeout, port)),
         lambda results: [text for _, text in results],
     )
 
@@ -164,8 +181,19 @@ def run_exitcode_policy(
     `ready()` is true (kill -9 from outside). `first_env`: extra variables for a pod's first
     process only. Returns {pod: [(exit code, output) per process]}."""
     return retry_on_clash(
-        lambda port: _run_exitcode_policy_on(
-            job, configmaps, root, port, kill, first_env, recreate_after, max_recreations, timeout
+        afresh(
+            root,
+            lambda port: _run_exitcode_policy_on(
+                job,
+                configmaps,
+                root,
+                port,
+                kill,
+                first_env,
+                recreate_after,
+                max_recreations,
+                timeout,
+            ),
         ),
         lambda history: [text for runs in history.values() for _, text in runs],
     )

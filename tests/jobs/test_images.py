@@ -4,6 +4,7 @@ when the pool's nodes (driver, GPU architecture) or the bundled runtime (torch) 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -99,6 +100,7 @@ def test_user_image_with_torch_older_than_the_runtime_needs_is_refused(image):
 
 
 OWN = "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:v1"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_own_image_with_a_declared_old_torch_is_refused_as_a_stock_tag_is():
@@ -185,3 +187,53 @@ def test_published_pool_facts_carry_gpus_ami_and_driver():
     assert facts["gpu"].gpu_models == ("T4", "A10G") and facts["gpu"].gpu_archs == (75, 86)
     assert facts["gpu"].ami == versions.KARPENTER_AMI_ALIAS and facts["gpu"].nvidia_driver == 580
     assert facts["p5"].ami == versions.GPU_AMI_TYPE and facts["p5"].gpu_archs == (90,)
+
+
+def test_a_cuda_build_whose_gpu_archs_are_unknown_is_said_to_be_held_to_the_driver_only():
+    """A declared `imageFacts.cuda` (or a stock tag's) outside versions.CUDA_ARCHS was checked
+    against the driver alone, and nothing said so: the plan showed "CUDA 12.4" as if its
+    kernels had been held to the pool's GPUs too. Not refused (torch 2.6's CUDA 12.4 build
+    runs on an A100); the plan's Images section now says what was not checked."""
+    from types import SimpleNamespace
+
+    from trainforge.core.contract import Declared, DeclaredJob
+    from trainforge.plan.checks import images as images_check
+
+    a100 = pool(("A100",))
+    for cuda, tag in (("12.4", OWN), ("11.8", "pytorch/pytorch:2.6.0-cuda11.8-cudnn9-runtime")):
+        facts = {"imageFacts": {"torch": "2.6.0", "cuda": cuda}} if tag == OWN else {}
+        spec = resolve_job(job(image=tag, efa=False, **facts), target(a100), "j")  # not refused
+        said = images.archs_unknown(cuda, a100)
+        assert said is not None
+        assert said.startswith(f"CUDA {cuda}: held to the driver of pool 'gpus' only"), said
+        assert "not to its A100 GPUs" in said and all(k in said for k in versions.CUDA_ARCHS)
+        ctx = SimpleNamespace(
+            declared=Declared(jobs=[DeclaredJob(spec, target(a100), None, "j")]),
+            resources_of=lambda _type: [],
+            inventory=None,
+            root=None,
+        )
+        (section,) = images_check.check(ctx).sections
+        assert f"    {said}" in section.lines, section.lines
+    assert images.archs_unknown("12.6", a100) is None  # its archs are known and checked
+    assert images.archs_unknown("12.4", CPU_POOL) is None  # no GPUs: nothing to hold it to
+    assert images.archs_unknown(None, a100) is None
+    # docs/images.md names the known builds as the model has them, and the line as printed
+    doc = " ".join((ROOT / "docs" / "images.md").read_text().split())
+    *most, last = versions.CUDA_ARCHS
+    assert f"known for CUDA {', '.join(most)} and {last} " in doc
+    said = images.archs_unknown("12.4", dataclasses.replace(a100, name="gpu-workloads"))
+    assert f"(`{said.split(', not to')[0]}, ...`)" in doc
+
+
+@pytest.mark.parametrize("cuda", ["twelve", "12", "cu124", "12.4.1"])
+def test_a_cuda_that_is_not_major_minor_is_refused_naming_the_key(cuda):
+    """`imageFacts.cuda: twelve` ended in a ValueError traceback at preview (the driver check
+    reads its major as an integer)."""
+    with pytest.raises(JobConfigError) as e:
+        parse_job({"name": "j", "team": "research", "pool": "gpus", "image": OWN,
+                   "imageFacts": {"cuda": cuda}}, "trainforge:jobs[0]")  # fmt: skip
+    assert str(e.value) == (
+        f"trainforge:jobs[0].imageFacts.cuda: got '{cuda}'; expected a CUDA version "
+        "MAJOR.MINOR, e.g. 12.6"
+    )

@@ -102,19 +102,28 @@ def test_run_local_shows_the_jobs_own_warnings_not_the_platforms(monkeypatch, ca
     err = capsys.readouterr().err
     assert "reach nobody" not in err and "trainforge:monitoring" not in err, err
 
-    # a job's own warning (TrainingJob logs them as "TrainingJob RESOURCE: ...") is shown; the
+    # a job's own warning (what its TrainingJob logged, DeclaredJob.warnings) is shown; the
     # platform's and another job's are not
+    import dataclasses
+
     from trainforge.plan import runner
 
     real = runner.run_project
+    own = {
+        "mnist-ddp": "TrainingJob job-research-mnist-ddp: est. 15.0 GiB of 16.0 GiB per GPU",
+        "gpt-small-fsdp": "TrainingJob job-research-gpt-small-fsdp.hangTimeout: 600 watches",
+    }
 
     def with_warnings(*a, **kw):
         inv = real(*a, **kw)
         inv.warnings[:0] = [
             "trainforge:monitoring.receivers: none configured, so alerts reach nobody",
-            "TrainingJob job-research-mnist-ddp: est. 15.0 GiB of 16.0 GiB per GPU",
-            "TrainingJob job-research-gpt-small-fsdp: est. 1.0 GiB of 16.0 GiB per GPU",
+            *own.values(),
         ]
+        jobs = inv.declared.jobs
+        for i, dj in enumerate(jobs):
+            if dj.spec.name in own:
+                jobs[i] = dataclasses.replace(dj, warnings=(own[dj.spec.name],))
         return inv
 
     monkeypatch.setattr(runner, "run_project", with_warnings)

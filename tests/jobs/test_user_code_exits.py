@@ -609,10 +609,15 @@ def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
     ckpt = tmp_path / "ckpt"
     script = "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\n"
     for _ in range(NO_PROGRESS_LIMIT + 1):
-        proc = wrapper(tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt))
+        # as run-local starts it (contract.RUN_LOCAL): the line says what run-local does
+        proc = wrapper(
+            tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), TRAINFORGE_RUN_LOCAL="1"
+        )
         assert proc.returncode == 130 == exits.INTERRUPTED.code, proc.stderr[-1500:]
     assert "trainforge exit: interrupted code=130: KeyboardInterrupt [" in proc.stderr
-    assert "; a stop you asked for: run-local re-creates nothing after a Ctrl-C;" in proc.stderr
+    assert (
+        "[a stop you asked for: run-local re-creates nothing after a Ctrl-C; action:" in proc.stderr
+    )
     recs = [json.loads(p.read_text()) for p in (ckpt / ".trainforge" / "exits").glob("*/*.json")]
     assert {r["reason"] for r in recs} == {"interrupted"} and {r["code"] for r in recs} == {130}
     proc = wrapper(tmp_path, "print('ran')\n", TRAINFORGE_CHECKPOINT_DIR=str(ckpt))

@@ -390,6 +390,9 @@ class DeclaredJob:
     target: JobTarget
     emitted: Any  # the emitter's result
     resource_name: str = ""
+    # what the component warned of this job (pulumi.log.warn: the plan prints them among the
+    # program's warnings), kept for run-local, which shows the job's alone
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass

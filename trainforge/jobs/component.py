@@ -290,7 +290,7 @@ class TrainingJob(pulumi.ComponentResource):
         monitor_waits = list(contract.monitor_ready) if contract is not None else []
         self._declare(name, job, emitted, provider, waits, monitor_waits)
         if (rec := record()) is not None:  # a plan run: its checks read the typed job
-            rec.jobs.append(DeclaredJob(job, target, emitted, name))
+            rec.jobs.append(DeclaredJob(job, target, emitted, name, tuple(warnings)))
         self.job_name = pulumi.Output.from_input(job.name)
         self.namespace = pulumi.Output.from_input(target.namespace)
         self.checkpoint_dir = pulumi.Output.from_input(checkpoint_dir(job, target))

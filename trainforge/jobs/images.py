@@ -56,6 +56,22 @@ def build_problem(
     return None
 
 
+def archs_unknown(cuda: str | None, pool: PoolFacts) -> str | None:
+    """What `build_problem` could not check of a CUDA build on a GPU pool: the GPU
+    architectures its kernels cover, for a CUDA release outside versions.CUDA_ARCHS (not
+    refused: an image of torch 2.6 built for CUDA 12.4 runs on an A100). None otherwise."""
+    if cuda is None or not pool.has_gpus or cuda in versions.CUDA_ARCHS:
+        return None
+    known = ", ".join(versions.CUDA_ARCHS)
+    pinned = ", ".join(b.cuda for b in versions.TORCH_CUDA_BUILDS)
+    gpus = f"its {', '.join(pool.gpu_models)} GPUs" if pool.gpu_models else "its GPUs"
+    return (
+        f"CUDA {cuda}: held to the driver of pool {pool.name!r} only, not to {gpus}: the GPU "
+        f"architectures of a build are known for CUDA {known} (torch "
+        f"{versions.TORCH_VERSION} builds {pinned})"
+    )
+
+
 def default_image_for(pool: PoolFacts) -> str:
     """The first build of the pinned torch that the pool's GPUs and driver can run.
 

@@ -738,12 +738,24 @@ def _version(value: Any) -> Any:
 Version = Annotated[str, BeforeValidator(_version), WithJsonSchema({"type": ["string", "number"]})]
 
 
+def _cuda(value: Any) -> Any:
+    """A CUDA release is MAJOR.MINOR (the `cuda<X.Y>` of a pytorch/pytorch tag): the image
+    checks read its major for the driver it needs (jobs/images.build_problem)."""
+    value = _version(value)
+    if not re.fullmatch(r"\d+\.\d+", value):
+        raise ValueError("a CUDA version MAJOR.MINOR, e.g. 12.6")
+    return value
+
+
+CudaVersion = Annotated[str, BeforeValidator(_cuda), WithJsonSchema({"type": ["string", "number"]})]
+
+
 class ImageFactsKeys(Section):
     """What a job's own image carries (`imageFacts`): versions, and pieces as true, false or a
     version (trainforge.jobs.image_facts.ImageFacts holds them after parsing)."""
 
     torch: Version | None = Field(None, description="torch version")
-    cuda: Version | None = Field(None, description="CUDA version")
+    cuda: CudaVersion | None = Field(None, description="CUDA version")
     python: Version | None = Field(None, description="Python version")
     mlflow: Piece | None = Field(None, description="mlflow (true, false or a version)")
     boto3: Piece | None = Field(None, description="boto3 (true, false or a version)")

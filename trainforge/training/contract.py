@@ -48,7 +48,8 @@ RETRY_ON = "TRAINFORGE_RETRY_ON"
 # retryable=the pod is re-created, not counted against backoffLimit". The emitter sets it in
 # its pods from the model
 # of its own objects (its `launch`: trainforge.core.failures.told over its `outcome`); the exit
-# line prints it (trainforge.training.exits.exit_line). run-local does not set it.
+# line prints it (trainforge.training.exits.exit_line). run-local sets it for a
+# stack's job as its pods get it (jobs/local.py), not for an ad-hoc run.
 ON_EXIT = "TRAINFORGE_ON_EXIT"
 MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 # Set by `trainforge run-local` alone (never in a pod, not one of CONTRACT_VARIABLES): its

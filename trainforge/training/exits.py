@@ -19,8 +19,9 @@ no_progress           4  no         the job kept failing from the same checkpoin
 ranks_disagree        5  no         the ranks ended with different parameters (a replica
                                     or a shard differs from its peers' copy)
 interrupted         130  yes        SIGINT (Ctrl-C): you stopped the run; not a failure
-                                    and not a preemption (run-local re-creates nothing
-                                    after a stop asked of it)
+                                    and not a preemption. In a pod its controller treats
+                                    130 as any code >= 128; run-local re-creates nothing
+                                    after a Ctrl-C (the line says which, `exit_line`)
 node_lost           137  yes        SIGKILL (the OOM killer, a kill -9) or a vanished node:
                                     the kernel's code (128 + 9), no record of ours
 preempted           143  yes        SIGTERM: stopped, not a failure; the record names the
@@ -628,6 +629,18 @@ def next_step(code: int) -> str | None:
     return failures.on_exit_words(value, code) if value else None
 
 
+def run_local_stop(code: int) -> str | None:
+    """What follows a Ctrl-C (exit `code` 130) of a process `trainforge run-local` started
+    (contract.RUN_LOCAL, which it alone sets; never a pod): the SIGINT reaches run-local too,
+    which then re-creates nothing (jobs/local.py `launch`). None elsewhere, and for other
+    codes: in a pod, 130 is what its controller makes of any code >= 128 (`next_step`)."""
+    from trainforge.training.contract import RUN_LOCAL  # noqa: PLC0415 - contract imports config
+
+    if code != INTERRUPTED.code or not os.environ.get(RUN_LOCAL):
+        return None
+    return "a stop you asked for: run-local re-creates nothing after a Ctrl-C"
+
+
 def exit_line(
     reason: Reason,
     *,
@@ -656,6 +669,8 @@ def exit_line(
     in_pod = _torchrun_restart()
     if reason is SUCCESS:
         retry = "done"
+    elif reason is INTERRUPTED and (stop := run_local_stop(reason.code)) is not None:
+        retry = stop  # in a pod, 130 takes the branches below like any code >= 128
     elif in_pod is not None:
         retry = in_pod
     elif then is None:
@@ -669,8 +684,6 @@ def exit_line(
         retry = f"{then}, unless another rank's cause stops the job first"
     else:
         retry = then
-    if reason is INTERRUPTED:  # a pod's controller would act on 130; run-local does not
-        retry = f"{retry}; a stop you asked for: run-local re-creates nothing after a Ctrl-C"
     if counted:
         retry = f"{retry}; {counted}"
     return (

@@ -152,6 +152,17 @@ def stopped_reason(code: int, records: dict[int, exits.Reason]) -> exits.Reason 
     return exits.preempted(min(known) if known and len(known) == len(saved) else None)
 
 
+def stopped_line(signum: int) -> str:
+    """The launcher's line when signal `signum` stopped it: what follows its exit where it
+    runs (run-local after a Ctrl-C: exits.run_local_stop; else the pod's controller)."""
+    code = 128 + signum
+    then = exits.run_local_stop(code) or _then(code)
+    return (
+        f"trainforge launch: received {_signal_name(signum)}; workers stopped; "
+        f"exiting with {code} ({then})"
+    )
+
+
 def _then(code: int) -> str:
     """What the job's controller does after exit `code`, where the pod was told
     (exits.next_step); else the code's class (the operator's: retryable 128-255, permanent
@@ -296,12 +307,7 @@ def _launch(argv: list[str], local: str) -> int:
         code = 128 + int(e.sigval)
         # the pod's end, over what its workers wrote as they were stopped (status/why read it)
         exits.write_termination(stopped_reason(code, failure_records(None, 0.0, local)))
-        print(
-            f"trainforge launch: received {_signal_name(int(e.sigval))}; workers stopped; "
-            f"exiting with {code} ({_then(code)})",
-            file=sys.stderr,
-            flush=True,
-        )
+        print(stopped_line(int(e.sigval)), file=sys.stderr, flush=True)
         return code
     return 0
 

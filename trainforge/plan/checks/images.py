@@ -249,6 +249,8 @@ def check(ctx: PlanContext) -> CheckResult:
             f"    from: {facts.source}",
             f"    {'; '.join(feats)}",
         ]
+        if (unchecked := images.archs_unknown(facts.cuda, target.pool)) is not None:
+            lines.append(f"    {unchecked}")
         data.append({"job": name, "image": job.image, "facts": asdict(facts), "features": feats})
         mlflow = target.mlflow_tracking_uri is not None and mlflow_used
         rule = "TRAINFORGE_IMAGE_PIECE"
