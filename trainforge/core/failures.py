@@ -83,11 +83,11 @@ def _terminated_match(statuses: Sequence[Mapping[str, Any]], req: Mapping[str, A
     return False
 
 
-# A pattern without `status` matches the condition's True: the API server stores it so
-# (kubernetes pkg/apis/batch/v1/defaults.go SetDefaults_Job sets an empty
-# OnPodConditions[].Status to ConditionTrue; k8s.io/api v0.36.0 batch/v1 types.go documents
-# "Defaults to True", as Trainer v2.2.1's CRDs quote it: charts/kubeflow-trainer/crds/
-# trainer.kubeflow.org_clustertrainingruntimes.yaml at c505fc7c, read 2026-11-30).
+# A pattern without `status` matches the condition's True: k8s.io/api batch/v1
+# PodFailurePolicyOnPodConditionsPattern.Status "Defaults to True" (v0.36.0, as Trainer v2.2.1's
+# CRDs quote it: charts/kubeflow-trainer/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml
+# at c505fc7c, read 2026-11-30), which the API server's defaulting writes (kubernetes
+# pkg/apis/batch/v1/defaults.go SetDefaults_Job; the v1.35 tag is over the fetch limit here).
 POD_CONDITION_STATUS_DEFAULT = "True"
 
 

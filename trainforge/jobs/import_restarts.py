@@ -155,11 +155,14 @@ def pytorch(policies: Mapping[str, Any], chosen: str, changes: list[str]) -> str
 
 
 # What Trainer's own runtimes (jobs/import_read.py UPSTREAM_RUNTIMES) leave to the defaults, as
-# the API server stores the JobSet the Trainer makes: JobSet v0.12.0 (versions.JOBSET_VERSION,
-# the one Trainer v2.3.0's go.mod names) pkg/webhooks/jobset_webhook.go Default sets an unset
-# pod restartPolicy to OnFailure; Kubernetes pkg/apis/batch/v1/defaults.go SetDefaults_Job
-# sets an unset backoffLimit to 6; no podFailurePolicy; no failurePolicy, so a child Job that
-# fails fails the JobSet (failures.jobset_on_failed_job). Read 2026-11-30.
+# the API server stores the JobSet the Trainer makes (its v2.2.1 pkg/runtime sets no
+# restartPolicy or backoffLimit): JobSet's webhook, pkg/webhooks/jobset_webhook.go Default,
+# sets an unset pod restartPolicy to OnFailure (v0.11.1, ecaf56ab, Trainer v2.2.1's go.mod;
+# v0.12.0, f22e565a, Trainer v2.3.0's and versions.JOBSET_VERSION); Kubernetes
+# pkg/apis/batch/v1/defaults.go SetDefaults_Job sets an unset backoffLimit to 6 (the index's
+# copy, 045bbb19: the v1.35 tag is over the fetch limit here); no podFailurePolicy; no
+# failurePolicy, so a child Job that fails fails the JobSet (failures.jobset_on_failed_job).
+# Read 2026-11-30.
 UPSTREAM_RUNTIME_JOBSET: dict[str, Any] = {
     "replicatedJobs": [
         {
