@@ -141,6 +141,11 @@ def test_a_trainjob_on_torch_distributed_keeps_restarting_a_failed_exit_1(tmp_pa
     line = next(c for c in r.changes if c.startswith("restarts of runtime torch-distributed"))
     assert "-> restartPolicy OnFailure, which keeps it: exit codes 1-255 are retried" in line
     assert "no longer uses a retry" not in line
+    (ref,) = [c for c in r.changes if c.startswith("spec.runtimeRef ")]
+    assert ref == (
+        "spec.runtimeRef torch-distributed: dropped (Trainer's own mlPolicy.torch runtime); on "
+        "the trainjob backend the job runs on the platform's own ClusterTrainingRuntime"
+    )
 
 
 def test_a_trainjob_on_the_platforms_own_runtime_keeps_its_restart_policy(tmp_path):

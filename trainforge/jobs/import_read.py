@@ -385,7 +385,7 @@ def _runtime(doc: dict[str, Any], file: str) -> tuple[str | None, str, dict[str,
     kind = (ref.get("kind") or _RUNTIME_KIND, ref.get("apiGroup") or _RUNTIME_GROUP)
     policy = UPSTREAM_RUNTIMES.get(name) if kind == (_RUNTIME_KIND, _RUNTIME_GROUP) else None
     if policy == "torch":
-        said = "Trainer's own mlPolicy.torch runtime, as the platform's is"
+        said = "Trainer's own mlPolicy.torch runtime"
         return name, said, import_restarts.UPSTREAM_RUNTIME_JOBSET
     if policy is not None:
         torch = ", ".join(n for n, p in UPSTREAM_RUNTIMES.items() if p == "torch")
