@@ -2,10 +2,11 @@
 as the original's controller did, else the default with every code whose fate changed named.
 
 Why: the entry's default (ExitCode) fails the job on exit 1-127 at once, while a PyTorchJob with
-`OnFailure` or an Indexed Job without a podFailurePolicy retried those up to its limit; an import
-that said only "restartPolicy: dropped" turned a retried failure into a stopped job unsaid. Both
-sides are read from one model of upstream's rules (core/failures.py: the training operator's
-ReconcilePods, the Job controller's pod failure policy), the entry's through jobs/restarts.py
+`OnFailure`, an Indexed Job without a podFailurePolicy or a TrainJob on Trainer's torch runtime
+retried those up to its limit; an import that said only "restartPolicy: dropped" turned a
+retried failure into a stopped job unsaid. Both sides are read from one model of upstream's
+rules (core/failures.py: the training operator's ReconcilePods, the Job controller's pod
+failure policy, JobSet's failure policy), the entry's through jobs/restarts.py
 `outcome`, the answer every command reads from the restart fields its backend writes.
 Pulumi-free.
 """
