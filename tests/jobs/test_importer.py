@@ -210,8 +210,10 @@ def test_a_trainjobs_runtime_ref_is_said_for_the_backend_it_gets(tmp_path):
     )
     (line,) = [c for c in imp(path).changes if c.startswith("spec.runtimeRef ")]
     assert line == (
-        "spec.runtimeRef torch-distributed-multi-node: dropped; the job runs on the stack's "
-        "backend (pytorchjob), which has no training runtime"
+        "spec.runtimeRef torch-distributed-multi-node: dropped (not one of Trainer v2.2.1's "
+        "runtimes: its mlPolicy and restarts are unknown here; the platform's runtime is "
+        "mlPolicy torch, torchrun on every node); the job runs on the stack's backend "
+        "(pytorchjob), which has no training runtime"
     )
     with_trainer = imp(path, backends=("pytorchjob", "trainjob")).changes
     (line,) = [c for c in with_trainer if c.startswith("spec.runtimeRef ")]

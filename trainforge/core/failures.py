@@ -27,7 +27,7 @@ table tests run through it (tests/fixtures/upstream/restarts.yaml, tests/test_up
   the rules in order; `onExitCodes` matches the first terminated, non-zero container (then
   init container) of the named container (any when unnamed) whose code is In/NotIn the values
   (an unknown operator matches nothing); `onPodConditions` matches a condition of the same
-  type and status; Ignore does not count the failure against backoffLimit, Count and FailJob
+  type and status (a pattern without status: True, as the API server defaults it); Ignore does not count the failure against backoffLimit, Count and FailJob
   and FailIndex do; a rule with an unknown action is skipped; no match counts it.
 * JobSet v0.12.0 (a TrainJob's; versions.JOBSET_VERSION): `jobset_on_failed_job`.
 * torchrun's elastic agent (torch 2.13.0) inside the pod: `torchrun_restarts`.
@@ -83,9 +83,19 @@ def _terminated_match(statuses: Sequence[Mapping[str, Any]], req: Mapping[str, A
     return False
 
 
+# A pattern without `status` matches the condition's True: k8s.io/api batch/v1
+# PodFailurePolicyOnPodConditionsPattern.Status "Defaults to True" (v0.36.0, as Trainer v2.2.1's
+# CRDs quote it: charts/kubeflow-trainer/crds/trainer.kubeflow.org_clustertrainingruntimes.yaml
+# at c505fc7c, read 2026-11-30), which the API server's defaulting writes (kubernetes
+# pkg/apis/batch/v1/defaults.go SetDefaults_Job; the v1.35 tag is over the fetch limit here).
+POD_CONDITION_STATUS_DEFAULT = "True"
+
+
 def _condition_match(conditions: Sequence[Mapping[str, Any]], patterns: Sequence[Any]) -> bool:
+    """onPodConditions: a condition of a pattern's type and status (unset: True)."""
     return any(
-        c.get("type") == p.get("type") and c.get("status") == p.get("status")
+        c.get("type") == p.get("type")
+        and c.get("status") == (p.get("status") or POD_CONDITION_STATUS_DEFAULT)
         for c in conditions or ()
         for p in patterns
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from trainforge.core import versions
+from trainforge.core import pods, versions
 from trainforge.core.pods import EACH
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import import_restarts, pytorchjob, trainjob
@@ -51,6 +51,7 @@ class Workload:
     pods: str = ""  # how the kind counts its pods ("1 Master + 3 Worker")
     resources_key: str = "resources"  # the container's resources field (TrainJob: per node)
     runtime_ref: str | None = None  # a TrainJob's spec.runtimeRef.name (importer says its fate)
+    runtime_said: str = ""  # what that runtime is (`_runtime`), said with its fate
     # (field path, metadata) of the job and of each pod template: their labels and
     # annotations, which the importer names one by one
     metadata: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
@@ -304,8 +305,12 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     if resources is not None:
         container["resources"] = resources
     nproc = trainer.get("numProcPerNode")
-    if isinstance(nproc, int) or (isinstance(nproc, str) and nproc.isdigit()):
-        extra["procsPerWorker"] = int(nproc)
+    if nproc is not None:
+        extra["procsPerWorker"] = _procs(nproc, file)
+        changes.append(f"spec.trainer.numProcPerNode {nproc} -> procsPerWorker {nproc}")
+    name, said, jobset = _runtime(doc, file)
+    if (restart := import_restarts.trainjob(name, jobset, changes)) is not None:
+        extra["restartPolicy"] = restart
     return Workload(
         "TrainJob",
         _name(doc, file),
@@ -316,8 +321,93 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         "spec",
         extra,
         resources_key="resourcesPerNode",
-        runtime_ref=get(doc, "spec", "runtimeRef", "name"),
+        runtime_ref=name,
+        runtime_said=said,
         metadata=_patch_metadata(doc, file),
+    )
+
+
+def _procs(nproc: Any, file: str) -> int:
+    """spec.trainer.numProcPerNode as procsPerWorker: the pinned TrainJob CRD types it
+    `integer` (format int32; trainjob_types.go `NumProcPerNode *int32` at v2.2.1, c505fc7c,
+    read 2026-11-30), so the API server refuses `auto` or any string."""
+    if isinstance(nproc, bool) or not isinstance(nproc, int):
+        raise ImportProblem(
+            file,
+            "spec.trainer.numProcPerNode",
+            f"got {nproc!r}; the pinned TrainJob CRD types it integer, so the API server "
+            "refuses it: give a whole number of processes per node, or leave it unset "
+            "(procsPerWorker's default: one process per GPU, 1 on a CPU pod)",
+        )
+    if nproc < 1:
+        raise ImportProblem(
+            file, "spec.trainer.numProcPerNode", f"got {nproc}; expected 1 or more processes"
+        )
+    return nproc
+
+
+# Trainer's own ClusterTrainingRuntimes and their mlPolicy: kubeflow/trainer
+# manifests/base/runtimes/ (with data-cache/ and torchtune/) at v2.2.1 (c505fc7c, the pinned
+# versions.TRAINER_VERSION) and v2.3.0 (658725bd) alike, read 2026-11-30. None sets a restart
+# field (no pod restartPolicy, Job backoffLimit or podFailurePolicy, no JobSet failurePolicy):
+# what the defaults then do is import_restarts.UPSTREAM_RUNTIME_JOBSET. The platform's own
+# runtimes are mlPolicy torch (jobs/trainjob.py runtime_manifest): torchrun on every node.
+UPSTREAM_RUNTIMES = {
+    "torch-distributed": "torch",
+    "torch-distributed-with-cache": "torch",
+    "torchtune-llama3.2-1b": "torch",
+    "torchtune-llama3.2-3b": "torch",
+    "torchtune-qwen2.5-1.5b": "torch",
+    "deepspeed-distributed": "mpi",
+    "mlx-distributed": "mpi",
+    "jax-distributed": "jax",
+    "xgboost-distributed": "xgboost",
+}
+# what a runtime of another policy runs that the platform's torch runtime does not
+_POLICY_RUNS = {
+    "mpi": "sshd in the node pods and a launcher pod that runs mpirun over them",
+    "jax": "JAX's coordinator, wired by the jax plugin",
+    "xgboost": "XGBoost's tracker, wired by the xgboost plugin",
+}
+# a runtimeRef's kind and apiGroup when unset (the pinned TrainJob CRD's defaults)
+_RUNTIME_KIND, _RUNTIME_GROUP = "ClusterTrainingRuntime", "trainer.kubeflow.org"
+
+
+def _runtime(doc: dict[str, Any], file: str) -> tuple[str | None, str, dict[str, Any] | None]:
+    """(name, what it is in words, its JobSet spec as the API server stores it; None: not
+    known here) of the TrainJob's runtime: Trainer's own, else the platform's. One of
+    Trainer's that is not torch is refused: the platform runs every TrainJob on its torch
+    runtime, where an MPI job's mpirun finds no hostfile and no sshd."""
+    ref = get(doc, "spec", "runtimeRef") or {}
+    name = ref.get("name") if isinstance(ref, dict) else None
+    if not isinstance(name, str):
+        return None, "", None
+    kind = (ref.get("kind") or _RUNTIME_KIND, ref.get("apiGroup") or _RUNTIME_GROUP)
+    policy = UPSTREAM_RUNTIMES.get(name) if kind == (_RUNTIME_KIND, _RUNTIME_GROUP) else None
+    if policy == "torch":
+        said = "Trainer's own mlPolicy.torch runtime"
+        return name, said, import_restarts.UPSTREAM_RUNTIME_JOBSET
+    if policy is not None:
+        torch = ", ".join(n for n, p in UPSTREAM_RUNTIMES.items() if p == "torch")
+        raise ImportProblem(
+            file,
+            "spec.runtimeRef.name",
+            f"got {name!r}, Trainer's mlPolicy.{policy} runtime ({_POLICY_RUNS[policy]}); "
+            f"the platform runs TrainJobs on its torch runtime, where that job cannot run: "
+            f"valid are the torch runtimes ({torch}), with a command torchrun can launch",
+        )
+    platform = {m["metadata"]["name"]: m for m in trainjob.runtime_manifests()}
+    if kind[0] == _RUNTIME_KIND and name in platform:
+        jobset = pods.get(platform[name], *trainjob.RUNTIME_SHAPE.levels[0], "spec")
+        return name, "the platform's own mlPolicy.torch runtime", jobset
+    return (
+        name,
+        (
+            f"not one of Trainer v{versions.TRAINER_VERSION}'s runtimes: its mlPolicy and "
+            "restarts are unknown here; the platform's runtime is mlPolicy torch, torchrun on "
+            "every node"
+        ),
+        None,
     )
 
 

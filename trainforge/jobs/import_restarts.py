@@ -2,10 +2,11 @@
 as the original's controller did, else the default with every code whose fate changed named.
 
 Why: the entry's default (ExitCode) fails the job on exit 1-127 at once, while a PyTorchJob with
-`OnFailure` or an Indexed Job without a podFailurePolicy retried those up to its limit; an import
-that said only "restartPolicy: dropped" turned a retried failure into a stopped job unsaid. Both
-sides are read from one model of upstream's rules (core/failures.py: the training operator's
-ReconcilePods, the Job controller's pod failure policy), the entry's through jobs/restarts.py
+`OnFailure`, an Indexed Job without a podFailurePolicy or a TrainJob on Trainer's torch runtime
+retried those up to its limit; an import that said only "restartPolicy: dropped" turned a
+retried failure into a stopped job unsaid. Both sides are read from one model of upstream's
+rules (core/failures.py: the training operator's ReconcilePods, the Job controller's pod
+failure policy, JobSet's failure policy), the entry's through jobs/restarts.py
 `outcome`, the answer every command reads from the restart fields its backend writes.
 Pulumi-free.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from trainforge.core import failures
 from trainforge.jobs import pytorchjob, restarts
+from trainforge.jobs import trainjob as trainjob_backend
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
 CODES = range(1, 256)  # a failed container's exit codes (0 is success)
@@ -151,3 +153,64 @@ def pytorch(policies: Mapping[str, Any], chosen: str, changes: list[str]) -> str
             "plan's restart line says which applies)"
         )
     return policy
+
+
+# What Trainer's own runtimes (jobs/import_read.py UPSTREAM_RUNTIMES) leave to the defaults, as
+# the API server stores the JobSet the Trainer makes (its v2.2.1 pkg/runtime sets no
+# restartPolicy or backoffLimit): JobSet's webhook, pkg/webhooks/jobset_webhook.go Default,
+# sets an unset pod restartPolicy to OnFailure (v0.11.1, ecaf56ab, Trainer v2.2.1's go.mod;
+# v0.12.0, f22e565a, Trainer v2.3.0's and versions.JOBSET_VERSION); Kubernetes
+# pkg/apis/batch/v1/defaults.go SetDefaults_Job sets an unset backoffLimit to 6 (the index's
+# copy, 045bbb19: the v1.35 tag is over the fetch limit here); no podFailurePolicy; no
+# failurePolicy, so a child Job that fails fails the JobSet (failures.jobset_on_failed_job).
+# Read 2026-11-30.
+UPSTREAM_RUNTIME_JOBSET: dict[str, Any] = {
+    "replicatedJobs": [
+        {
+            "name": "node",
+            "template": {"spec": {"backoffLimit": 6, "template": {"spec": {
+                "restartPolicy": "OnFailure"}}}},
+        }
+    ]
+}  # fmt: skip
+
+
+def trainjob(
+    runtime: str | None, jobset: Mapping[str, Any] | None, changes: list[str]
+) -> str | None:
+    """A TrainJob on `runtime`, whose JobSet spec is `jobset` as the API server stores it
+    (None: not known here) -> the entry's restartPolicy (None: the default), and one line
+    saying what became of its retries. A TrainJob itself sets no restart field (v2.2.1's
+    runtime patches have no restartPolicy or Job fields). Judged on the trainjob backend;
+    every backend retries the same codes for each policy (`pytorch`)."""
+    if jobset is None:
+        now = entry_retries("trainjob", "ExitCode")
+        changes.append(
+            f"restarts of runtime {runtime or '(none named)'}: unknown here -> the entry's "
+            f"default ExitCode ({_does(now)}); if the runtime restarted other exit codes, set "
+            "the entry's restartPolicy (docs/jobs.md, restartPolicy)"
+        )
+        return None
+
+    def original(code: int, disrupted: bool = False) -> failures.Outcome:
+        return failures.jobset_outcome(
+            jobset, trainjob_backend.REPLICATED_JOB, trainjob_backend.CONTAINER, code,
+            disrupted=disrupted,
+        )  # fmt: skip
+
+    said = f"restarts of runtime {runtime} " + (
+        "(pods OnFailure, JobSet's default; backoffLimit 6, the Job's; no podFailurePolicy)"
+        if jobset is UPSTREAM_RUNTIME_JOBSET
+        else "(the platform's own)"
+    )
+    chosen = _choose(_retried(original), lambda p: entry_retries("trainjob", p), said, changes)
+    entry = _entry("trainjob", chosen or "ExitCode")
+    was = original(failures.TERMINATED, disrupted=True).counted
+    now = restarts.outcome(entry, failures.TERMINATED, disrupted=True).counted
+    if was != now:
+        changes[-1] += (
+            "; a disruption (preemption, eviction, a lost node) no longer uses a retry"
+            if was
+            else "; a disruption (preemption, eviction, a lost node) now uses a retry"
+        )
+    return chosen

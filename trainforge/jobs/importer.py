@@ -673,7 +673,9 @@ def import_workload(
     if w.kind == "TrainJob":
         # the runtime's fate is the backend's: said once the backend is known, so that it
         # never speaks of a ClusterTrainingRuntime for a job that becomes a PyTorchJob
-        ref = f"spec.runtimeRef {w.runtime_ref}: dropped; " if w.runtime_ref is not None else ""
+        # what the runtime is (its mlPolicy: jobs/import_read.py `_runtime`) said with it
+        what = f" ({w.runtime_said})" if w.runtime_said else ""
+        ref = f"spec.runtimeRef {w.runtime_ref}: dropped{what}; " if w.runtime_ref else ""
         if "trainjob" in backends:
             entry["backend"] = "trainjob"
             if ref:
