@@ -181,5 +181,36 @@ def test_a_base_inventory_of_an_older_format_is_read(tmp_path):
     }
     (tmp_path / INVENTORY_FILE).write_text(json.dumps({"resources": [bucket]}))
     base = DS.base_records(sides.load_side(tmp_path))
-    assert base is not None and list(base) == [bucket["urn"]]
-    assert base[bucket["urn"]].options == {"protect": True}
+    assert base is not None and list(base) == ["aws:s3/bucket:Bucket::ckpt"]
+    assert base["aws:s3/bucket:Bucket::ckpt"].options == {"protect": True}
+
+
+def _restacked(recs: list[dict], stack: str) -> list[dict]:
+    """The records as another stack of the same program records them: each URN (and each
+    dependency's) names that stack."""
+    text = json.dumps(recs, default=str).replace("urn:pulumi:prod::", f"urn:pulumi:{stack}::")
+    return json.loads(text)
+
+
+def test_a_base_of_another_stack_matches_by_type_and_name_and_says_so_once(prod):
+    """`plan --stack pe --diff <prod --out>`: the same resources under another stack's URNs are
+    not 'gone' (the diff keys cloud resources by type and name, sides.urn_type_name); the header
+    says the base is another stack; a real removal or a new parent is still a finding."""
+    base_recs = records(prod)
+    head = _restacked(base_recs, "pe")
+    assert head != base_recs
+    assert DS.replacements(DS._records(base_recs), head) == []
+    note = DS.other_stack(SimpleNamespace(records=base_recs), SimpleNamespace(records=head))
+    assert note is not None and note.startswith("base is stack prod, head is stack pe: ")
+    same = SimpleNamespace(records=base_recs)
+    assert DS.other_stack(same, same) is None
+
+    gone = [r for r in head if r["type"] != DS.KMS_KEY or "eks" not in r["name"]]
+    (finding,) = DS.replacements(DS._records(base_recs), gone)
+    assert finding.resource.endswith("eks-secrets") and "is gone from this plan" in finding.message
+
+    moved = copy.deepcopy(head)
+    fsx = one(moved, DS.FSX)
+    fsx["urn"] = fsx["urn"].replace("$aws:fsx", "$trainforge:index:Moved$aws:fsx")
+    (finding,) = DS.replacements(DS._records(base_recs), moved)
+    assert finding.resource == "platform-services-fsx" and "new parent" in finding.message

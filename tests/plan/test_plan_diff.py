@@ -109,3 +109,34 @@ def test_a_money_change_reads_the_same_in_the_diff_and_the_verdict():
         "no change",
         "unknown",
     ]
+
+
+def test_cost_figures_that_leave_unpriced_items_out_say_so_and_a_change_names_them():
+    """Turning FSx off (priced only in part) removes an unpriced item: the PR comment and the
+    verdict name it instead of a bare `(-$21.90)`; with no base the fixed cost still says
+    `+ unknown (...)`, in the verdict's words."""
+    from types import SimpleNamespace
+
+    from trainforge.plan.check_types import Section
+    from trainforge.plan.checks.cost_check import SECTION_TITLE
+    from trainforge.plan.diff import cost_markdown
+    from trainforge.plan.verdict import cost_lines
+
+    fsx, vpce = "FSx for Lustre PERSISTENT_2", "VPC interface endpoints"
+    old = {"jobs": [], "teams": [], "fixedPerMonthKnown": 100.0, "fixedPerHourKnown": 0.1,
+           "fixedUnknown": [fsx, vpce]}  # fmt: skip
+    new = {**old, "fixedPerMonthKnown": 78.1, "fixedUnknown": [vpce]}
+    (line,) = [x for x in cost_markdown(old, new) if x.startswith("Platform fixed cost")]
+    assert line == (
+        f"Platform fixed cost (always on): $100.00/month + unknown ({fsx}, {vpce}) → "
+        f"$78.10/month + unknown ({vpce}) (-$21.90; unknown removed: {fsx})"
+    )
+    (line,) = [x for x in cost_markdown(None, new) if x.startswith("Platform fixed cost")]
+    assert line == f"Platform fixed cost (always on): $78.10/month + unknown ({vpce})"
+
+    result = SimpleNamespace(sections=[Section(SECTION_TITLE, [], new)])
+    (verdict,) = cost_lines(result, {SECTION_TITLE: old})
+    assert verdict.endswith(f"$78.10/month (-$21.90; unknown removed: {fsx}) + unknown ({vpce})")
+    result = SimpleNamespace(sections=[Section(SECTION_TITLE, [], {**old, "fixedUnknown": []})])
+    (verdict,) = cost_lines(result, {SECTION_TITLE: new})
+    assert verdict.endswith(f"(+$21.90; unknown removed: {vpce})")

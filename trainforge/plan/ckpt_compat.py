@@ -10,11 +10,14 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from trainforge.jobs import backends
 from trainforge.jobs.entrypoint import RUNTIME_MODULE  # what the emitter runs: -m MODULE
+from trainforge.plan.runner import UNKNOWN
 from trainforge.training import data_order
 from trainforge.training.state_layout import mismatches
 
 RESUMES = "resumes"
+LOST = "starts at step 0"  # the checkpoints it would resume from are not where it looks
 RESETS = "resumes with a reset"
 CANNOT = "cannot resume"
 NOT_CHECKED = "resume not checked"
@@ -149,6 +152,84 @@ def layout_for_args(args: list[str]) -> Layout:
     return state_layout(layout_key(parse_runtime(args)))
 
 
+class Store(NamedTuple):
+    """Where a job's checkpoint directory lives: the volume behind the path (in the emitted pod
+    spec) and the S3 mirror (`--checkpoint-s3`), which the runtime downloads the newest
+    checkpoint from when the directory has none (training/checkpoint.py `resolve_resume`)."""
+
+    volume: tuple[str, ...]  # (kind, claim, subPath, path under the mount): equal = same data
+    what: str  # how a reader is told it: "PersistentVolumeClaim fsx-vision", ...
+    durable: bool  # outlives the job's pods (a claim); an emptyDir goes with them
+    s3: str | None = None
+
+
+def store(doc: Any, checkpoint_dir: str | None, s3: str | None) -> Store | None:
+    """The Store of a job's workload object: the main container's mount holding
+    `checkpoint_dir` (the longest mountPath above it) and the pod volume behind it, read
+    from its pod templates by the one walker (`backends.pod_templates`); None when the
+    object or the directory is unknown."""
+    if not isinstance(doc, dict) or not checkpoint_dir or not checkpoint_dir.startswith("/"):
+        return None
+    shape = backends.shape(doc)
+    if shape is None:
+        return None
+    main = shape.main_container(doc)
+    for tmpl in backends.pod_templates(doc):
+        names = [c.get("name") for c in tmpl.spec.get("containers") or []]
+        if main.get("name") in names:
+            break
+    else:
+        return None
+    container = (tmpl.spec.get("containers") or [])[names.index(main.get("name"))]
+    mounts = [
+        m
+        for m in container.get("volumeMounts") or []
+        if f"{checkpoint_dir.rstrip('/')}/".startswith(f"{str(m.get('mountPath')).rstrip('/')}/")
+    ]
+    if not mounts:
+        return Store(("container",), "the container's own filesystem", False, s3)
+    mount = max(mounts, key=lambda m: len(str(m.get("mountPath"))))
+    rel = checkpoint_dir[len(str(mount["mountPath"]).rstrip("/")) :]
+    vols = {v.get("name"): v for v in tmpl.spec.get("volumes") or []}
+    vol = vols.get(mount.get("name")) or {}
+    sub = str(mount.get("subPath") or "")
+    if claim := (vol.get("persistentVolumeClaim") or {}).get("claimName"):
+        where = f"PersistentVolumeClaim {claim}" + (f" (subPath {sub})" if sub else "")
+        return Store(("claim", claim, sub, rel), where, True, s3)
+    kind = next((k for k in vol if k != "name"), "volume")
+    what = "a pod-local emptyDir" if kind == "emptyDir" else f"a {kind} volume"
+    return Store((kind, str(vol.get(kind)), sub, rel), what, False, s3)
+
+
+def _mirror(uri: str) -> str:
+    """`the S3 mirror s3://b/p`; a bucket named only at deploy (an unknown at preview) is said."""
+    if UNKNOWN in uri:
+        return "the S3 mirror (its bucket is named at deploy)"
+    return f"the S3 mirror {uri}"
+
+
+def _moved(old: Store, new: Store) -> Compat | None:
+    """LOST when the replacement cannot find the old job's checkpoints: its directory is on
+    another volume (or an emptyDir, which goes with the old pods) and no S3 mirror the old
+    job wrote remains; None when they are where it looks (the same claim, or the mirror)."""
+    if old.durable and old.volume == new.volume:
+        return None
+    if old.s3 and new.s3 and (new.s3 == old.s3 or UNKNOWN in old.s3 + new.s3):
+        # one side's bucket unknown at preview: the same job's prefix in the stack's bucket
+        # (entrypoint.s3_uri); a bucket replaced is TF_DATA_REPLACE's
+        return Compat(RESUMES, source=_mirror(new.s3 if UNKNOWN in old.s3 else old.s3))
+    on = old.what + (f" and {_mirror(old.s3)}" if old.s3 else "")
+    why = "which goes with the old pods"
+    if old.durable:
+        same_claim = old.volume[:2] == new.volume[:2]
+        why = (
+            f"which the new pods mount elsewhere ({new.what})"
+            if same_claim
+            else (f"which this change removes (the new pods' directory is on {new.what})")
+        )
+    return Compat(LOST, f"its checkpoints were on {on}, {why}")
+
+
 @dataclass
 class JobState:
     """What decides a resume, for one side of the diff."""
@@ -160,6 +241,7 @@ class JobState:
     fingerprint: Any = None  # own code: its declared fingerprint's value (None = none)
     fingerprint_source: str | None = None  # e.g. "layout:state_layout"
     layout: Layout | None = None  # precomputed (from a plan's section)
+    store: Store | None = None  # where its checkpoints live (None: not known)
 
 
 @dataclass
@@ -169,6 +251,7 @@ class Compat:
     resets: list[str] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
     differ: list[str] = field(default_factory=list)
+    source: str = ""  # where it resumes from when not its own directory (the S3 mirror)
 
     @property
     def blocking(self) -> bool:
@@ -177,15 +260,16 @@ class Compat:
     def line(self) -> str:
         resets = f" ({'; '.join(self.resets)})" if self.resets else ""
         detail = f": {self.detail}" if self.detail else ""
-        return self.verdict + resets + detail + "".join(f"; {c}" for c in self.caveats)
+        source = f" from {self.source}" if self.source else ""
+        return self.verdict + source + resets + detail + "".join(f"; {c}" for c in self.caveats)
 
     def short(self) -> str:
-        what = self.verdict
+        what = self.verdict + (f" from {self.source}" if self.source else "")
         if self.resets:
             what += " (" + ", ".join(r.split(":", 1)[0] for r in self.resets) + ")"
         if self.blocking:
             what += f": {self.differ[0] if self.differ else self.detail}"
-        elif self.detail and self.verdict in (NOT_CHECKED, FRESH):
+        elif self.detail and self.verdict in (NOT_CHECKED, FRESH, LOST):
             what += f": {self.detail}"
         caveats = (c.split(" is NOT applied")[0] for c in self.caveats)
         return what + "".join(f"; {c} NOT applied" for c in caveats)
@@ -264,6 +348,17 @@ def classify(old: JobState, new: JobState) -> Compat:
         return Compat(FRESH, "--resume never: every start, restarts included, begins at step 0")
     if old.checkpoint_dir and new.checkpoint_dir and old.checkpoint_dir != new.checkpoint_dir:
         return Compat(FRESH, f"new checkpoint directory {new.checkpoint_dir}")
+    moved = _moved(old.store, new.store) if old.store and new.store else None
+    if moved is not None and moved.verdict == LOST:
+        return moved
+    found = _classify(old, new)
+    if moved is not None and found.verdict != NOT_CHECKED:
+        found.source = moved.source
+    return found
+
+
+def _classify(old: JobState, new: JobState) -> Compat:
+    """The state comparison, once the checkpoints are where the new job looks."""
     if new.args is None or old.args is None:
         if new.fingerprint is None:
             return Compat(

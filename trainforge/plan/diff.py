@@ -160,6 +160,25 @@ def delta(old: Any, new: Any) -> str:
     return "no change" if abs(d) < 0.005 else f"{'+' if d > 0 else '-'}${abs(d):,.2f}"
 
 
+def unknown_text(items: list[str] | None) -> str:
+    """` + unknown (a, b)`: what a figure that leaves unpriced items out says after it, in the
+    verdict's words; '' when nothing is left out."""
+    return f" + unknown ({', '.join(items)})" if items else ""
+
+
+def change_text(
+    old: Any, new: Any, old_unknown: list[str] | None = None, new_unknown: list[str] | None = None
+) -> str:
+    """`delta` of the priced figures, then the unpriced items the change removes or adds (a
+    change of the known sums alone hides them): `-$21.90; unknown removed: FSx ...`."""
+    was, now = old_unknown or [], new_unknown or []
+    gone, came = [u for u in was if u not in now], [u for u in now if u not in was]
+    parts = [delta(old, new)]
+    parts += [f"unknown removed: {', '.join(gone)}"] if gone else []
+    parts += [f"unknown added: {', '.join(came)}"] if came else []
+    return "; ".join(parts)
+
+
 def _money(row: dict[str, Any], key: str) -> str:
     """A figure of one side's cost row; '-' where that side has no row; `<= ` before a
     ceiling (a run timed by its deadline, a team's month that holds one), as the report."""
@@ -231,14 +250,17 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
     o_fixed, n_fixed = old.get("fixedPerMonthKnown"), new.get("fixedPerMonthKnown")
     o_unknown, n_unknown = old.get("fixedUnknown") or [], new.get("fixedUnknown") or []
     if old and (o_fixed != n_fixed or o_unknown != n_unknown):
-        unknown = f" (+ unknown: {', '.join(n_unknown)})" if n_unknown else ""
         lines += [
-            f"Platform fixed cost (always on): {_usd(o_fixed)} → {_usd(n_fixed)}/month "
-            f"({delta(o_fixed, n_fixed)}){unknown}",
+            f"Platform fixed cost (always on): {_usd(o_fixed)}/month{unknown_text(o_unknown)} → "
+            f"{_usd(n_fixed)}/month{unknown_text(n_unknown)} "
+            f"({change_text(o_fixed, n_fixed, o_unknown, n_unknown)})",
             "",
         ]
     elif not old:
-        lines += [f"Platform fixed cost (always on): {_usd(n_fixed)}/month", ""]
+        lines += [
+            f"Platform fixed cost (always on): {_usd(n_fixed)}/month{unknown_text(n_unknown)}",
+            "",
+        ]
     if len(lines) == 2:
         lines += ["No cost change.", ""]
     return lines

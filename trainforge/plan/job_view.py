@@ -77,6 +77,11 @@ class JobView:
         return self._setting("--checkpoint-dir", contract.CHECKPOINT_DIR, None)
 
     @property
+    def checkpoint_s3(self) -> str | None:
+        """The S3 mirror the runtime uploads to and restores from (None: none)."""
+        return self._setting("--checkpoint-s3", contract.CHECKPOINT_S3, None)
+
+    @property
     def resume(self) -> str:
         return self._setting("--resume", contract.RESUME, RESUME_DEFAULT)
 

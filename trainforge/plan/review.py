@@ -13,6 +13,7 @@ from trainforge.plan import job_diff as JD
 from trainforge.plan import registry
 from trainforge.plan.check_types import Finding
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
+from trainforge.plan.checks.data_safety import other_stack
 from trainforge.plan.core import attach_waiver
 from trainforge.plan.job_view import job_views
 from trainforge.plan.sides import Side
@@ -55,6 +56,8 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
 
 def review(base: Side, head: Side, result: Any) -> DiffContext:
     """Diff, job changes, diff checks (their findings join `result.violations`, with waivers)."""
+    if note := other_stack(base, head):  # said once, in the header of both outputs
+        base.label = f"{base.label} ({note})"
     objects = D.diff_maps(base.objects, head.objects)
     resources = D.diff_maps(base.resources, head.resources)
     ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))

@@ -15,7 +15,7 @@ from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount, start_words
 from trainforge.plan.cost import row_totals
-from trainforge.plan.diff import delta
+from trainforge.plan.diff import change_text, unknown_text
 from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.waivers import stale_note
 
@@ -73,10 +73,19 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
     if new is None:
         return ["Cost: no cost report for this stack"]
     old = cost_totals((base_sections or {}).get(COST_TITLE)) if base_sections else None
-    unknown = f" + unknown ({', '.join(u)})" if (u := new.get("fixedUnknown")) else ""
+    unknown = unknown_text(new.get("fixedUnknown"))
 
-    def change(key: str) -> str:  # against the base, in the diff's words (diff.delta)
-        return f" ({delta(old.get(key), new.get(key))})" if old else ""
+    def change(key: str) -> str:
+        """Against the base, in the diff's words (diff.change_text): the priced figures' change
+        and the unpriced items (platform parts, jobs) it removes or adds."""
+        if not old:
+            return ""
+        lacking = {"fixedPerMonthKnown": lambda t: t.get("fixedUnknown") or [],
+                   "jobsPerHour": lambda t: [f"{j.get('team')}/{j.get('name')}"
+                                             for j in t["unpricedRates"]],
+                   "runCosts": lambda t: [f"{j.get('team')}/{j.get('name')}"
+                                          for j in t["unpricedRuns"]]}[key]  # fmt: skip
+        return f" ({change_text(old.get(key), new.get(key), lacking(old), lacking(new))})"
 
     fixed = (
         f"Cost: platform {_usd(new.get('fixedPerHourKnown'))}/h = "

@@ -16,6 +16,7 @@ from trainforge.plan.resource_types import FSX_LUSTRE as FSX
 from trainforge.plan.resource_types import KMS_KEY, PVC
 from trainforge.plan.resource_types import S3_BUCKET as BUCKET
 from trainforge.plan.runner import Recorded
+from trainforge.plan.sides import urn_type_name
 
 UNPROTECTED = "TF_DATA_UNPROTECTED"
 REPLACE = "TF_DATA_REPLACE"
@@ -76,7 +77,32 @@ def _records(resources: list[Any]) -> dict[str, Recorded]:
         else r
         for r in resources
     ]
-    return {r.urn: r for r in recs if holds_data(r.type, r.inputs)}
+    return {urn_type_name(r.urn): r for r in recs if holds_data(r.type, r.inputs)}
+
+
+def stack_of(resources: list[Any] | None) -> str | None:
+    """The stack a plan's recorded resources belong to (`urn:pulumi:STACK::...`), None if none."""
+    for r in resources or []:
+        urn = r.get("urn") if isinstance(r, dict) else getattr(r, "urn", None)
+        if isinstance(urn, str) and urn.startswith("urn:pulumi:") and "::" in urn:
+            return urn.split("::", 1)[0].removeprefix("urn:pulumi:")
+    return None
+
+
+def other_stack(base: Any, head: Any) -> str | None:
+    """`base is stack prod, head is stack pe: ...` when a `--diff` base is another stack's plan;
+    both sides then match resources by type and name (the diff's key), never by URN, which
+    holds the stack's name."""
+    b, h = stack_of(base.records), stack_of(head.records)
+    if b is None or h is None or b == h:
+        return None
+    return f"base is stack {b}, head is stack {h}: resources matched by type and name"
+
+
+def _parents(urn: str) -> str:
+    """The type chain of a URN (`pkg:C$aws:...:Key`): a new parent is a new URN."""
+    parts = urn.split("::")
+    return parts[-2] if len(parts) >= 2 else ""
 
 
 def base_records(base: Any) -> dict[str, Recorded] | None:
@@ -85,14 +111,21 @@ def base_records(base: Any) -> dict[str, Recorded] | None:
     return None if base.records is None else _records(base.records)
 
 
+def _deps(rec: Recorded, prop: str) -> list[str]:
+    """The resources (type::name, as the diff keys them) a property's value comes from."""
+    return (
+        sorted(urn_type_name(u) for u in rec.dependencies.get(prop, [])) if "." not in prop else []
+    )
+
+
 def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
     """(property, old, new) for every replace-triggering property that differs; a value only
     the cloud knows is compared through the recorded dependencies it came from."""
     out = []
     for prop in DATA_HOLDING[base.type].replace_on:
         old, new = get(base.inputs, *prop.split(".")), get(head.inputs, *prop.split("."))
-        old_from = sorted(base.dependencies.get(prop, [])) if "." not in prop else []
-        new_from = sorted(head.dependencies.get(prop, [])) if "." not in prop else []
+        old_from = _deps(base, prop)
+        new_from = _deps(head, prop)
         if old != new:
             out.append((prop, old, new))
         elif old_from != new_from:
@@ -110,14 +143,19 @@ def replacements(base: dict[str, Recorded], head_resources: list[Any]) -> list[F
     deletes. One retained on delete (`retainOnDelete`) and gone from head stays in the account."""
     head = _records(head_resources)
     findings = []
-    for urn, b in base.items():
-        what, h = f"{DATA_HOLDING[b.type].what} {b.name}", head.get(urn)
+    for key, b in base.items():
+        what, h = f"{DATA_HOLDING[b.type].what} {b.name}", head.get(key)
         if h is None and b.options.get("retainOnDelete"):
             continue
         if h is None:
             msg = (
                 f"{what} is gone from this plan: Pulumi deletes it (a rename "
                 "or a new parent changes its URN, which is a replacement too)"
+            )
+        elif _parents(b.urn) != _parents(h.urn):
+            msg = (
+                f"{what} has a new parent ({_parents(b.urn)} -> {_parents(h.urn)}): a new URN, "
+                "so Pulumi deletes the old one and creates a new, empty one"
             )
         elif changes := _changed(b, h):
             shown = "; ".join(f"{p}: {_fmt(o)} -> {_fmt(n)}" for p, o, n in changes)
@@ -128,7 +166,7 @@ def replacements(base: dict[str, Recorded], head_resources: list[Any]) -> list[F
         else:
             continue
         findings.append(
-            Finding(b.name, REPLACE, msg, RULES[REPLACE], urn, frozenset({b.name, urn}))
+            Finding(b.name, REPLACE, msg, RULES[REPLACE], b.urn, frozenset({b.name, b.urn}))
         )
     return findings
 

@@ -134,6 +134,9 @@ def diff_check(ctx: Any) -> CheckResult:
         if ch.what != "replaced" or ch.old is None or ch.new is None:
             continue
         old, new = job_state(ch.old, ctx.base.sections), job_state(ch.new, ctx.head.sections)
+        for state, view, side in ((old, ch.old, ctx.base), (new, ch.new, ctx.head)):
+            doc = side.objects.get(view.ident)  # where its checkpoints live: the pod volumes
+            state.store = CC.store(doc, state.checkpoint_dir, view.checkpoint_s3)
         ch.compat = CC.classify(old, new)
         if ch.compat.blocking:
             rule = RULE
