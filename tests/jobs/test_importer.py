@@ -132,22 +132,12 @@ def test_a_job_without_a_command_is_refused_naming_the_field():
 
 
 def test_a_trainjob(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        apiVersion: trainer.kubeflow.org/v1alpha1
-        kind: TrainJob
-        metadata: {name: tj}
-        spec:
-          runtimeRef: {name: torch-distributed}
-          trainer:
-            image: ghcr.io/acme/trainer:1.0
-            command: [torchrun, --nproc-per-node, "4", /code/train.py, --epochs, "1"]
-            numNodes: 2
-            resourcesPerNode: {limits: {nvidia.com/gpu: 4}}
-            env: [{name: NCCL_DEBUG, value: WARN}, {name: MASTER_PORT, value: "1234"}]
-    """,
+    own = trainer_spec(
+        command=["torchrun", "--nproc-per-node", "4", "/code/train.py", "--epochs", "1"],
+        resourcesPerNode={"limits": {"nvidia.com/gpu": 4}},
+        env=[{"name": "NCCL_DEBUG", "value": "WARN"}, {"name": "MASTER_PORT", "value": "1234"}],
     )
+    path = write(tmp_path, trainjob_yaml(trainer=own, runtimeRef={"name": "torch-distributed"}))
     r = imp(path)
     assert r.entry["pool"] == "gpu-workloads" and r.entry["workers"] == 2
     assert r.entry["gpusPerWorker"] == 4
@@ -1101,17 +1091,8 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
     runtimeRef, initializer, trainer, runtimePatches, suspend, activeDeadlineSeconds and
     managedBy. Import named podTemplateOverrides/podSpecOverrides, fields v2.2.1 does not have,
     and dropped runtimePatches (its pod overrides) and the others without a line."""
-    path = write(
-        tmp_path,
+    spec = yaml.safe_load(
         """
-        apiVersion: trainer.kubeflow.org/v1alpha1
-        kind: TrainJob
-        metadata: {name: tj}
-        spec:
-          trainer:
-            image: ghcr.io/acme/trainer:1.0
-            command: [torchrun, /code/train.py]
-            numNodes: 2
           activeDeadlineSeconds: 3600
           suspend: true
           managedBy: kueue.x-k8s.io/multikueue
@@ -1127,8 +1108,9 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
                     replicatedJobs:
                       - name: node
                         template: {spec: {template: {spec: {nodeSelector: {a: b}}}}}
-    """,
+    """
     )
+    path = write(tmp_path, trainjob_yaml(**spec))
     r = imp(path)
     assert r.entry["runPolicy"] == {"activeDeadlineSeconds": 3600}
     lines = [c for c in r.changes if c.startswith("spec.") and not c.startswith("spec.trainer")]
