@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -21,6 +20,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from tests.conftest import sigint_default
 from tests.jobs.helpers import CODE, CPU_POOL, K8S_VERSION, target
 from tests.jobs.schemas import crd_errors
 from trainforge.core.contract import BACKENDS
@@ -363,13 +363,6 @@ def wrapper(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProc
         timeout=120,
         preexec_fn=sigint_default,
     )
-
-
-def sigint_default() -> None:
-    """Ctrl-C as a terminal delivers it: a shell's background job (`make test &`, a CI runner)
-    starts with SIGINT ignored, which Python then leaves ignored, so the wrapper under test
-    would never see a KeyboardInterrupt (the Ctrl-C tests exited 0 in such a run)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_the_wrapper_names_user_marked_exceptions_by_name(tmp_path):
