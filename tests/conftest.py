@@ -195,6 +195,16 @@ def trainforge_here(monkeypatch, capfd):
     return run
 
 
+def sigint_default() -> None:
+    """A child's `preexec_fn`: Ctrl-C as a terminal delivers it. A shell's background job
+    (`make test &`, a CI runner) starts with SIGINT ignored, which Python then leaves ignored,
+    so the process under test would never see a KeyboardInterrupt (the Ctrl-C tests exited 0
+    in such a run)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run_stack(stack: str, overrides: dict | None = None):
     """Run the project's __main__.py under trainforge.plan.mocks with Pulumi.<stack>.yaml."""
     from trainforge.plan.mocks import run_mocked

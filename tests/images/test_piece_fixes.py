@@ -10,28 +10,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pulumi
 import pytest
-import yaml
 
 from trainforge.core import versions
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.declare import check_jobs
 from trainforge.plan.core import plan_project
-from trainforge.plan.mocks import TrainforgeMocks
-from trainforge.platform.config import parse_config
-from trainforge.platform.published import contract_from_config
 
 ROOT = Path(__file__).resolve().parents[2]
 RULE = "TRAINFORGE_IMAGE_PIECE"
 TRACKED = "tests/fixtures/import/tracked/train.py"  # imports mlflow
 
 
-def _dev_jobs() -> list[dict]:
-    return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]["trainforge:jobs"]
-
-
-def test_the_plans_mlflow_fix_on_the_stock_image_works_when_followed():
+def test_the_plans_mlflow_fix_on_the_stock_image_works_when_followed(dev_jobs):
     """Shipped code importing mlflow on the stock image: "leave image unset" (its code still
     ships to the runtime image). Code of the image (a command): no "leave image unset", the
     waiver instead. Following both, the second plan has no open finding and one waived."""
@@ -39,7 +30,7 @@ def test_the_plans_mlflow_fix_on_the_stock_image_works_when_followed():
     own = {"team": "research", "pool": "training-workloads", "image": stock}
     shipped = {"name": "tracked-stock", **own, "entrypoint": {"script": TRACKED}}
     baked = {"name": "baked-stock", **own, "entrypoint": {"command": ["python", "/app/t.py"]}}
-    jobs = [*_dev_jobs(), shipped, baked]
+    jobs = [*dev_jobs, shipped, baked]
     result = plan_project(ROOT, "dev", standins=False, config_overrides={"trainforge:jobs": jobs})
     fixes = {v.message.split(":")[0]: v.fix for v in result.failing if v.rule == RULE}
     assert sorted(fixes) == ["research/baked-stock", "research/tracked-stock"], fixes
@@ -47,7 +38,7 @@ def test_the_plans_mlflow_fix_on_the_stock_image_works_when_followed():
     assert "leave image" not in fixes["research/baked-stock"]  # it would drop /app/t.py
     assert f"waive {RULE} for this job" in fixes["research/baked-stock"]
     # follow them: the shipped job without image, the command job waived
-    followed = [*_dev_jobs(), {k: v for k, v in shipped.items() if k != "image"}, baked]
+    followed = [*dev_jobs, {k: v for k, v in shipped.items() if k != "image"}, baked]
     waiver = {"resource": "baked-stock", "rule": RULE, "reason": "logs to stdout only"}
     overrides = {"trainforge:jobs": followed, "trainforge-policy:waivers": [waiver]}
     again = plan_project(ROOT, "dev", standins=False, config_overrides=overrides)
@@ -57,32 +48,14 @@ def test_the_plans_mlflow_fix_on_the_stock_image_works_when_followed():
     ]
 
 
-@pytest.fixture
-def platform(monkeypatch):
-    monkeypatch.chdir(ROOT)  # scripts are relative to the project directory
-    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
-    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
-    config = {
-        k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")
-    }
-    return contract_from_config(parse_config(config))
-
-
-def _refusal(platform, job: dict) -> str:
-    with pytest.raises(JobConfigError) as err:
-        check_jobs(platform, [job])
-    (line,) = err.value.errors
-    return line
-
-
-def test_the_previews_mlflow_fix_on_declared_facts_works_when_followed(platform):
+def test_the_previews_mlflow_fix_on_declared_facts_works_when_followed(platform, refusal):
     """`imageFacts: {mlflow: false}` refuses at preview, where no waiver applies: the fix names
     none, and each way it names is accepted when followed. The old "leave image unset" alone
     is refused (imageFacts without image)."""
     job = {"name": "own", "team": "research", "pool": "training-workloads",
            "image": "ghcr.io/acme/trainer:1.0", "imageFacts": {"mlflow": False},
            "entrypoint": {"script": TRACKED}}  # fmt: skip
-    line = _refusal(platform, job)
+    line = refusal(job)
     assert "waive" not in line
     assert (
         "; leave image and imageFacts unset (the trainforge runtime image carries mlflow)" in line
@@ -96,7 +69,7 @@ def test_the_previews_mlflow_fix_on_declared_facts_works_when_followed(platform)
     # the bundled runtime from the image (codeSource: image): that key goes too, or the job
     # is refused for it ("an image: codeSource: image runs trainforge from your image")
     runtime = {k: v for k, v in job.items() if k != "entrypoint"} | {"codeSource": "image"}
-    line = _refusal(platform, runtime)
+    line = refusal(runtime)
     assert "; leave image, imageFacts and codeSource unset (the trainforge runtime" in line
     check_jobs(platform, [{k: v for k, v in runtime.items() if k not in ("image", "imageFacts",
                                                                       "codeSource")}])  # fmt: skip
@@ -106,4 +79,4 @@ def test_the_previews_mlflow_fix_on_declared_facts_works_when_followed(platform)
         )
     # code of the image: leaving image unset would drop it, so the fix does not say so
     baked = {**job, "entrypoint": {"command": ["python", "-c", "import mlflow"]}}
-    assert "leave image" not in _refusal(platform, baked)
+    assert "leave image" not in refusal(baked)

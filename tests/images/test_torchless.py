@@ -10,20 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pulumi
 import pytest
-import yaml
 
 from trainforge.core import versions
-from trainforge.core.errors import JobConfigError
 from trainforge.jobs import import_image
 from trainforge.jobs.declare import check_jobs
 from trainforge.jobs.image_facts import UNKNOWN, facts_for, torchless
 from trainforge.plan.core import plan_project
-from trainforge.plan.mocks import TrainforgeMocks
 from trainforge.plan.runner import find_config_error
-from trainforge.platform.config import parse_config
-from trainforge.platform.published import contract_from_config
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = "public.ecr.aws/docker/library/python:3.11"
@@ -31,28 +25,6 @@ SCRIPT = "examples/mnist/train.py"  # a plain DDP script: `import torch`, no tra
 OWN = {"team": "research", "pool": "training-workloads"}
 DDP = {"name": "ddp-python", **OWN, "image": PYTHON, "workers": 2, "entrypoint": {"script": SCRIPT}}
 FIX_RUNTIME = "leave image unset (the trainforge runtime image carries torch)"
-
-
-def _dev_jobs() -> list[dict]:
-    return yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]["trainforge:jobs"]
-
-
-@pytest.fixture
-def platform(monkeypatch):
-    monkeypatch.chdir(ROOT)  # scripts are relative to the project directory
-    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
-    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
-    config = {
-        k.removeprefix("trainforge:"): v for k, v in raw.items() if k.startswith("trainforge:")
-    }
-    return contract_from_config(parse_config(config))
-
-
-def _refusal(platform, job: dict) -> str:
-    with pytest.raises(JobConfigError) as err:
-        check_jobs(platform, [job])
-    (line,) = err.value.errors
-    return line
 
 
 @pytest.mark.parametrize(
@@ -108,9 +80,9 @@ def test_the_import_reads_the_same_model():
     ],
 )  # fmt: skip
 def test_pods_that_need_torch_on_a_torchless_image_are_refused_with_a_fix_that_works(
-    platform, job, why
+    platform, refusal, job, why
 ):
-    line = _refusal(platform, job)
+    line = refusal(job)
     image = job["image"]
     if job is DDP:  # docs/images.md shows this one as it is printed
         assert f"\n{line}\n" in (ROOT / "docs" / "images.md").read_text()
@@ -140,7 +112,7 @@ def test_what_does_not_need_torch_or_is_not_known_to_lack_it_is_not_refused(plat
     assert facts_for(stock["image"], None).torch == versions.TORCH_VERSION
 
 
-def test_the_plan_refuses_the_stack_job_and_plans_clean_with_the_fix():
+def test_the_plan_refuses_the_stack_job_and_plans_clean_with_the_fix(dev_jobs):
     """`trainforge plan` of dev with the job stops on the one line (exit 2 in the CLI); with
     image unset it plans CLEAN, and a `command` job kept on the python image is shown with
     "no torch" in the plan's Images section."""
@@ -156,7 +128,7 @@ def test_the_plan_refuses_the_stack_job_and_plans_clean_with_the_fix():
         "workers": 1,
         "entrypoint": {"command": ["python", "-c", "print(1)"]},
     }
-    jobs = [*_dev_jobs(), followed, command]
+    jobs = [*dev_jobs, followed, command]
     result = plan_project(ROOT, "dev", standins=False, config_overrides={"trainforge:jobs": jobs})
     assert result.clean, [v.message for v in result.failing]
     section = next(s for s in result.sections if s.title.startswith("Images"))

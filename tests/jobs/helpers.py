@@ -111,6 +111,18 @@ def target(pool: PoolFacts = GPU_POOL, **kw: Any) -> JobTarget:
     return JobTarget(team=TeamFacts(**team), pool=pool, **rest)
 
 
+def script_job(name: str, script: str, **kw: Any) -> dict[str, Any]:
+    """A stack job entry of team research on dev's CPU pool that runs code/SCRIPT of its
+    project (conftest's dev_project); keyword arguments add or override keys."""
+    return {
+        "name": name,
+        "team": "research",
+        "pool": "training-workloads",
+        "entrypoint": {"script": f"code/{script}"},
+        **kw,
+    }
+
+
 def container(manifest: dict, rtype: str = "Master") -> dict:
     return manifest["spec"]["pytorchReplicaSpecs"][rtype]["template"]["spec"]["containers"][0]
 

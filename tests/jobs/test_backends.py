@@ -22,8 +22,8 @@ from tests.jobs.helpers import (
     validate_pod_templates,
     webhook_errors,
 )
+from tests.jobs.importing import imp, write
 from tests.jobs.schemas import crd_errors
-from tests.jobs.test_importer import imp, write
 from trainforge.core import pods
 from trainforge.core.contract import BACKENDS
 from trainforge.core.errors import JobConfigError

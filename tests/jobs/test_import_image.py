@@ -6,42 +6,34 @@ could not start)."""
 
 from __future__ import annotations
 
-import posixpath
 import textwrap
 from pathlib import Path
 from typing import Any
 
-from tests.jobs.helpers import CODE, CPU_POOL, GPU_POOL, target
+from tests.jobs.helpers import CPU_POOL, target
+from tests.jobs.importing import (
+    RUNTIME,
+    WHERE,
+    container,
+    emitted,
+    imp,
+    pytorchjob_yaml,
+    replica,
+    write,
+)
 from trainforge.jobs import images
-from trainforge.jobs.backends import emit
-from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.entrypoint import LAUNCHER
 from trainforge.jobs.image_facts import UNKNOWN, facts_for
-from trainforge.jobs.importer import import_workload
 from trainforge.jobs.spec import parse_job
-from trainforge.jobs.wiring import choose_image, resolve_job
+from trainforge.jobs.wiring import choose_image
 
 ROOT = Path(__file__).resolve().parents[2]
 REVIEW = ROOT / "tests" / "fixtures" / "import" / "review" / "python-image.yaml"
-POOLS = {p.name: p for p in (CPU_POOL, GPU_POOL)}
-RUNS = "the platform's runtime image (runtime: torch 2.13.0, mlflow, boto3)"
-WHERE = "trainforge:jobs[0]"
-
-
-def imp(path: Path) -> Any:
-    return import_workload(
-        path, pools=POOLS, team="research", out_dir="imported", docker_hub_routed=False,
-        runtime_image=RUNS, backends=("pytorchjob",),
-    )  # fmt: skip
 
 
 def pod_command(r: Any, entry: dict[str, Any] | None = None) -> list[str]:
     """The command the stack's pods run for the imported entry (Master's container)."""
-    entry = entry or r.entry
-    t = target(POOLS[entry["pool"]], backends=("pytorchjob",))
-    job = resolve_job(parse_job(entry, WHERE), t, WHERE)
-    shipped = CodeBundle(tuple((posixpath.basename(p), text) for p, text in r.files.items()))
-    spec = emit(job, t, CODE, shipped).workload["spec"]["pytorchReplicaSpecs"]["Master"]
+    spec = emitted(entry or r.entry, files=r.files)["spec"]["pytorchReplicaSpecs"]["Master"]
     container = spec["template"]["spec"]["containers"][0]
     return [*container.get("command", []), *container.get("args", [])]
 
@@ -59,14 +51,14 @@ def test_the_reviews_python_image_gives_way_to_one_with_torch():
         "image carries no torch, and the pods need it: they start your script with torchrun "
         "through trainforge's launcher, `python -m trainforge.training.launch`"
     )
-    assert f"The job runs {RUNS}" in line and 'imageFacts: {torch: "<its version>"}' in line
+    assert f"The job runs {RUNTIME}" in line and 'imageFacts: {torch: "<its version>"}' in line
     assert "image" not in r.entry
     t = target(CPU_POOL, backends=("pytorchjob",))
     _, facts = choose_image(parse_job(r.entry, WHERE), t, efa=False)
     assert facts.torch  # the image the job now runs has torch
 
 
-TORCHRUN_JOB = """
+CONFIGMAP = """
 apiVersion: v1
 kind: ConfigMap
 metadata: {name: code}
@@ -74,29 +66,21 @@ data:
   train.py: |
     SCRIPT
 ---
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: pj}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: IMAGE
-              command: COMMAND
-              volumeMounts: [{name: code, mountPath: /workspace}]
-          volumes: [{name: code, configMap: {name: code}}]
 """
+TORCHRUN_JOB = CONFIGMAP + pytorchjob_yaml(
+    "pj",
+    Worker=replica(
+        container(image="IMAGE", command="COMMAND",
+                  volumeMounts=[{"name": "code", "mountPath": "/workspace"}]),
+        2,
+        volumes=[{"name": "code", "configMap": {"name": "code"}}],
+    ),
+)  # fmt: skip
 
 
 def job_file(tmp_path: Path, image: str, command: str, script: str = "print(1)") -> Path:
     text = TORCHRUN_JOB.replace("IMAGE", image).replace("COMMAND", command)
-    path = tmp_path / "job.yaml"
-    path.write_text(textwrap.dedent(text).replace("SCRIPT", script))
-    return path
+    return write(tmp_path, textwrap.dedent(text).replace("SCRIPT", script))
 
 
 def test_an_image_of_unknown_facts_is_said_to_be_unchecked_with_the_key_that_declares_them(

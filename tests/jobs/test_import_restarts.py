@@ -6,47 +6,23 @@ tests/test_upstream_restarts.py)."""
 
 from __future__ import annotations
 
-import posixpath
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.jobs.helpers import CODE, CPU_POOL, GPU_POOL, target
+from tests.jobs.importing import container, emitted, imp, indexed_job_yaml, write
 from trainforge.core import failures
 from trainforge.jobs import indexed_job
-from trainforge.jobs.backends import emit
-from trainforge.jobs.codeship import CodeBundle
 from trainforge.jobs.import_restarts import CODES, entry_retries
-from trainforge.jobs.importer import ImportProblem, import_workload
-from trainforge.jobs.spec import parse_job
-from trainforge.jobs.wiring import resolve_job
+from trainforge.jobs.importer import ImportProblem
 
 ROOT = Path(__file__).resolve().parents[2]
 # the newcomer review's Indexed Job (restartPolicy Never, backoffLimitPerIndex 2, its code
 # exits 3) and the blog-style PyTorchJob (OnFailure replicas)
 REVIEW_INDEXED = ROOT / "tests" / "fixtures" / "import" / "review" / "indexed-never.yaml"
 BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"
-POOLS = {p.name: p for p in (CPU_POOL, GPU_POOL)}
-WHERE = "trainforge:jobs[0]"
-
-
-def imp(path: Path, backends: tuple[str, ...]) -> Any:
-    return import_workload(
-        path, pools=POOLS, team="research", out_dir="imported", docker_hub_routed=False,
-        runtime_image="the runtime image", backends=backends,
-    )  # fmt: skip
-
-
-def planned(r: Any, backend: str) -> dict[str, Any]:
-    """The workload the stack emits for the imported entry (its retry fields), with the code
-    the import ships."""
-    t = target(POOLS[r.entry["pool"]], backends=(backend,))
-    job = resolve_job(parse_job(r.entry, WHERE), t, WHERE)
-    shipped = CodeBundle(tuple((posixpath.basename(p), text) for p, text in r.files.items()))
-    return emit(job, t, CODE, shipped if r.files else None).workload
 
 
 def _retried_job(spec: dict[str, Any], container: str) -> set[int]:
@@ -60,9 +36,9 @@ def test_the_reviews_indexed_job_still_retries_exit_3_twice(tmp_path):
     defaulted to ExitCode and its Job failed on exit 3 at the first try; the original retried
     every exit code twice per index. The planned Job now retries the same codes."""
     original = yaml.safe_load(REVIEW_INDEXED.read_text())["spec"]
-    r = imp(REVIEW_INDEXED, ("indexed-job",))
+    r = imp(REVIEW_INDEXED, backends=("indexed-job",))
     assert r.entry["restartPolicy"] == "OnFailure"
-    spec = planned(r, "indexed-job")["spec"]
+    spec = emitted(r.entry, "indexed-job", r.files)["spec"]
     assert spec["backoffLimitPerIndex"] == original["backoffLimitPerIndex"] == 2
     was = _retried_job(original, "main")
     now = _retried_job(spec, indexed_job.CONTAINER)
@@ -82,9 +58,9 @@ def test_the_blog_pytorchjobs_onfailure_replicas_keep_restarting_a_failed_exit_1
     that exited 1; the entry's default (ExitCode) failed the job on it."""
     doc = next(d for d in yaml.safe_load_all(BLOG.read_text()) if d["kind"] == "PyTorchJob")
     original = doc["spec"]["pytorchReplicaSpecs"]["Master"]["restartPolicy"]
-    r = imp(BLOG, ("pytorchjob",))
+    r = imp(BLOG, backends=("pytorchjob",))
     assert r.entry["restartPolicy"] == original == "OnFailure"
-    replicas = planned(r, "pytorchjob")["spec"]["pytorchReplicaSpecs"]
+    replicas = emitted(r.entry, "pytorchjob", r.files)["spec"]["pytorchReplicaSpecs"]
     for replica in replicas.values():
         assert all(
             failures.pytorchjob_outcome(replica["restartPolicy"], c).restarts
@@ -99,24 +75,7 @@ def test_the_blog_pytorchjobs_onfailure_replicas_keep_restarting_a_failed_exit_1
     )
 
 
-JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata: {name: ij}
-spec:
-  completionMode: Indexed
-  completions: 2
-  parallelism: 2
-  backoffLimitPerIndex: 2
-  FIELDS
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: main
-          image: ghcr.io/acme/trainer:1.0
-          command: [python, -m, acme.train]
-"""
+MAIN = container("main", ["python", "-m", "acme.train"])
 
 
 @pytest.mark.parametrize(
@@ -148,15 +107,12 @@ spec:
     ],
 )  # fmt: skip
 def test_each_indexed_retry_rule_is_kept_or_each_changed_code_named(tmp_path, fields, policy, said):
-    text = yaml.safe_load(textwrap.dedent(JOB).replace("FIELDS", ""))
-    text["spec"].update(fields)
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(text))
-    r = imp(path, ("indexed-job",))
+    text = yaml.safe_load(indexed_job_yaml(MAIN, **{"backoffLimitPerIndex": 2, **fields}))
+    r = imp(write(tmp_path, yaml.safe_dump(text)), backends=("indexed-job",))
     assert r.entry.get("restartPolicy") == policy
     line = next(c for c in r.changes if c.startswith("spec.template.spec.restartPolicy"))
     assert said in line, line
-    spec = planned(r, "indexed-job")["spec"]
+    spec = emitted(r.entry, "indexed-job", r.files)["spec"]
     was, now = _retried_job(text["spec"], "main"), _retried_job(spec, indexed_job.CONTAINER)
     assert (was == now) == ("which keeps it" in line)
 
@@ -171,10 +127,9 @@ def test_every_backend_retries_the_same_codes_for_each_policy(policy):
 
 def test_a_replica_restart_policy_no_pod_takes_is_one_line(tmp_path):
     text = BLOG.read_text().replace("restartPolicy: OnFailure", "restartPolicy: Sometimes", 1)
-    path = tmp_path / "job.yaml"
-    path.write_text(text)
+    path = write(tmp_path, text)
     with pytest.raises(ImportProblem) as e:
-        imp(path, ("pytorchjob",))
+        imp(path, backends=("pytorchjob",))
     assert str(e.value) == (
         f"{path}: spec.pytorchReplicaSpecs.Master.restartPolicy: got 'Sometimes'; expected one "
         "of Always, OnFailure, Never, ExitCode (the operator gives it to the pods, whose API "
@@ -195,12 +150,10 @@ def test_each_replica_policy_becomes_the_entry_policy_that_retries_the_same_code
     doc = doc.replace(
         "restartPolicy: OnFailure", "" if given is None else f"restartPolicy: {given}"
     )
-    path = tmp_path / "job.yaml"
-    path.write_text(doc)
-    r = imp(path, ("pytorchjob",))
+    r = imp(write(tmp_path, doc), backends=("pytorchjob",))
     assert r.entry.get("restartPolicy") == entry
     original = {c for c in CODES if failures.pytorchjob_outcome(given or "OnFailure", c).restarts}
-    replicas = planned(r, "pytorchjob")["spec"]["pytorchReplicaSpecs"].values()
+    replicas = emitted(r.entry, "pytorchjob", r.files)["spec"]["pytorchReplicaSpecs"].values()
     for replica in replicas:
         policy = replica["restartPolicy"]
         assert {c for c in CODES if failures.pytorchjob_outcome(policy, c).restarts} == original

@@ -6,53 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.jobs.test_importer import imp, write
+from tests.jobs.importing import (
+    container,
+    imp,
+    indexed_job_yaml,
+    pytorchjob_yaml,
+    replica,
+    trainer_spec,
+    trainjob_yaml,
+    write,
+)
 from trainforge.jobs.importer import ImportProblem
 
-TRAINJOB = """
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata: {name: tj}
-spec:
-  activeDeadlineSeconds: DEADLINE
-  trainer:
-    image: ghcr.io/acme/trainer:1.0
-    command: [torchrun, /code/train.py]
-    numNodes: 2
-"""
-PYTORCHJOB = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: ptj}
-spec:
-  runPolicy: {activeDeadlineSeconds: DEADLINE}
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/trainer:1.0
-              command: [torchrun, /code/train.py]
-"""
-INDEXED_JOB = """
-apiVersion: batch/v1
-kind: Job
-metadata: {name: ij}
-spec:
-  completionMode: Indexed
-  completions: 2
-  parallelism: 2
-  activeDeadlineSeconds: DEADLINE
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: train
-          image: ghcr.io/acme/trainer:1.0
-          command: [torchrun, /code/train.py]
-"""
+TRAINJOB = trainjob_yaml(activeDeadlineSeconds="DEADLINE")
+PYTORCHJOB = pytorchjob_yaml(
+    run_policy={"activeDeadlineSeconds": "DEADLINE"}, Worker=replica(container(), 2)
+)
+INDEXED_JOB = indexed_job_yaml(container("train"), activeDeadlineSeconds="DEADLINE")
 
 
 @pytest.mark.parametrize(
@@ -91,30 +61,10 @@ def test_a_deadline_of_one_second_or_more_is_kept(tmp_path, text):
     assert r.entry["runPolicy"]["activeDeadlineSeconds"] == 1
 
 
-MASTER_WORKER = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: ptj}
-spec:
-  pytorchReplicaSpecs:
-    Master:
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/trainer:1.0
-              command: [torchrun, /code/train.py]
-              resources: MASTER
-    Worker:
-      replicas: 1
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/trainer:1.0
-              command: [torchrun, /code/train.py]
-              resources: WORKER
-"""
+MASTER_WORKER = pytorchjob_yaml(
+    Master=replica(container(resources="MASTER")),
+    Worker=replica(container(resources="WORKER"), 1),
+)
 M = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].resources"
 W = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources"
 GPU1 = "{limits: {nvidia.com/gpu: 1}}"
@@ -172,9 +122,8 @@ def test_a_trainjobs_resources_per_node_are_held_to_the_same_rule(tmp_path):
     pod of a TrainJob asking `requests: {nvidia.com/gpu: 1}` alone (the Trainer v2 proposal's
     "Example of TrainJob") is refused by the API server too; the Kubeflow SDK writes both,
     equal (kubeflow/trainer/backends/kubernetes/utils.py `get_resources_per_node`)."""
-    path = write(tmp_path, TRAINJOB.replace("  activeDeadlineSeconds: DEADLINE\n", "").replace(
-        "numNodes: 2", "numNodes: 2\n    resourcesPerNode: {requests: {nvidia.com/gpu: 1}, "
-        "limits: {nvidia.com/gpu: 2}}"))  # fmt: skip
+    gpus = {"requests": {"nvidia.com/gpu": 1}, "limits": {"nvidia.com/gpu": 2}}
+    path = write(tmp_path, trainjob_yaml(trainer=trainer_spec(resourcesPerNode=gpus)))
     with pytest.raises(ImportProblem) as e:
         imp(path)
     where = "spec.trainer.resourcesPerNode.requests[nvidia.com/gpu]"
@@ -198,17 +147,7 @@ def test_equal_or_overcommittable_requests_are_taken(tmp_path, resources):
     assert r.entry["gpusPerWorker"] == 1
 
 
-PATCHED = """
-apiVersion: trainer.kubeflow.org/v1alpha1
-kind: TrainJob
-metadata: {name: tjp}
-spec:
-  trainer:
-    image: ghcr.io/acme/trainer:1.0
-    command: [torchrun, /code/train.py]
-    numNodes: 2
-  runtimePatches: PATCHES
-"""
+PATCHED = trainjob_yaml("tjp", runtimePatches="PATCHES")
 PATCHES = """
     - manager: acme.io/tuner
       trainingRuntimeSpec:

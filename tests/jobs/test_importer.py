@@ -4,20 +4,30 @@ with every change named; bad input is one line naming the file and the field (is
 from __future__ import annotations
 
 import dataclasses
-import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.jobs.helpers import CODE, CPU_POOL, EFA_POOL, GPU_POOL, target
-from trainforge.core.contract import PoolFacts
+from tests.jobs.helpers import CPU_POOL, GPU_POOL, target
+from tests.jobs.importing import (
+    POOLS,
+    RUNTIME,
+    container,
+    emitted,
+    imp,
+    indexed_job_yaml,
+    pytorchjob_yaml,
+    replica,
+    trainer_spec,
+    trainjob_yaml,
+    write,
+)
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import node_facts
-from trainforge.jobs.backends import emit, pod_templates
-from trainforge.jobs.importer import ImportProblem, import_workload
+from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.importer import ImportProblem
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import rules
@@ -26,26 +36,7 @@ from trainforge.plan.mocks import instance_type_result
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "import"
 BLOG = ROOT / "examples" / "kubeflow" / "pytorchjob.yaml"  # the blog-style job
-
-
-def _catalog_pool(name: str, instance_type: str) -> PoolFacts:
-    """GPU_POOL (its taints, selector and DaemonSets) on `instance_type`, with that type's node
-    facts from the catalog the plan's mocks answer from (moto's EC2 table: vCPUs, memory,
-    GPUs) and nodeadm's ENI table (maxPods), as trainforge.platform.published sizes a node."""
-    r = instance_type_result(instance_type)
-    vcpus, memory, gpus = r["defaultVcpus"], r["memorySize"], sum(g["count"] for g in r["gpuses"])
-    eni_pods = node_facts.eni_max_pods(*node_facts.ENIS_PER_CARD[instance_type])
-    node = node_facts.node_shape(instance_type, vcpus, memory, eni_pods=eni_pods, gpus=gpus)
-    return dataclasses.replace(
-        GPU_POOL, name=name, instance_types=(instance_type,), gpus_per_node=gpus,
-        vcpus_per_node=vcpus, memory_mib_per_node=memory, nodes=(node,),
-    )  # fmt: skip
-
-
-# it named g5.xlarge but kept GPU_POOL's g5.12xlarge node (48 vCPU, 192 GiB, 4 GPUs)
-ONE_GPU = _catalog_pool("gpu-small", "g5.xlarge")
-POOLS = {p.name: p for p in (CPU_POOL, ONE_GPU, GPU_POOL, EFA_POOL)}
-RUNTIME = "the platform's runtime image (runtime: torch 2.13.0, mlflow, boto3)"
+PREP_IMAGE = "ghcr.io/acme/prep:1.0"
 
 
 def test_each_fixture_pool_is_true_to_the_types_it_names():
@@ -60,19 +51,6 @@ def test_each_fixture_pool_is_true_to_the_types_it_names():
                 r["defaultVcpus"], r["memorySize"], gpus,
             ), pool.name  # fmt: skip
             assert pool.gpus_per_node == gpus and pool.vcpus_per_node == node.vcpus, pool.name
-
-
-def imp(path: Path, **kw):
-    args = dict(pools=POOLS, team="research", out_dir="imported", docker_hub_routed=False,
-                runtime_image=RUNTIME, backends=("pytorchjob",))  # fmt: skip
-    args.update(kw)
-    return import_workload(path, **args)
-
-
-def write(tmp_path: Path, text: str, name: str = "job.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(textwrap.dedent(text))
-    return path
 
 
 def test_the_blog_pytorchjob_with_its_configmap_script():
@@ -154,22 +132,12 @@ def test_a_job_without_a_command_is_refused_naming_the_field():
 
 
 def test_a_trainjob(tmp_path):
-    path = write(
-        tmp_path,
-        """
-        apiVersion: trainer.kubeflow.org/v1alpha1
-        kind: TrainJob
-        metadata: {name: tj}
-        spec:
-          runtimeRef: {name: torch-distributed}
-          trainer:
-            image: ghcr.io/acme/trainer:1.0
-            command: [torchrun, --nproc-per-node, "4", /code/train.py, --epochs, "1"]
-            numNodes: 2
-            resourcesPerNode: {limits: {nvidia.com/gpu: 4}}
-            env: [{name: NCCL_DEBUG, value: WARN}, {name: MASTER_PORT, value: "1234"}]
-    """,
+    own = trainer_spec(
+        command=["torchrun", "--nproc-per-node", "4", "/code/train.py", "--epochs", "1"],
+        resourcesPerNode={"limits": {"nvidia.com/gpu": 4}},
+        env=[{"name": "NCCL_DEBUG", "value": "WARN"}, {"name": "MASTER_PORT", "value": "1234"}],
     )
+    path = write(tmp_path, trainjob_yaml(trainer=own, runtimeRef={"name": "torch-distributed"}))
     r = imp(path)
     assert r.entry["pool"] == "gpu-workloads" and r.entry["workers"] == 2
     assert r.entry["gpusPerWorker"] == 4
@@ -226,20 +194,8 @@ def test_a_command_whose_program_is_a_whole_command_line_is_refused(tmp_path):
     writes `command: [torchrun train.py]`: Kubernetes execs "torchrun train.py" as one
     program name (the v2.2.1 torch plugin rewrites torchtune's command, not this one), so the
     pods fail to start. Import kept it "run as written on your image"."""
-    path = write(
-        tmp_path,
-        """
-        apiVersion: trainer.kubeflow.org/v1alpha1
-        kind: TrainJob
-        metadata: {name: torch-ddp}
-        spec:
-          trainer:
-            image: ghcr.io/acme/custom-training:1.0
-            command:
-              - torchrun train.py
-            numNodes: 2
-    """,
-    )
+    own = trainer_spec(image="ghcr.io/acme/custom-training:1.0", command=["torchrun train.py"])
+    path = write(tmp_path, trainjob_yaml("torch-ddp", own))
     with pytest.raises(ImportProblem) as e:
         imp(path)
     assert str(e.value) == (
@@ -248,8 +204,8 @@ def test_a_command_whose_program_is_a_whole_command_line_is_refused(tmp_path):
         "[torchrun, train.py]"
     )
     # a shell's script is one argument, as the SDK's own TrainJobs write it: kept
-    text = path.read_text().replace("- torchrun train.py", "[bash, -c, torchrun train.py]")
-    path.write_text(text.replace("command:\n              [", "command: ["))
+    shell = {**own, "command": ["bash", "-c", "torchrun train.py"]}
+    path = write(tmp_path, trainjob_yaml("torch-ddp", shell))
     assert imp(path).entry["entrypoint"]["command"] == ["bash", "-c", "torchrun train.py"]
 
 
@@ -291,10 +247,9 @@ def test_a_dropped_pull_policy_is_told_the_one_the_platform_sets():
     at = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].imagePullPolicy"
     (line,) = [c for c in r.changes if c.startswith(at)]
     assert line == f"{at}: dropped; the platform sets IfNotPresent on every job's container"
-    entry = {**r.entry, "image": r.entry["image"].replace(":latest", ":1.0")}  # pinned
-    t = target(CPU_POOL, backends=("pytorchjob",))
-    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
-    worker = emit(job, t, CODE).workload["spec"]["pytorchReplicaSpecs"]["Worker"]
+    pinned = r.entry["image"].replace(":latest", ":1.0")
+    entry = {**r.entry, "image": pinned, "pool": CPU_POOL.name}
+    worker = emitted(entry)["spec"]["pytorchReplicaSpecs"]["Worker"]
     assert worker["template"]["spec"]["containers"][0]["imagePullPolicy"] == "IfNotPresent"
 
 
@@ -336,6 +291,12 @@ def test_a_trainjobs_resources_are_named_by_the_field_its_file_has(tmp_path):
         assert str(e.value).startswith(f"{bad}: {where}"), str(e.value)
 
 
+def prep_job(resources: Any) -> str:
+    """An Indexed Job of 2 completions (parallelism unset) of one CPU pod asking `resources`."""
+    prep = container("main", ["python", "/app/prep.py"], image=PREP_IMAGE, resources=resources)
+    return indexed_job_yaml(prep, "prep", parallelism=None)
+
+
 def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path):
     """import dropped every cpu/memory request for the pool's default: a CPU pod that asked
     for 4 CPUs and 16Gi got 2 CPUs and 8Gi, half its ask, although the job model carries a
@@ -349,22 +310,7 @@ def test_an_explicit_cpu_request_is_kept_where_a_pod_of_that_size_fits(tmp_path)
     from trainforge.jobs.spec import parse_job
     from trainforge.jobs.wiring import resolve_job
 
-    text = """
-        apiVersion: batch/v1
-        kind: Job
-        metadata: {name: prep}
-        spec:
-          completions: 2
-          completionMode: Indexed
-          template:
-            spec:
-              restartPolicy: Never
-              containers:
-              - name: main
-                image: ghcr.io/acme/prep:1.0
-                command: [python, /app/prep.py]
-                resources: RESOURCES
-    """
+    text = prep_job("RESOURCES")
     ask = "{requests: {cpu: '4', memory: 16Gi}, limits: {cpu: '8', memory: 16Gi}}"
     r = imp(write(tmp_path, text.replace("RESOURCES", ask)))
     assert r.entry["pool"] == CPU_POOL.name
@@ -519,23 +465,10 @@ def test_a_secret_env_is_dropped_without_advice_to_bake_it_into_code(tmp_path):
     assert "set the ConfigMap's value in `env`" in lines["env MODE"]
 
 
-WORKDIR_JOB = """
-apiVersion: kubeflow.org/v1
-kind: PyTorchJob
-metadata: {name: wd}
-spec:
-  pytorchReplicaSpecs:
-    Worker:
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: pytorch
-              image: ghcr.io/acme/trainer:1.0
-              workingDir: /app
-              command: COMMAND
-              resources: {limits: {nvidia.com/gpu: 1}}
-"""
+GPU1 = {"limits": {"nvidia.com/gpu": 1}}
+WORKDIR_JOB = pytorchjob_yaml(
+    "wd", Worker=replica(container(command="COMMAND", workingDir="/app", resources=GPU1), 2)
+)
 
 
 @pytest.mark.parametrize(
@@ -561,10 +494,8 @@ def test_a_working_directory_of_code_in_the_image_is_kept_on_every_pod(
         f"{at}.workingDir /app -> entrypoint.workingDir /app: kept; your code runs from it, as in your file"
         in r.changes
     )
-    t = target(GPU_POOL, backends=("pytorchjob",))
     entry = {**r.entry, "pool": GPU_POOL.name, "backend": backend}
-    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
-    for template in pod_templates(emit(job, t, CODE).workload):
+    for template in pod_templates(emitted(entry, backend)):
         assert template.spec["containers"][0]["workingDir"] == "/app", template.name
 
 
@@ -612,24 +543,7 @@ def test_a_working_directory_of_shipped_code_is_dropped_and_said(tmp_path):
         imp(write(tmp_path, text.replace("workingDir: /app", "workingDir: app")))
 
 
-INDEXED_RETRIES = """
-apiVersion: batch/v1
-kind: Job
-metadata: {name: ij}
-spec:
-  completionMode: Indexed
-  completions: 2
-  parallelism: 2
-  RETRIES
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: train
-          image: ghcr.io/acme/trainer:1.0
-          command: [python, -m, acme.train]
-          resources: {limits: {nvidia.com/gpu: 1}}
-"""
+TRAIN = container("train", ["python", "-m", "acme.train"], resources=GPU1)
 
 
 @pytest.mark.parametrize(
@@ -682,26 +596,33 @@ def test_an_indexed_jobs_retry_fields_are_mapped_or_named_with_what_the_job_gets
     Job had backoffLimitPerIndex 6, maxFailedIndexes 0. Each retry field now becomes the
     entry's runPolicy.backoffLimit or is named with the value the planned Job has, which the
     emitted Job is held to here."""
-    fields = yaml.safe_load(retries)
-    text = INDEXED_RETRIES.replace("RETRIES", "\n  ".join(f"{k}: {json.dumps(v)}"
-                                                          for k, v in fields.items()))  # fmt: skip
-    r = imp(write(tmp_path, text))
+    r = imp(write(tmp_path, indexed_job_yaml(TRAIN, **yaml.safe_load(retries))))
     for line in said:
         assert any(c.startswith(line) for c in r.changes), (line, r.changes)
-    t = target(GPU_POOL, backends=("indexed-job",))
-    entry = {**r.entry, "pool": GPU_POOL.name}
-    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
-    spec = emit(job, t, CODE).workload["spec"]
+    spec = emitted({**r.entry, "pool": GPU_POOL.name}, "indexed-job")["spec"]
     assert (spec["backoffLimitPerIndex"], spec["maxFailedIndexes"]) == planned
     assert "backoffLimit" not in spec  # no Job-wide limit, as the lines say
 
 
 @pytest.mark.parametrize("key", ["backoffLimitPerIndex", "maxFailedIndexes", "backoffLimit"])
 def test_a_bad_retry_field_of_an_indexed_job_is_one_line(tmp_path, key):
-    path = write(tmp_path, INDEXED_RETRIES.replace("RETRIES", f"{key}: -1"))
+    path = write(tmp_path, indexed_job_yaml(TRAIN, **{key: -1}))
     with pytest.raises(ImportProblem) as e:
         imp(path)
     assert str(e.value) == f"{path}: spec.{key}: got -1; expected a whole number"
+
+
+OWN_CODE = container(image="ghcr.io/a/b:1", command=["python", "/w/t.py"])
+SIXTEEN_GPUS = pytorchjob_yaml(
+    "p", Worker=replica({**OWN_CODE, "resources": {"limits": {"nvidia.com/gpu": 16}}}, 2)
+)
+OTHER_CONFIGMAP = pytorchjob_yaml(
+    "p",
+    Master=replica(
+        {**OWN_CODE, "volumeMounts": [{"name": "c", "mountPath": "/w"}]},
+        volumes=[{"name": "c", "configMap": {"name": "scripts"}}],
+    ),
+)
 
 
 @pytest.mark.parametrize(
@@ -716,20 +637,12 @@ def test_a_bad_retry_field_of_an_indexed_job_is_one_line(tmp_path, key):
             "got None; a distributed job needs Indexed",
         ),
         (
-            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p}\nspec:\n"
-            "  pytorchReplicaSpecs:\n    Worker:\n      replicas: 2\n      template:\n"
-            "        spec:\n          containers:\n            - name: pytorch\n"
-            "              image: ghcr.io/a/b:1\n              command: [python, /w/t.py]\n"
-            "              resources: {limits: {nvidia.com/gpu: 16}}\n",
+            SIXTEEN_GPUS,
             "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits[nvidia.com/gpu]",
             "16 GPU(s) per pod, and no pool of the stack has that many per node",
         ),
         (
-            "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: p}\nspec:\n"
-            "  pytorchReplicaSpecs:\n    Master:\n      template:\n        spec:\n"
-            "          containers:\n            - name: pytorch\n              image: ghcr.io/a/b:1\n"
-            "              command: [python, /w/t.py]\n              volumeMounts: [{name: c, mountPath: /w}]\n"
-            "          volumes: [{name: c, configMap: {name: scripts}}]\n",
+            OTHER_CONFIGMAP,
             "spec.pytorchReplicaSpecs.Master.template.spec.volumes (c)",
             "ConfigMap 'scripts', which is neither a document of this file nor made from t.py",
         ),
@@ -801,19 +714,8 @@ def test_torchrun_commands_are_read_as_torchrun_reads_them(argv, kind, path, npr
 
 def test_a_whole_command_line_with_an_unbalanced_quote_is_refused_not_a_traceback(tmp_path):
     """shlex.split raised ValueError on it: a traceback instead of the one line."""
-    path = write(
-        tmp_path,
-        """
-        apiVersion: trainer.kubeflow.org/v1alpha1
-        kind: TrainJob
-        metadata: {name: torch-ddp}
-        spec:
-          trainer:
-            image: ghcr.io/acme/custom-training:1.0
-            command: ["python 'x"]
-            numNodes: 2
-    """,
-    )
+    own = trainer_spec(image="ghcr.io/acme/custom-training:1.0", command=["python 'x"])
+    path = write(tmp_path, trainjob_yaml("torch-ddp", own))
     with pytest.raises(ImportProblem) as e:
         imp(path)
     assert str(e.value).endswith("write each word as its own item: [python, 'x]")
@@ -1191,17 +1093,8 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
     runtimeRef, initializer, trainer, runtimePatches, suspend, activeDeadlineSeconds and
     managedBy. Import named podTemplateOverrides/podSpecOverrides, fields v2.2.1 does not have,
     and dropped runtimePatches (its pod overrides) and the others without a line."""
-    path = write(
-        tmp_path,
+    spec = yaml.safe_load(
         """
-        apiVersion: trainer.kubeflow.org/v1alpha1
-        kind: TrainJob
-        metadata: {name: tj}
-        spec:
-          trainer:
-            image: ghcr.io/acme/trainer:1.0
-            command: [torchrun, /code/train.py]
-            numNodes: 2
           activeDeadlineSeconds: 3600
           suspend: true
           managedBy: kueue.x-k8s.io/multikueue
@@ -1217,8 +1110,9 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
                     replicatedJobs:
                       - name: node
                         template: {spec: {template: {spec: {nodeSelector: {a: b}}}}}
-    """,
+    """
     )
+    path = write(tmp_path, trainjob_yaml(**spec))
     r = imp(path)
     assert r.entry["runPolicy"] == {"activeDeadlineSeconds": 3600}
     lines = [c for c in r.changes if c.startswith("spec.") and not c.startswith("spec.trainer")]
@@ -1260,24 +1154,9 @@ def test_a_pool_fitting_cpu_on_one_type_and_memory_on_another_is_one_rule(tmp_pa
         nodes=(node_facts.node_shape("c6i.8xlarge", 32, 65536, eni_pods=234),
                node_facts.node_shape("r6i.4xlarge", 16, 131072, eni_pods=234)),
     )  # fmt: skip
-    text = """
-        apiVersion: batch/v1
-        kind: Job
-        metadata: {name: prep}
-        spec:
-          completions: 2
-          completionMode: Indexed
-          template:
-            spec:
-              restartPolicy: Never
-              containers:
-              - name: main
-                image: ghcr.io/acme/prep:1.0
-                command: [python, /app/prep.py]
-                resources: {requests: {cpu: '24', memory: 100Gi}}
-    """
+    text = prep_job({"requests": {"cpu": "24", "memory": "100Gi"}})
     entry = {"name": "prep", "team": "research", "pool": "mixed", "cpu": "24", "memory": "100Gi",
-             "image": "ghcr.io/acme/prep:1.0@sha256:" + "a" * 64,
+             "image": PREP_IMAGE + "@sha256:" + "a" * 64,
              "entrypoint": {"command": ["python", "/app/prep.py"]}}  # fmt: skip
     with pytest.raises(JobConfigError, match="can hold one pod|launches any of its types"):
         resolve_job(parse_job(entry, "j"), target(mixed))  # the ask as written: refused

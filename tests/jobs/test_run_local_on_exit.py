@@ -11,13 +11,11 @@ tests/jobs/test_user_code_exits.py does."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.jobs.helpers import CODE, CPU_POOL, target
+from tests.jobs.helpers import CODE, CPU_POOL, script_job, target
 from trainforge.core.contract import BACKENDS
 from trainforge.jobs import trainjob
 from trainforge.jobs.backends import emit
@@ -48,46 +46,20 @@ if not (out / "attempted").exists():
 RUN_BACKENDS = ("pytorchjob", "indexed-job")
 
 
-def raw_job(name: str, backend: str, script: str, **kw) -> dict:
-    return {
-        "name": name,
-        "team": "research",
-        "pool": "training-workloads",
-        "backend": backend,
-        "entrypoint": {"script": f"code/{script}"},
-        **kw,
-    }
-
-
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("run_local_on_exit")
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+def project(dev_project) -> Path:
     jobs = []
     for b in RUN_BACKENDS:
-        jobs += [raw_job(f"bug-{b}", b, "bug.py"), raw_job(f"killed-{b}", b, "killed.py")]
+        jobs += [
+            script_job(f"bug-{b}", "bug.py", backend=b),
+            script_job(f"killed-{b}", "killed.py", backend=b),
+        ]
     # an indexed Job with backoffLimitPerIndex 0: its controller fails the job at the first
     # failure, a retryable exit (137) too
-    jobs.append(raw_job("no-retry", "indexed-job", "killed.py", runPolicy={"backoffLimit": 0}))
-    stack["config"]["trainforge:jobs"] = jobs
-    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
-    (root / "code").mkdir()
-    (root / "code" / "bug.py").write_text(BUG)
-    (root / "code" / "killed.py").write_text(KILLED)
-    return root
-
-
-@pytest.fixture
-def run_local(trainforge_here):
-    """`trainforge run-local --stack dev ARGS` from the project, in this process (conftest's
-    trainforge_here): the subject is what it starts and says, not its own process."""
-
-    def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        return trainforge_here(project, "run-local", "--stack", "dev", *args)
-
-    return run
+    jobs.append(
+        script_job("no-retry", "killed.py", backend="indexed-job", runPolicy={"backoffLimit": 0})
+    )
+    return dev_project("run_local_on_exit", jobs, {"bug.py": BUG, "killed.py": KILLED})
 
 
 def pod_on_exit(raw: dict) -> str:
@@ -120,7 +92,7 @@ def test_run_locals_processes_are_told_what_the_pods_are_and_it_does_that(
     out = project / "runs" / f"bug-{backend}"
     assert bug.returncode == 1, bug.stdout[-2000:] + bug.stderr[-3000:]
     told = (out / "on_exit").read_text()
-    assert told == pod_on_exit(raw_job(f"bug-{backend}", backend, "bug.py"))
+    assert told == pod_on_exit(script_job(f"bug-{backend}", "bug.py", backend=backend))
     assert "trainforge exit: user_error code=1 (rank 0): ValueError: a bug in my code " \
         "[the job fails; action: fix the error in the traceback]" in bug.stderr  # fmt: skip
     assert "permanent: the job stops" not in bug.stderr
@@ -130,7 +102,7 @@ def test_run_locals_processes_are_told_what_the_pods_are_and_it_does_that(
     out = project / "runs" / f"killed-{backend}"
     assert killed.returncode == 0, killed.stdout[-2000:] + killed.stderr[-3000:]
     told = (out / "on_exit").read_text()
-    assert told == pod_on_exit(raw_job(f"killed-{backend}", backend, "killed.py"))
+    assert told == pod_on_exit(script_job(f"killed-{backend}", "killed.py", backend=backend))
     words = dict(p.split("=", 1) for p in told.split(";"))["retryable"]
     assert words.startswith("the pod is re-created"), words
     assert f"exiting with 137 (node_lost, {words}, rank 0)" in killed.stderr

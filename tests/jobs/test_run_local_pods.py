@@ -14,14 +14,11 @@ Pulumi.rvb7.yaml ncclcpu) and their scripts."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.jobs.helpers import CODE, CPU_POOL, target
+from tests.jobs.helpers import CODE, CPU_POOL, script_job, target
 from trainforge.core.contract import BACKENDS
 from trainforge.jobs import indexed_job, trainjob
 from trainforge.jobs.backends import emit
@@ -64,45 +61,18 @@ RETRY = (
 NCCL = 'import torch.distributed as dist\ndist.init_process_group("nccl")\nprint("ok")\n'
 
 
-def raw_job(name: str, script: str, **kw) -> dict:
-    return {
-        "name": name,
-        "team": "research",
-        "pool": "training-workloads",  # dev's CPU pool
-        "entrypoint": {"script": f"code/{script}"},
-        **kw,
-    }
-
-
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("run_local_pods")
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    stack["config"]["trainforge:jobBackends"] = list(BACKENDS)
-    stack["config"]["trainforge:jobs"] = [
-        raw_job("idx-hand", "idx_hand.py", workers=2, cpu="2", memory="8Gi",
-                runPolicy={"backoffLimit": 2}, backend="indexed-job"),
-        *(raw_job(f"pet-{b}", "pet.py", workers=2, backend=b) for b in BACKENDS),
-        raw_job("retry2", "retry.py", workers=1, runPolicy={"backoffLimit": 2},
-                backend="pytorchjob"),
-        raw_job("ncclcpu", "nccl.py", workers=1, backend="pytorchjob"),
+def project(dev_project) -> Path:
+    jobs = [
+        script_job("idx-hand", "idx_hand.py", workers=2, cpu="2", memory="8Gi",
+                   runPolicy={"backoffLimit": 2}, backend="indexed-job"),
+        *(script_job(f"pet-{b}", "pet.py", workers=2, backend=b) for b in BACKENDS),
+        script_job("retry2", "retry.py", workers=1, runPolicy={"backoffLimit": 2},
+                   backend="pytorchjob"),
+        script_job("ncclcpu", "nccl.py", workers=1, backend="pytorchjob"),
     ]  # fmt: skip
-    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
-    (root / "code").mkdir()
-    for name, text in (("idx_hand.py", IDX_HAND), ("pet.py", PET), ("retry.py", RETRY),
-                       ("nccl.py", NCCL)):  # fmt: skip
-        (root / "code" / name).write_text(text)
-    return root
-
-
-@pytest.fixture
-def run_local(trainforge_here):
-    def run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        return trainforge_here(project, "run-local", "--stack", "dev", *args)
-
-    return run
+    code = {"idx_hand.py": IDX_HAND, "pet.py": PET, "retry.py": RETRY, "nccl.py": NCCL}
+    return dev_project("run_local_pods", jobs, code, jobBackends=list(BACKENDS))
 
 
 def test_an_indexed_jobs_pods_get_their_completion_index(project, run_local):
@@ -148,7 +118,7 @@ def test_the_table_names_what_the_emitters_rehearse_of_the_controllers():
     PET_* our indexed Job writes itself for a `command` (indexed_job.torchrun_env), and the
     pod index they take (the completion index field the Job controller fills)."""
     t = target(CPU_POOL, backends=BACKENDS)
-    raw = {**raw_job("j", "x.py", workers=2), "pool": CPU_POOL.name, "backend": "trainjob"}
+    raw = {**script_job("j", "x.py", workers=2), "pool": CPU_POOL.name, "backend": "trainjob"}
     raw["image"], raw["entrypoint"] = "registry.example/team/train:1.0", {"module": "team.m"}
     job = resolve_job(parse_job(raw, "t"), t, "t")
     pod = trainjob.built_pod(emit(job, t, CODE).workload)
@@ -164,7 +134,7 @@ def test_the_table_names_what_the_emitters_rehearse_of_the_controllers():
     assert CONTROLLER_ENV["trainjob"]["JOB_COMPLETION_INDEX"] == "{pod}"
     # an elastic PyTorchJob's pods meet by PET_RDZV_*, which the local torchrun replaces
     elastic = parse_job(
-        {**raw_job("e", "x.py"), "preset": "elastic",
+        {**script_job("e", "x.py"), "preset": "elastic",
          "elastic": {"minWorkers": 1, "maxWorkers": 3, "maxRestarts": 4}}, "t",
     )  # fmt: skip
     assert controller_env(elastic) == {} and pod_wrapper(elastic, 3) == []
@@ -173,7 +143,7 @@ def test_the_table_names_what_the_emitters_rehearse_of_the_controllers():
 def test_the_wrapper_gives_each_process_its_own_pods_values():
     """2 pods x 2 processes: ranks 0-1 are pod 0, ranks 2-3 pod 1; --workers 3 (not a whole
     number of pods): one process per pod."""
-    job = parse_job({**raw_job("j", "x.py", workers=2, backend="indexed-job")}, "t")
+    job = parse_job({**script_job("j", "x.py", workers=2, backend="indexed-job")}, "t")
     job = job.model_copy(update={"gpus_per_worker": 2})
     assert job.procs == 2
     args = pod_wrapper(job, 4)[2:]
@@ -234,7 +204,7 @@ def test_the_pods_words_follow_the_images_torch(monkeypatch):
     from trainforge.jobs.image_facts import ImageFacts
 
     monkeypatch.setattr(local, "_local_cuda_build", lambda: False)
-    base = {**raw_job("j", "x.py"), "pool": "cpu"}
+    base = {**script_job("j", "x.py"), "pool": "cpu"}
     cuda = parse_job({**base, "image": "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"}, "t")
     said = local.cpu_pool_no_gpu(cuda)
     assert said is not None and "torch with CUDA 13.0" in said

@@ -10,8 +10,6 @@ job's, not a default of run-local's own.
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import subprocess
 import sys
 import textwrap
@@ -19,9 +17,9 @@ from pathlib import Path
 
 import kubernetes_validate
 import pytest
-import yaml
 
-from tests.jobs.helpers import CODE, CPU_POOL, K8S_VERSION, target
+from tests.conftest import sigint_default
+from tests.jobs.helpers import CODE, CPU_POOL, K8S_VERSION, script_job, target
 from tests.jobs.schemas import crd_errors
 from trainforge.core.contract import BACKENDS
 from trainforge.core.pods import job_spec_bound as job_bound
@@ -92,49 +90,18 @@ if not marker.exists():
 
 
 @pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("own_code_exits")
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(ROOT / name, root / name)
-    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
-    job = {"team": "research", "pool": "training-workloads"}
-    stack["config"]["trainforge:jobs"] = [
-        {"name": "bug-job", **job, "entrypoint": {"script": "code/bug.py"}},
-        {"name": "peer-job", **job, "procsPerWorker": 2, "entrypoint": {"script": "code/peer.py"}},
-        {"name": "nccl-job", **job, "entrypoint": {"script": "code/nccl.py"}},
-        {
-            "name": "killed-job",
-            **job,
-            "procsPerWorker": 2,
-            "entrypoint": {"script": "code/killed.py"},
-        },  # fmt: skip
-        {
-            "name": "flaky-job",
-            **job,
-            "entrypoint": {"script": "code/flaky.py", "retryOn": ["flakylib.TransientError"]},
-        },
+def project(dev_project) -> Path:
+    retry_on = {"script": "code/flaky.py", "retryOn": ["flakylib.TransientError"]}
+    jobs = [
+        script_job("bug-job", "bug.py"),
+        script_job("peer-job", "peer.py", procsPerWorker=2),
+        script_job("nccl-job", "nccl.py"),
+        script_job("killed-job", "killed.py", procsPerWorker=2),
+        script_job("flaky-job", "flaky.py", entrypoint=retry_on),
     ]
-    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
-    code = root / "code"
-    code.mkdir()
-    (code / "bug.py").write_text(BUG)
-    (code / "peer.py").write_text(PEER)
-    (code / "flaky.py").write_text(FLAKY)
-    (code / "nccl.py").write_text(NCCL)
-    (code / "killed.py").write_text(KILLED)
-    (code / "flakylib.py").write_text("class TransientError(Exception):\n    pass\n")
-    return root
-
-
-@pytest.fixture
-def run_local(trainforge_here):
-    """`trainforge run-local --stack dev JOB` from the project, in this process (conftest's
-    trainforge_here): the subject is what it starts and says, not its own process."""
-
-    def run(project: Path, job: str) -> subprocess.CompletedProcess[str]:
-        return trainforge_here(project, "run-local", "--stack", "dev", job)
-
-    return run
+    code = {"bug.py": BUG, "peer.py": PEER, "flaky.py": FLAKY, "nccl.py": NCCL,
+            "killed.py": KILLED, "flakylib.py": "class TransientError(Exception):\n    pass\n"}  # fmt: skip
+    return dev_project("own_code_exits", jobs, code)
 
 
 def test_a_bug_stops_the_job_and_a_lost_peer_is_retried_under_run_local(project, run_local):
@@ -363,13 +330,6 @@ def wrapper(tmp_path: Path, script: str, **env: str) -> subprocess.CompletedProc
         timeout=120,
         preexec_fn=sigint_default,
     )
-
-
-def sigint_default() -> None:
-    """Ctrl-C as a terminal delivers it: a shell's background job (`make test &`, a CI runner)
-    starts with SIGINT ignored, which Python then leaves ignored, so the wrapper under test
-    would never see a KeyboardInterrupt (the Ctrl-C tests exited 0 in such a run)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def test_the_wrapper_names_user_marked_exceptions_by_name(tmp_path):

@@ -6,9 +6,6 @@ for a seed or dataset change, but the checkpoint kept neither, so the resume lin
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from trainforge.plan import ckpt_compat as CC
@@ -29,23 +26,8 @@ def test_the_runtime_and_the_plan_word_a_data_change_alike() -> None:
     assert data_order.resume_note(2, 2, 16, 16, values[0], values[0]) is None
 
 
-def _run(work: Path, steps: int, seed: int) -> str:
-    cmd = [
-        sys.executable, "-m", "trainforge", "run-local", "--workers", "1",
-        "--model", "mlp", "--steps", str(steps), "--dataset-size", "256", "--seed", str(seed),
-        "--batch-size", "8", "--log-every", "10", "--checkpoint-dir", str(work / "ckpt"),
-        "--checkpoint-every", "10", "--output-dir", str(work / "out"),
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    logs = proc.stdout + proc.stderr
-    assert proc.returncode == 0, logs[-3000:]
-    return logs
-
-
-def test_a_resume_with_another_seed_says_the_data_order_changed(tmp_path: Path) -> None:
-    _run(tmp_path, 10, seed=3)
-    logs = _run(tmp_path, 12, seed=4)
+def test_a_resume_with_another_seed_says_the_data_order_changed(resumable_run) -> None:
+    resumable_run(1, 10, "--seed", "3", "--batch-size", "8")
+    logs = resumable_run(1, 12, "--seed", "4", "--batch-size", "8")
     line = next(x for x in logs.splitlines() if "checkpoint: resumed from" in x)
     assert line.endswith(f"; {data_order.reset(['--seed 3 -> 4'])}"), line

@@ -8,30 +8,12 @@ the plan's resume check (plan/ckpt_compat.py) calls a data-order reset; with
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from trainforge.plan import ckpt_compat as CC
 from trainforge.training import data_order
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _run(work: Path, workers: int, steps: int, *batch: str) -> str:
-    cmd = [
-        sys.executable, "-m", "trainforge", "run-local", "--workers", str(workers),
-        "--model", "mlp", "--steps", str(steps), "--dataset-size", "256", "--seed", "3",
-        "--log-every", "10", "--checkpoint-dir", str(work / "ckpt"), "--checkpoint-every", "10",
-        "--output-dir", str(work / "out"), *batch,
-    ]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_TEST_")}
-    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    logs = proc.stdout + proc.stderr
-    assert proc.returncode == 0, logs[-3000:]
-    return logs
 
 
 def _resume_line(logs: str) -> str:
@@ -42,9 +24,9 @@ def _resume_line(logs: str) -> str:
     return line
 
 
-def test_fewer_workers_same_batch_size_says_the_data_order_resets(tmp_path: Path) -> None:
-    _run(tmp_path, 2, 10, "--batch-size", "8")
-    line = _resume_line(_run(tmp_path, 1, 12, "--batch-size", "8"))
+def test_fewer_workers_same_batch_size_says_the_data_order_resets(resumable_run) -> None:
+    resumable_run(2, 10, "--seed", "3", "--batch-size", "8")
+    line = _resume_line(resumable_run(1, 12, "--seed", "3", "--batch-size", "8"))
     assert "at step 10 (data position 10)" in line
     # the plan's own wording for this change, from the one place both read
     expected = data_order.reset([data_order.global_batch_change(16, 8)])
@@ -52,9 +34,9 @@ def test_fewer_workers_same_batch_size_says_the_data_order_resets(tmp_path: Path
     assert "data order: global batch 16 -> 8; step s now reads other samples" in line
 
 
-def test_fewer_workers_same_global_batch_keeps_the_data_order(tmp_path: Path) -> None:
-    _run(tmp_path, 2, 10, "--global-batch-size", "16")
-    line = _resume_line(_run(tmp_path, 1, 12, "--global-batch-size", "16"))
+def test_fewer_workers_same_global_batch_keeps_the_data_order(resumable_run) -> None:
+    resumable_run(2, 10, "--seed", "3", "--global-batch-size", "16")
+    line = _resume_line(resumable_run(1, 12, "--seed", "3", "--global-batch-size", "16"))
     assert line.endswith("; world size 2 -> 1, global batch 16 kept: step s reads the same samples")
 
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.jobs.test_user_code_exits import sigint_default
+from tests.conftest import sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 
