@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.jobs.test_import_restarts import imp, planned
+from tests.jobs.importing import emitted, imp
 from trainforge.core import failures, pods
 from trainforge.jobs import trainjob
 from trainforge.jobs.import_read import ImportProblem
@@ -51,7 +51,9 @@ def test_an_ignore_rule_without_status_matches_a_disruption_as_the_api_server_de
 def test_the_import_of_an_ignore_rule_without_status_says_what_the_one_with_status_says():
     """rev/ij.yaml (no status) was said to lose its disruption retry; ij_status.yaml was not.
     Both Jobs are the same Job once the API server has defaulted them."""
-    lines = [_restart_line(imp(p, ("indexed-job",)).changes) for p in (NO_STATUS, WITH_STATUS)]
+    lines = [
+        _restart_line(imp(p, backends=("indexed-job",)).changes) for p in (NO_STATUS, WITH_STATUS)
+    ]
     assert lines[0] == lines[1]
     assert DISRUPTION_CLAUSE not in lines[0]
 
@@ -92,7 +94,7 @@ def test_a_trainjob_on_a_runtime_that_is_not_torch_is_refused_in_one_line(
     path = DEEPSPEED if runtime == "deepspeed-distributed" else _variant(
         tmp_path, DEEPSPEED, runtimeRef={"name": runtime})  # fmt: skip
     with pytest.raises(ImportProblem) as e:
-        imp(path, BOTH)
+        imp(path, backends=BOTH)
     said = str(e.value)
     assert "\n" not in said
     assert f"spec.runtimeRef.name: got {runtime!r}, Trainer's mlPolicy.{policy} runtime" in said
@@ -101,14 +103,14 @@ def test_a_trainjob_on_a_runtime_that_is_not_torch_is_refused_in_one_line(
 
 def test_a_trainjob_on_an_unknown_runtime_says_its_policy_and_restarts_are_unknown(tmp_path):
     path = _variant(tmp_path, TORCH, numProcPerNode=None, runtimeRef={"name": "my-runtime"})
-    r = imp(path, BOTH)
+    r = imp(path, backends=BOTH)
     (ref,) = [c for c in r.changes if c.startswith("spec.runtimeRef ")]
     assert "its mlPolicy and restarts are unknown here" in ref
     assert any(c.startswith("restarts of runtime my-runtime: unknown here") for c in r.changes)
     assert "restartPolicy" not in r.entry
     # a TrainingRuntime of the same name as Trainer's is the namespace's own: unknown too
     kind = {"name": "torch-distributed", "kind": "TrainingRuntime"}
-    r = imp(_variant(tmp_path, TORCH, numProcPerNode=None, runtimeRef=kind), BOTH)
+    r = imp(_variant(tmp_path, TORCH, numProcPerNode=None, runtimeRef=kind), backends=BOTH)
     assert any("its mlPolicy and restarts are unknown here" in c for c in r.changes)
 
 
@@ -122,9 +124,9 @@ def test_a_trainjob_on_torch_distributed_keeps_restarting_a_failed_exit_1(tmp_pa
     with backoffLimit 6 (the Job's default), so exit 1 restarted the container in place; the
     import chose the platform's ExitCode runtime, where exit 1 fails the job. Now the planned
     TrainJob's runtime retries every code the original did."""
-    r = imp(_variant(tmp_path, TORCH, numProcPerNode=None), BOTH)
+    r = imp(_variant(tmp_path, TORCH, numProcPerNode=None), backends=BOTH)
     assert r.entry["restartPolicy"] == "OnFailure" and r.entry["backend"] == "trainjob"
-    tj = planned(r, "trainjob")
+    tj = emitted(r.entry, "trainjob", r.files)
     now = _platform_runtime(tj["spec"]["runtimeRef"]["name"])
     node, container = trainjob.REPLICATED_JOB, trainjob.CONTAINER
 
@@ -150,7 +152,9 @@ def test_a_trainjob_on_torch_distributed_keeps_restarting_a_failed_exit_1(tmp_pa
 
 def test_a_trainjob_on_the_platforms_own_runtime_keeps_its_restart_policy(tmp_path):
     for policy, name in trainjob.RUNTIMES.items():
-        r = imp(_variant(tmp_path, TORCH, numProcPerNode=None, runtimeRef={"name": name}), BOTH)
+        r = imp(
+            _variant(tmp_path, TORCH, numProcPerNode=None, runtimeRef={"name": name}), backends=BOTH
+        )
         assert r.entry.get("restartPolicy", "ExitCode") == policy
 
 
@@ -166,14 +170,14 @@ def test_a_num_proc_per_node_the_api_server_refuses_is_named(tmp_path, value):
     assert spec["properties"]["trainer"]["properties"]["numProcPerNode"]["type"] == "integer"
     path = TORCH if value == "auto" else _variant(tmp_path, TORCH, numProcPerNode=value)
     with pytest.raises(ImportProblem) as e:
-        imp(path, BOTH)
+        imp(path, backends=BOTH)
     assert f"spec.trainer.numProcPerNode: got {value!r}; the pinned TrainJob CRD types it " \
         "integer, so the API server refuses it" in str(e.value)  # fmt: skip
 
 
 def test_a_whole_num_proc_per_node_becomes_procs_per_worker_and_is_said(tmp_path):
-    r = imp(_variant(tmp_path, TORCH, numProcPerNode=1), BOTH)
+    r = imp(_variant(tmp_path, TORCH, numProcPerNode=1), backends=BOTH)
     assert r.entry["procsPerWorker"] == 1
     assert "spec.trainer.numProcPerNode 1 -> procsPerWorker 1" in r.changes
     with pytest.raises(ImportProblem, match="numProcPerNode: got 0; expected 1 or more"):
-        imp(_variant(tmp_path, TORCH, numProcPerNode=0), BOTH)
+        imp(_variant(tmp_path, TORCH, numProcPerNode=0), backends=BOTH)
