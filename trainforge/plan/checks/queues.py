@@ -21,6 +21,7 @@ from trainforge.jobs import capacity, packing, quota, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
+from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import quota_fix, quota_lift, sizing_rule
 from trainforge.plan import cost as C
@@ -839,24 +840,37 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
 
 def _never_fix(sim: Simulation, w: Workload, dj: Any) -> str:
-    """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`): the
-    preview refusal's (`wiring.quota_fix`: fewer workers, or the stack keys that the quota
-    model, which renders the queues, says lift it; or that none does). "": not its pool."""
-    spec, target = dj.spec, dj.target
-    q = sim.queues[w.queue or ""]
-    if w.flavor != spec.pool:
+    """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`):
+    `quota_change`'s. "": not its pool."""
+    if w.flavor != dj.spec.pool:
         return ""
-    over = [r for r, n in w.need.items() if n > sim.quotas.potential(q, spec.pool, r)]
+    return quota_change(sim.quotas, sim.queues[w.queue or ""], w.need, w.pods, dj.spec, dj.target)
+
+
+def quota_change(
+    quotas: K.Quotas,
+    q: K.ClusterQueue,
+    need: Mapping[str, Fraction],
+    pods: int,
+    spec: Any,
+    target: Any,
+    said: Mapping[str, str] | None = None,
+) -> str:
+    """The preview refusal's fix of `pods` pods needing `need` in all, over what queue `q` may
+    ever hold in pool `spec.pool` (`wiring.quota_fix`: fewer pods, or the stack keys that the
+    quota model, which renders the queues, says lift it; or that none does). "": nothing over.
+    `said`: how the fewer pods are written (`quota_fix`)."""
+    over = [r for r, n in need.items() if n > quotas.potential(q, spec.pool, r)]
     if not over or over[0] not in quota.CONFIG_KEY:
         return ""
-    name, need = quota.CONFIG_KEY[over[0]], w.need[over[0]]
+    name, total = quota.CONFIG_KEY[over[0]], need[over[0]]
     # what one pod asks is within the pool's room: fewer of them fit; else a pod is too big
     room = (target.team.quota_inputs.room(spec.pool) or {}) if target.team.quota_inputs else {}
-    cap = parse_quantity(getattr(target.quota, name) or "0") or need
-    one_fits = need / max(w.pods, 1) <= room.get(name, cap)
+    cap = parse_quantity(getattr(target.quota, name) or "0") or total
+    one_fits = total / max(pods, 1) <= room.get(name, cap)
     key = "workers" if one_fits else ("gpusPerWorker" if name == "gpus" else name)
-    lift = quota_lift(spec, target, name, need)
-    return quota_fix(spec, target, name, key, need, cap, w.pods, lift)
+    lift = quota_lift(spec, target, name, total)
+    return quota_fix(spec, target, name, key, total, cap, pods, lift, said=said)
 
 
 def node_fit(spec: Any, pool: PoolFacts) -> str | None:
@@ -1327,6 +1341,44 @@ def admit_submitted(
         return w
     w.state, w.reason = "admitted", ""
     return w
+
+
+# how an SDK program writes fewer pods, or fewer GPUs per pod (kubeflow 0.4.1 CustomTrainer)
+SDK_SAID = {
+    "workers": "CustomTrainer num_nodes={}",
+    "gpusPerWorker": 'resources_per_node {{"gpu": {}}}',
+}
+
+
+def submitted_fix(ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction]) -> str:
+    """The never-admitted fix of undeclared job `w` (`admit_submitted`), `w.pods` pods each
+    asking `per_pod`: `quota_change`'s on the first flavor of its ClusterQueue its pods may
+    take (a GPU pool where it asks GPUs), sized as a job spec of its pods, the keys named the
+    stack's (the program has none). "": no team, pool or quota change to name."""
+    contracts = getattr(ctx.declared, "contracts", None) or []
+    team = next(
+        (t for c in contracts for t in c.teams.values() if t.namespace == w.namespace), None
+    )
+    m = K.read(o.doc for o in ctx.objects)
+    q = m.queues.get(w.queue or "")
+    if team is None or q is None or not contracts:
+        return ""
+    gpus = int(per_pod.get(GPU, 0))
+    pool = next(
+        (p for f in q.flavors if (p := ctx.declared.pool(f)) is not None
+         and (p.gpus_per_node or not gpus)),
+        None,
+    )  # fmt: skip
+    if pool is None:
+        return ""
+    spec = JobSpec.model_construct(
+        name=w.job, team=team.name, pool=pool.name, workers=w.pods, gpus_per_worker=gpus,
+        cpu=str(float(per_pod.get("cpu", 0))), memory=str(int(per_pod.get("memory", 0))),
+    )  # fmt: skip
+    target = contracts[0].target(team.name, pool.name)
+    quotas = K.Quotas(m.queues, m.shared)
+    need = {r: v * w.pods for r, v in per_pod.items() if v}
+    return quota_change(quotas, q, need, w.pods, spec, target, SDK_SAID)
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:
