@@ -716,3 +716,45 @@ def test_the_never_admitted_fix_is_a_change_kueue_admits():
         after = run(fixed, job)
         assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
         assert admission(after)[1]["speech-ddp"]["state"] == "runs"
+
+
+@pytest.mark.parametrize(
+    ("init_cpu", "words"),
+    [
+        ("5", "within"),  # fits once the first job's initializer is given back: sooner
+        ("9", "after"),  # fits only once the first job ends
+    ],
+)
+def test_a_trainjobs_initializer_holds_its_quota_from_admission(monkeypatch, init_cpu, words):
+    """Kueue admits a TrainJob with every pod set charged, its initializer's too, and gives the
+    initializer's quota back when its replicatedJob succeeds (kueue v0.19.2 8eab687, pkg/
+    controller/jobs/trainjob/trainjob_controller.go `ReclaimablePods`, as jobset's; read
+    2026-11-30). Team vision alone may hold 14.4 CPUs in gpu-workloads (7.2 nominal, 7.2 the
+    cohort's own); two jobs of 3 CPUs, each with an initializer there (its nodeSelector) of 5
+    or 9 CPUs: the second waits; the plan charged the trainers alone and ran both at once. Let
+    in by the first job's initializer (3 + 3 + 5 <= 14.4), its start is a bound ("within": the
+    initializer ends before the job); needing the first job's trainer's CPUs too
+    (3 + 3 + 9 > 14.4), it starts after."""
+    cpu = {"cpu": init_cpu, "memory": "64Mi"}
+    _with_initializer(
+        monkeypatch, resources={"requests": cpu, "limits": cpu},
+        nodeSelector={"trainforge.io/pool": "gpu-workloads"},  # the trainer's flavor
+    )  # fmt: skip
+    result = plan(
+        [
+            job("first", "vision", 1, cpu="3", backend="trainjob"),
+            job("second", "vision", 1, cpu="3", backend="trainjob"),
+        ],
+        teams=TEAMS[:1],
+    )
+    lines, by_job = admission(result)
+    assert by_job["first"]["state"] == "runs"
+    assert by_job["second"]["state"] == "waits", lines
+    need = 3 + int(init_cpu)
+    assert by_job["second"]["reason"].startswith(
+        f"waits for {need} cores in pool gpu-workloads: team vision is guaranteed 7.2 cores "
+        f"there and uses {need} cores"
+    ), by_job["second"]["reason"]
+    assert by_job["second"]["expectedStartIsBound"] is (words == "within")
+    second = next(ln for ln in lines if ln.startswith("vision/second"))
+    assert f"; expected to start {words} " in second, second

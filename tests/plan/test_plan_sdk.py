@@ -551,9 +551,25 @@ def test_a_pod_no_node_holds_is_not_told_to_get_more_quota(tmp_path, capsys):
     assert "CANNOT RUN: no instance type of pool 'gpu-workloads'" in printed
 
 
-def test_a_pod_a_node_holds_keeps_the_quota_fix(tmp_path, capsys):
+def _set_key(config: dict, key: str, value: str) -> None:
+    """`trainforge:teams[0].quota.pools.gpu-workloads.gpus` (a fix's key) set in `config`."""
+    import re
+
+    head, _, rest = key.partition(".")
+    name, index = re.fullmatch(r"(trainforge:\w+)(?:\[(\d+)\])?", head).groups()
+    here = config[name][int(index)] if index is not None else config[name]
+    *path, last = rest.split(".")
+    for part in path:
+        here = here.setdefault(part, {})
+    here[last] = value
+
+
+def test_an_sdk_job_over_its_quota_gets_the_stack_jobs_fix_and_the_fix_admits_it(tmp_path, capsys):
     """8 x 1 GPU on dev: a gpu-workloads node holds one pod, the team's GPU quota is what keeps
-    it out: the queue finding still says quota, and no node-fit finding is made."""
+    it out, and no node-fit finding is made. Its fix was the generic "make the job smaller, or
+    give the team more nominal quota": now the stack jobs' (`wiring.quota_fix`, sized from the
+    TrainJob's pods), in the program's words and the stack's keys; the stack changed so and
+    planned again, Kueue admits it."""
     program = tmp_path / "over_quota.py"
     program.write_text(
         (PROGRAMS / "too_big_for_a_node.py")
@@ -561,12 +577,32 @@ def test_a_pod_a_node_holds_keeps_the_quota_fix(tmp_path, capsys):
         .replace('{"gpu": 1, "memory": "64Gi", "cpu": 8}', '{"gpu": 1}')
         .replace("num_nodes=2", "num_nodes=8")
     )
-    rc, _, printed = plan_sdk(tmp_path, capsys, program, with_trainjob)
+    (tmp_path / "before").mkdir()
+    rc, _, printed = plan_sdk(tmp_path / "before", capsys, program, with_trainjob)
     assert rc == 1
     out = " ".join(x.strip() for x in printed.splitlines())
     assert "insufficient quota for nvidia.com/gpu in flavor gpu-workloads" in out
-    assert "fix: make the job smaller, or give the team more nominal quota (quota.pools)" in out
     assert "TRAINFORGE_JOB_CANNOT_SCHEDULE" not in out and "CANNOT RUN" not in out
+    assert "give the team more nominal quota" not in out
+    never = out[out.index("[TRAINFORGE_QUEUE_NEVER_ADMITTED]") :]
+    fix = never[never.index("fix: use CustomTrainer num_nodes=") :].split(" Warnings (")[0]
+    changes = fix[fix.index(", or set ") + len(", or set ") :]
+    assert changes.startswith("trainforge:"), fix  # the stack's keys, the quota model's values
+
+    def raised(config: dict) -> None:
+        with_trainjob(config)
+        for change in changes.rstrip(".").split(" and "):
+            key, value = change.split(" to ")
+            _set_key(config, key, value.split(" (")[0])
+
+    fewer = tmp_path / "fewer.py"
+    nodes = fix.removeprefix("fix: use CustomTrainer num_nodes=").split(",")[0]
+    fewer.write_text(program.read_text().replace("num_nodes=8", f"num_nodes={nodes}"))
+    for where, sent, change in (("raised", program, raised), ("fewer", fewer, with_trainjob)):
+        (tmp_path / where).mkdir()
+        _, _, printed = plan_sdk(tmp_path / where, capsys, sent, change)
+        assert "queue: admitted through LocalQueue" in printed, (fix, printed)
+        assert "[TRAINFORGE_QUEUE_NEVER_ADMITTED]" not in printed
 
 
 def test_the_functions_first_line_is_found_in_its_own_file(tmp_path):

@@ -1054,3 +1054,27 @@ def test_an_undeclared_trainjobs_initializer_takes_a_flavor_too(init, state, sai
     ).workload
     assert got.state == state and said in got.reason, got.reason
     assert got.flavor == ("gpu-pool" if state == "admitted" else None)
+
+
+@pytest.mark.parametrize(("init_gpus", "words"), [(1, "within"), (2, "after")])
+def test_an_initializers_quota_is_held_from_admission_and_given_back_before_the_job_ends(
+    init_gpus, words
+):
+    """A TrainJob's initializer pod set is charged from admission (Kueue admits the Workload
+    with every pod set) and reclaimed when its replicatedJob succeeds (kueue v0.19.2 8eab687
+    pkg/controller/jobs/trainjob `ReclaimablePods`), a time the plan does not know: held to
+    the job's end, and a start only its release lets in is said "within", one that needs the
+    trainer's quota too "after". 5 GPUs; each job's trainer 2, its initializer 1
+    (2 + 2 + 1 <= 5) or 2 (2 + 2 + 2 > 5)."""
+    q = _queue("t", 5)
+    first, second = _work("first", "t", 2, 0), _work("second", "t", 2, 1)
+    for w in (first, second):
+        w.init_need = {F: {Q.GPU: K.quantity(init_gpus)}}
+        w.duration = 7200.0
+    sim = Q.Simulation({"t": q}, {})
+    sim.run_timed([first, second])
+    assert (first.at_once, second.at_once) == ("admitted", "pending")
+    assert second.reason_at_once.startswith(f"waits for {2 + init_gpus} GPUs in pool gpu-pool")
+    assert second.started == 7200.0
+    assert Q._waiting_text(second).endswith(f"; expected to start {words} 2.0 h")
+    assert q.usage[F][Q.GPU] == 0  # every pod set's quota given back at the end

@@ -14,6 +14,7 @@ see `trainforge.core.contract`.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import replace
 from fractions import Fraction
 from typing import Any
@@ -538,10 +539,12 @@ def quota_fix(
     pods: int,
     lift: quota.Lift | None,
     both: bool = False,
+    said: Mapping[str, str] | None = None,
 ) -> str:
     """The fix of a job over what its team may hold of `name` (`lift`: `quota_lift`'s): the
     largest `key` that fits, or the stack keys that lift it, or that none does. One text for
-    the preview refusal and the plan's never-admitted finding (plan/checks/queues.py)."""
+    the preview refusal and the plan's never-admitted finding (plan/checks/queues.py, an SDK
+    job's too). `said`: key -> how its smaller value is written (an SDK program's words)."""
     inputs = target.team.quota_inputs if target.team is not None else None
     if lift is not None:
         # the keys the platform's quota model says cap it, and the values that lift it
@@ -575,9 +578,9 @@ def quota_fix(
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
     room = _pool_room(job, target.pool, pods) if key == "workers" else None
     fit = pool_fit(target, name, cap)
-    smaller = _smaller(key, name, need, fit, pods, room)
+    smaller = _smaller(key, name, need, fit, pods, room, said)
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
-        other = _smaller("gpusPerWorker", name, need, fit, pods)
+        other = _smaller("gpusPerWorker", name, need, fit, pods, said=said)
         smaller = " or ".join(x for x in (smaller, other) if x)
     return f"use {smaller}, or {bigger}" if smaller else bigger
 
@@ -615,17 +618,24 @@ def _pool_room(job: JobSpec, pool: PoolFacts, pods: int) -> int:
 
 
 def _smaller(
-    key: str, name: str, need: Fraction, cap: Fraction, pods: int, room: int | None = None
+    key: str,
+    name: str,
+    need: Fraction,
+    cap: Fraction,
+    pods: int,
+    room: int | None = None,
+    said: Mapping[str, str] | None = None,
 ) -> str:
     """The job-side fix of a job over its team's quota: the largest value of the key that
     fits (empty: none does); `workers` no more than the pool holds at once (`room`)."""
+    words = {"workers": "workers: {}", "gpusPerWorker": "gpusPerWorker: {}", **(said or {})}
     if key == "workers":
         fit = int(cap // (need / pods))
         fit = min(fit, room) if room is not None else fit
-        return f"workers: {fit}" if fit >= 1 else ""
+        return words[key].format(fit) if fit >= 1 else ""
     if key == "gpusPerWorker":
         fit = int(cap // pods)
-        return f"gpusPerWorker: {fit}" if fit >= 1 else ""
+        return words[key].format(fit) if fit >= 1 else ""
     return f"{key} of at most {_setting(name, cap / pods, up=False)} per pod"
 
 

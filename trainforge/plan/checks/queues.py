@@ -21,6 +21,7 @@ from trainforge.jobs import capacity, packing, quota, trainjob
 from trainforge.jobs.backends import job_shape, pod_templates
 from trainforge.jobs.duration import duration_text
 from trainforge.jobs.pod import JOB_LABEL
+from trainforge.jobs.spec import JobSpec
 from trainforge.jobs.tenancy import PRIORITY_LABEL, QUEUE_LABEL
 from trainforge.jobs.wiring import quota_fix, quota_lift, sizing_rule
 from trainforge.plan import cost as C
@@ -101,6 +102,10 @@ class Workload:
     reason_at_once: str = ""
     # what Kueue reads of its pods; None: its flavor is given
     podsets: list[K.PodSet] | None = None
+    # flavor -> what a TrainJob's initializers hold there besides `need`: Kueue charges it
+    # from admission and gives it back when their replicatedJob succeeds (`_reclaimed`)
+    init_need: dict[str, dict[str, Fraction]] = field(default_factory=dict)
+    main_set: str = ""  # the pod set `need` and `flavor` are (its trainer's), where podsets > 1
 
     @property
     def ends_by(self) -> bool:
@@ -138,7 +143,7 @@ class Simulation:
         """None, or why the namespace's ResourceQuota would refuse the job's pods now."""
         hard = self.hard.get(w.namespace, {})
         used = self.ns_usage.get(w.namespace, {})
-        for r, need in w.need.items():
+        for r, need in _summed([w.need, *w.init_need.values()]).items():
             limit = hard.get(r)
             if limit is not None and used.get(r, Fraction(0)) + need > limit:
                 return (
@@ -149,8 +154,12 @@ class Simulation:
         return None
 
     def fits(self, w: Workload) -> bool:
-        q, f, quotas = self.queues[w.queue or ""], w.flavor or "", self.quotas
-        return all(need <= quotas.available(q, f, r) for r, need in w.need.items())
+        q, quotas = self.queues[w.queue or ""], self.quotas
+        return all(
+            need <= quotas.available(q, f, r)
+            for f, per in _asks(w).items()
+            for r, need in per.items()
+        )
 
     def borrows(self, w: Workload) -> dict[str, Fraction]:
         """What admitting the job now would take beyond its queue's nominal quota."""
@@ -160,11 +169,13 @@ class Simulation:
 
     def _charge(self, w: Workload, sign: int) -> None:
         """Charge (1) or give back (-1) the job's need to its queue and namespace."""
-        use = self.queues[w.queue or ""].usage.setdefault(w.flavor or "", {})
+        q = self.queues[w.queue or ""]
         ns = self.ns_usage.setdefault(w.namespace, {})
-        for r, need in w.need.items():
-            use[r] = use.get(r, Fraction(0)) + sign * need
-            ns[r] = ns.get(r, Fraction(0)) + sign * need
+        for f, per in _asks(w).items():
+            use = q.usage.setdefault(f, {})
+            for r, need in per.items():
+                use[r] = use.get(r, Fraction(0)) + sign * need
+                ns[r] = ns.get(r, Fraction(0)) + sign * need
 
     def can_ever_fit(self, w: Workload) -> str | None:
         """None, or why the job exceeds what its queue could ever hold in its flavor."""
@@ -187,13 +198,13 @@ class Simulation:
         return None
 
     def admit(self, w: Workload) -> None:
+        # the ends that let it in now are upper bounds: so is this admission's time
+        let_in = [x for x in self.ended if x.ends == self.now > w.submitted]
+        bound = bool(let_in) and all(x.ends_by or self._reclaimed(w, x) for x in let_in)
         w.borrowing = self.borrows(w)
         self._charge(w, 1)
         w.state, w.reason, w.admitted_at = "admitted", "", self.clock
         self.clock += 1
-        # the ends that let it in now are upper bounds: so is this admission's time
-        let_in = [x for x in self.ended if x.ends == self.now > w.submitted]
-        bound = bool(let_in) and all(x.ends_by for x in let_in)
         w.late = w.late or bound
         if w.started is None:
             w.started, w.start_bound = self.now, bound
@@ -204,6 +215,19 @@ class Simulation:
         w.spans.append((self.now, w.ends))
         self.running.append(w)
         self._launch(w)
+
+    def _reclaimed(self, w: Workload, x: Workload) -> bool:
+        """Whether `w` fits with ended `x`'s trainer still charged: what let it in is x's
+        initializers' quota, which Kueue gives back sooner, when their replicatedJob succeeds
+        (the plan knows no initializer's run time: the simulation holds it to x's end)."""
+        if not x.init_need:
+            return False
+        held = replace(x, init_need={})
+        self._charge(held, 1)
+        try:
+            return self.fits(w) and self.over_backstop(w) is None
+        finally:
+            self._charge(held, -1)
 
     def _launch(self, w: Workload) -> None:
         """Record an admitted gang its pool cannot launch: over its GPUs, over Karpenter's
@@ -443,9 +467,17 @@ class Simulation:
             return seen[f]
 
         got = K.Assigner(self.quotas, self.flavors, oracle).assign(q, w.podsets)
-        if got.mode == K.NO_FIT or got.flavor is None:
+        if got.mode == K.NO_FIT:
             return False
-        w.flavor = got.flavor
+        if len(w.podsets) == 1 or not w.main_set:
+            if got.flavor is None:
+                return False
+            w.flavor = got.flavor
+            return True
+        placed = _placed(got, w.podsets, w.main_set)
+        if placed is None:
+            return False
+        w.flavor, w.init_need = placed
         return True
 
     def _heads(self, live: list[Workload], inadmissible: set[int]) -> list[Workload]:
@@ -469,9 +501,8 @@ class Simulation:
         """What the job waits for, in its own terms: a GPU job's GPUs alone when they are short
         (its CPU and memory come with them); after the preemption that sent it back, if any."""
         q = self.queues[w.queue or ""]
-        f = w.flavor or ""
         parts = []
-        for r, need in w.need.items():
+        for f, r, need in ((f, r, n) for f, per in _asks(w).items() for r, n in per.items()):
             if need <= self.quotas.available(q, f, r):
                 continue
             text = (
@@ -493,6 +524,41 @@ class Simulation:
         if w.preempted_by:
             return f"preempted by {w.preempted_by} ({w.preempted_why}), {text}"
         return text
+
+
+def _summed(needs: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
+    out: dict[str, Fraction] = {}
+    for need in needs:
+        for r, v in need.items():
+            out[r] = out.get(r, Fraction(0)) + v
+    return out
+
+
+def _asks(w: Workload) -> dict[str, dict[str, Fraction]]:
+    """flavor -> what the admitted job holds there: `need` on its flavor, its initializers'."""
+    out = {f: dict(per) for f, per in w.init_need.items()}
+    out[w.flavor or ""] = _summed([w.need, out.get(w.flavor or "", {})])
+    return out
+
+
+def _placed(
+    a: K.Assignment, sets: list[K.PodSet], main: str
+) -> tuple[str, dict[str, dict[str, Fraction]]] | None:
+    """The flavor assignment `a` of pod sets `sets` as the simulation runs it: pod set
+    `main`'s one flavor, and flavor -> what the others ask there; None where `main` got no
+    flavor or a pod set more than one (not modelled: the trainer's pod set alone is run)."""
+    flavors = {p: {c.flavor for c in per.values()} for p, per in a.podsets.items()}
+    if a.mode == K.NO_FIT or len(flavors.get(main, ())) != 1:
+        return None
+    if any(len(flavors.get(p.name, ())) > 1 for p in sets):
+        return None
+    held: dict[str, dict[str, Fraction]] = {}
+    for p in sets:
+        if p.name != main and flavors.get(p.name):  # one asking nothing holds nothing
+            (f,) = flavors[p.name]
+            held[f] = _summed([held.get(f, {}), p.total()])
+    (mine,) = flavors[main]
+    return mine, held
 
 
 _HARD = {f"requests.{GPU}": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
@@ -612,7 +678,7 @@ def object_workload(
         # trainer's pod set after its replicatedJob (as `K.trainjob_podsets`); it assigns a
         # flavor to every replicatedJob's pod set, an initializer's too (v0.19.2 trainjob
         # `podSets` -> jobset `JobSet.PodSets`; flavorassigner.go `assignFlavors`, read
-        # 2026-11-30). Over time the simulation charges the trainer's alone.
+        # 2026-11-30). `need`: the trainer's (`_simulate` adds the initializers').
         checked = K.trainjob_podsets(doc, runtimes, lrs) or []
         main = replace(main, name=trainjob.REPLICATED_JOB)
         sets = [main if p.name == main.name else p for p in checked] or [main]
@@ -753,6 +819,15 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         # pod sets on different flavors: the simulation runs the job on the first one's
         w.flavor, w.podsets = idle.flavor or w.flavor, [ps]
+        placed = _placed(idle, sets, ps.name) if wl.checked is not None else None
+        if len(sets) > 1 and placed is not None:
+            # Kueue admits and charges a TrainJob with every pod set, its initializers' too
+            # (each on its own flavor); their quota comes back when their replicatedJob
+            # succeeds (kueue v0.19.2 8eab687 pkg/controller/jobs/trainjob `ReclaimablePods`,
+            # as jobset's; read 2026-11-30), a time the plan does not know: held here to the
+            # job's end, and a start it decides is a bound (`Simulation._reclaimed`)
+            w.podsets, w.main_set = list(sets), ps.name
+            w.flavor, w.init_need = placed
 
     contracts = getattr(ctx.declared, "contracts", None) or []
     pools = (p for c in contracts for p in c.pools.values())
@@ -770,24 +845,37 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
 
 def _never_fix(sim: Simulation, w: Workload, dj: Any) -> str:
-    """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`): the
-    preview refusal's (`wiring.quota_fix`: fewer workers, or the stack keys that the quota
-    model, which renders the queues, says lift it; or that none does). "": not its pool."""
-    spec, target = dj.spec, dj.target
-    q = sim.queues[w.queue or ""]
-    if w.flavor != spec.pool:
+    """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`):
+    `quota_change`'s. "": not its pool."""
+    if w.flavor != dj.spec.pool:
         return ""
-    over = [r for r, n in w.need.items() if n > sim.quotas.potential(q, spec.pool, r)]
+    return quota_change(sim.quotas, sim.queues[w.queue or ""], w.need, w.pods, dj.spec, dj.target)
+
+
+def quota_change(
+    quotas: K.Quotas,
+    q: K.ClusterQueue,
+    need: Mapping[str, Fraction],
+    pods: int,
+    spec: Any,
+    target: Any,
+    said: Mapping[str, str] | None = None,
+) -> str:
+    """The preview refusal's fix of `pods` pods needing `need` in all, over what queue `q` may
+    ever hold in pool `spec.pool` (`wiring.quota_fix`: fewer pods, or the stack keys that the
+    quota model, which renders the queues, says lift it; or that none does). "": nothing over.
+    `said`: how the fewer pods are written (`quota_fix`)."""
+    over = [r for r, n in need.items() if n > quotas.potential(q, spec.pool, r)]
     if not over or over[0] not in quota.CONFIG_KEY:
         return ""
-    name, need = quota.CONFIG_KEY[over[0]], w.need[over[0]]
+    name, total = quota.CONFIG_KEY[over[0]], need[over[0]]
     # what one pod asks is within the pool's room: fewer of them fit; else a pod is too big
     room = (target.team.quota_inputs.room(spec.pool) or {}) if target.team.quota_inputs else {}
-    cap = parse_quantity(getattr(target.quota, name) or "0") or need
-    one_fits = need / max(w.pods, 1) <= room.get(name, cap)
+    cap = parse_quantity(getattr(target.quota, name) or "0") or total
+    one_fits = total / max(pods, 1) <= room.get(name, cap)
     key = "workers" if one_fits else ("gpusPerWorker" if name == "gpus" else name)
-    lift = quota_lift(spec, target, name, need)
-    return quota_fix(spec, target, name, key, need, cap, w.pods, lift)
+    lift = quota_lift(spec, target, name, total)
+    return quota_fix(spec, target, name, key, total, cap, pods, lift, said=said)
 
 
 def node_fit(spec: Any, pool: PoolFacts) -> str | None:
@@ -1258,6 +1346,44 @@ def admit_submitted(
         return w
     w.state, w.reason = "admitted", ""
     return w
+
+
+# how an SDK program writes fewer pods, or fewer GPUs per pod (kubeflow 0.4.1 CustomTrainer)
+SDK_SAID = {
+    "workers": "CustomTrainer num_nodes={}",
+    "gpusPerWorker": 'resources_per_node {{"gpu": {}}}',
+}
+
+
+def submitted_fix(ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction]) -> str:
+    """The never-admitted fix of undeclared job `w` (`admit_submitted`), `w.pods` pods each
+    asking `per_pod`: `quota_change`'s on the first flavor of its ClusterQueue its pods may
+    take (a GPU pool where it asks GPUs), sized as a job spec of its pods, the keys named the
+    stack's (the program has none). "": no team, pool or quota change to name."""
+    contracts = getattr(ctx.declared, "contracts", None) or []
+    team = next(
+        (t for c in contracts for t in c.teams.values() if t.namespace == w.namespace), None
+    )
+    m = K.read(o.doc for o in ctx.objects)
+    q = m.queues.get(w.queue or "")
+    if team is None or q is None or not contracts:
+        return ""
+    gpus = int(per_pod.get(GPU, 0))
+    pool = next(
+        (p for f in q.flavors if (p := ctx.declared.pool(f)) is not None
+         and (p.gpus_per_node or not gpus)),
+        None,
+    )  # fmt: skip
+    if pool is None:
+        return ""
+    spec = JobSpec.model_construct(
+        name=w.job, team=team.name, pool=pool.name, workers=w.pods, gpus_per_worker=gpus,
+        cpu=str(float(per_pod.get("cpu", 0))), memory=str(int(per_pod.get("memory", 0))),
+    )  # fmt: skip
+    target = contracts[0].target(team.name, pool.name)
+    quotas = K.Quotas(m.queues, m.shared)
+    need = {r: v * w.pods for r, v in per_pod.items() if v}
+    return quota_change(quotas, q, need, w.pods, spec, target, SDK_SAID)
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:
