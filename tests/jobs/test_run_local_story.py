@@ -191,24 +191,22 @@ def on(signum, _frame):
     seen.append(signal.Signals(signum).name)
     with open(sys.argv[1], "a") as f:
         f.write(signal.Signals(signum).name + "\\n")
-for s in (signal.SIGINT, signal.SIGTERM):
+for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
     signal.signal(s, on)
 open(sys.argv[2], "w").close()
-while not seen:
+deadline = time.time() + 120  # never outlives a failed test by long
+while not seen and time.time() < deadline:
     time.sleep(0.01)
 time.sleep(1.0)  # as torchrun stops its workers: a second signal now made it SIGTERM them
 sys.exit(130)
 """
 
 
-def test_a_sigint_to_run_local_reaches_the_launcher_once(tmp_path):
-    """`timeout -s INT 100 run-local ...` signals run-local's PID and then its process group;
-    a terminal's Ctrl-C, the group. The launcher got each SIGINT (the group's and every one
-    run-local forwarded); a second one while torchrun stops its workers makes it stop them
-    again with SIGTERM, recorded as `preempted` 143. Now it gets one SIGINT."""
+def _run_local_with_fake_launcher(tmp_path: Path, got: Path, ready: Path) -> subprocess.Popen:
+    """`launch` in a process of its own, a session leader as a terminal's job, running
+    FAKE_LAUNCHER; returned once the launcher is up."""
     fake = tmp_path / "launcher.py"
     fake.write_text(FAKE_LAUNCHER)
-    got, ready = tmp_path / "got", tmp_path / "ready"
     code = textwrap.dedent(f"""
         import signal, sys
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # as a terminal's foreground job
@@ -220,11 +218,31 @@ def test_a_sigint_to_run_local_reaches_the_launcher_once(tmp_path):
     while not ready.exists() and time.time() < deadline:
         time.sleep(0.05)
     assert ready.exists()
+    return proc
+
+
+def test_a_sigint_to_run_local_reaches_the_launcher_once(tmp_path):
+    """`timeout -s INT 100 run-local ...` signals run-local's PID and then its process group;
+    a terminal's Ctrl-C, the group. The launcher got each SIGINT (the group's and every one
+    run-local forwarded); a second one while torchrun stops its workers makes it stop them
+    again with SIGTERM, recorded as `preempted` 143. Now it gets one SIGINT."""
+    got, ready = tmp_path / "got", tmp_path / "ready"
+    proc = _run_local_with_fake_launcher(tmp_path, got, ready)
     os.kill(proc.pid, signal.SIGINT)  # timeout: the command's PID, then its group
     time.sleep(0.3)  # two at once are one pending signal; apart, run-local handles each
     os.killpg(proc.pid, signal.SIGINT)
     assert proc.wait(timeout=60) == 130
     assert got.read_text().split() == ["SIGINT"]
+
+
+def test_a_closed_terminal_s_sighup_reaches_the_launcher(tmp_path):
+    """The launcher runs in a process group of its own (above): a closed terminal's SIGHUP,
+    sent to run-local's group, reaches it through run-local, which stops with it."""
+    got, ready = tmp_path / "got", tmp_path / "ready"
+    proc = _run_local_with_fake_launcher(tmp_path, got, ready)
+    os.killpg(proc.pid, signal.SIGHUP)
+    assert proc.wait(timeout=60) == 130  # the fake launcher's exit
+    assert got.read_text().split() == ["SIGHUP"]
 
 
 def test_the_headline_is_the_last_attempt_s_end(tmp_path, capsys):

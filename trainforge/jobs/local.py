@@ -747,7 +747,7 @@ def launch(
     cpu_pool: str | None = None,
     success_ranks: int = 0,
 ) -> int:
-    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
+    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT/SIGHUP to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
     the cluster would (trainforge/jobs/restarts.py) up to `recreations` times: after an exit
     its controller re-creates the pod for (`outcome(code)`, the backend's answer:
@@ -780,7 +780,8 @@ def launch(
             proc.send_signal(signum)
         stopped.append(signum)
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    # SIGHUP too: in a group of its own, the launcher no longer gets a closed terminal's
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     ledger_dir = _ledger_dir(cmd, env)
     try:
         done = 0
