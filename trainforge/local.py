@@ -285,7 +285,7 @@ def pop_program(argv: list[str]) -> tuple[str | None, list[str]]:
 def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -> int:
     """`run-local --stack STACK JOB` for a job with an entrypoint (its own code)."""
     from trainforge.core.errors import JobConfigError
-    from trainforge.jobs.local import find_job, user_code_run
+    from trainforge.jobs.local import find_job, success_ranks, user_code_run
 
     parser = user_code_parser()
     ns, extra = parser.parse_known_args(rest)
@@ -328,8 +328,9 @@ def run_user_code(stack: str, job_name: str, rest: list[str], job: Any = None) -
     line = launch_line(job, b)
     gpus = job.gpus_per_worker or 0
     return _launch_user_code(
-        job.name, f"{run.workers} process(es)", line, run, b, gpus, image=job.image, job=job
-    )
+        job.name, f"{run.workers} process(es)", line, run, b, gpus, image=job.image, job=job,
+        success=success_ranks(job, run.workers),
+    )  # fmt: skip
 
 
 def _launch_user_code(
@@ -341,6 +342,7 @@ def _launch_user_code(
     gpus: int = 0,
     image: str | None = None,
     job: Any = None,
+    success: int = 0,
 ) -> int:
     """Say what runs where, with its launch line (`budget`'s: the plan's for a stack's job,
     restarts.adhoc_line for an ad-hoc target), then launch it: the one ending of both
@@ -353,6 +355,7 @@ def _launch_user_code(
         from_here_line,
         launch,
         read_only_line,
+        record_read_only,
     )
 
     shipped = f"the shipped copy in {run.code_dir}" if run.code_dir else "this environment"
@@ -362,6 +365,7 @@ def _launch_user_code(
     if run.from_here:
         print(from_here_line(run.from_here, image), file=sys.stderr, flush=True)
     before = code_snapshot(run.code_dir) if run.code_dir else None
+    started = time.time()
     code = launch(
         run.command,
         run.env,
@@ -372,12 +376,14 @@ def _launch_user_code(
         outcome=_outcome_of(job),
         capped=budget.capped,
         cpu_pool=cpu_pool_no_gpu(job) if job is not None else None,
+        success_ranks=success,
     )
     # A write in the working directory fails in the pods (a read-only mount), so a run that
     # made one is not the pods' run: said, and a success becomes the pods' exit 1.
     writes = code_writes(run.code_dir, before) if before is not None else []
     if writes:
         print(read_only_line(writes, code), file=sys.stderr, flush=True)
+        record_read_only(run.env, started, writes)  # the pods' end, for `report` too
         return code or 1
     return code
 
@@ -453,7 +459,7 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     contract variables, run ledger and report as a job's own code (jobs.local.adhoc_job)."""
     from trainforge.core.errors import JobConfigError
     from trainforge.jobs.fetches import cluster_note
-    from trainforge.jobs.local import adhoc_job, job_fetches, user_code_run
+    from trainforge.jobs.local import adhoc_job, job_fetches, success_ranks, user_code_run
 
     p = argparse.ArgumentParser(prog="trainforge run-local SCRIPT", add_help=False)
     p.add_argument("--workers", type=int, default=1)
@@ -496,7 +502,8 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     # one local torchrun of every rank, with this run's own budget (no stack: no pods)
     b = adhoc_budget(ns.max_restarts, ns.pod_restarts)
     line = adhoc_line(run.workers, b)
-    return _launch_user_code(what, f"{run.workers} process(es) (world {run.workers})", line, run, b)
+    world = f"{run.workers} process(es) (world {run.workers})"
+    return _launch_user_code(what, world, line, run, b, success=success_ranks(job, run.workers))
 
 
 def training_config(training_args: list[str], workers: int) -> Any:

@@ -219,6 +219,17 @@ def list_checkpoints(folder: Path) -> list[Checkpoint]:
     return sorted(out, key=lambda c: c.step)
 
 
+def foreign_entries(folder: Path) -> list[str]:
+    """Names in the checkpoint directory that `list_checkpoints` does not count (not step_<N>,
+    not hidden: the ledger's .trainforge, a save's temporary file): a checkpoint of your own
+    code under another name, which neither this report nor trainforge's restore reads."""
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if not p.name.startswith(".") and not STEP_NAME.match(p.name)
+    )
+
+
 def _read_metrics(metrics: Path) -> tuple[list[Attempt], int]:
     attempts: list[Attempt] = []
     skipped = 0
@@ -362,8 +373,8 @@ def _headline(run: Run) -> str:
         head = f"run {run.name}: logged up to step {done:g}{of}"
     if s:
         return head + f", {s['world_size']} x {s['device']}, global batch {s['global_batch']}"
-    finished = [a for a in run.ledger_attempts if a.get("finished")]
-    if finished:
+    # the last attempt says how the run ended (run-local records a job it ends, job_ended)
+    if run.ledger_attempts and run.ledger_attempts[-1].get("finished"):
         return head + " (finished, per the run ledger)"
     ended = run.ledger_attempts[-1].get("exit") if run.ledger_attempts else None
     if ended:
@@ -478,6 +489,15 @@ def _checkpoint_line(run: Run) -> str:
         cut = [c.name for c in run.saved if not c.complete]
         if cut:
             where += f" ({len(cut)} incomplete: {', '.join(cut)})"
+        if run.checkpoint_dir is not None and (other := foreign_entries(run.checkpoint_dir)):
+            shown = ", ".join(other[:5]) + (f" and {len(other) - 5} more" if len(other) > 5 else "")
+            where += (
+                f"; not counted: {len(other)} other entr{'y' if len(other) == 1 else 'ies'} "
+                f"there ({shown}): a checkpoint is named step_<N> (a step_<N>.pt file, as "
+                "examples/plain saves and resumes from, or the step_NNNNNN folder trainforge's "
+                "CheckpointManager writes and its restore resumes from): name yours so, and "
+                "your code resumes only from the files it loads itself"
+            )
     elif ckpts:
         where = " (recorded in metrics.jsonl; the checkpoint directory is not here)"
     return (

@@ -318,6 +318,23 @@ def read_only_line(writes: list[str], code: int) -> str:
     )
 
 
+def record_read_only(env: dict[str, str], since: float, writes: list[str]) -> bool:
+    """`read_only_line`'s verdict in the run ledger, where `trainforge report` reads how the
+    run ended: the attempt begun since `since` ends user_error (exit 1), not finished, as in
+    the pods (ledger.job_ended)."""
+    from trainforge.training import contract as c  # noqa: PLC0415
+    from trainforge.training import exits  # noqa: PLC0415
+    from trainforge.training.ledger import job_ended  # noqa: PLC0415
+
+    detail = (
+        f"run-local: the code wrote in its working directory ({', '.join(writes[:5])}), a "
+        "read-only ConfigMap mount in the pods (OSError: [Errno 30] Read-only file system)"
+    )
+    cause = exits.USER_ERROR
+    return job_ended(env.get(c.CHECKPOINT_DIR), since=since, finished=False, cause=cause,
+                     detail=detail)  # fmt: skip
+
+
 def no_gpu_failure(env: dict[str, str], since: float = 0.0) -> str | None:
     """A failure recorded at or after `since` (the run ledger's exit records, in the local
     checkpoint directory, which keeps earlier runs' too) that says the process had no GPU,
@@ -508,6 +525,30 @@ CONTROLLER_ENV: dict[str, dict[str, str]] = {
     "trainjob": {**_TORCHRUN_PET, **_JOB_CONTROLLER},
     "indexed-job": _JOB_CONTROLLER,
 }
+
+
+# When each backend's controller marks the job succeeded, read at its pinned tag (2026-11-30):
+# - "master": the training operator v1.9.4 (kubeflow/trainer tag v1.9.4, 4445c12a,
+#   pkg/controller.v1/pytorch/pytorchjob_controller.go UpdateJobStatus: "when master is
+#   succeed, the job is finished", whatever its Workers do), for a PyTorchJob with a Master;
+# - "any": the same function without a Master (an elastic PyTorchJob: Worker only,
+#   pytorchjob.py): succeeded once any Worker completed (`ElasticPolicy != nil && succeeded > 0`);
+# - "all": an Indexed Job is complete "when there is one successfully completed Pod for each
+#   index" (batch/v1 JobSpec.completionMode; indexed_job.py sets no successPolicy), and a
+#   TrainJob's JobSet succeeds by its default successPolicy, operator All (kubernetes-sigs/
+#   jobset v0.12.0, f22e565a, pkg/webhooks/jobset_webhook.go Default; Trainer v2.2.1's
+#   torch-distributed runtime sets none) over its one child Job, Indexed, completions numNodes.
+SUCCESS_RULE: dict[str, str] = {"pytorchjob": "master", "trainjob": "all", "indexed-job": "all"}
+
+
+def success_ranks(job: JobSpec, workers: int) -> int:
+    """The local ranks whose exit 0 alone ends the job Succeeded by its backend's rule
+    (SUCCESS_RULE): a PyTorchJob's Master pod's (ranks 0 .. procs-1, as `pod_wrapper` splits
+    them), an elastic one's first pod's (any Worker); 0 where every pod must succeed."""
+    rule = "any" if job.elastic is not None else SUCCESS_RULE[job.backend or "pytorchjob"]
+    if rule == "all":
+        return 0
+    return job.procs if workers % job.procs == 0 else 1
 
 
 def controller_env(job: JobSpec) -> dict[str, str]:
@@ -704,8 +745,9 @@ def launch(
     outcome: Callable[[int], failures.Outcome] | None = None,
     capped: bool = False,
     cpu_pool: str | None = None,
+    success_ranks: int = 0,
 ) -> int:
-    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT to it
+    """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT/SIGHUP to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
     the cluster would (trainforge/jobs/restarts.py) up to `recreations` times: after an exit
     its controller re-creates the pod for (`outcome(code)`, the backend's answer:
@@ -715,7 +757,11 @@ def launch(
     the job's pods, which run here on CPU: a failure for want of one (`no_gpu_failure`) is
     the stand-in's, said so and not retried. `capped`: `recreations` is run-local's own safety
     cap (restarts.LOCAL_CAP), where the cluster counts none. `cpu_pool`: what the pods of a job
-    without GPUs say instead of this machine's fix for want of a GPU (`cpu_pool_no_gpu`)."""
+    without GPUs say instead of this machine's fix for want of a GPU (`cpu_pool_no_gpu`).
+    `success_ranks`: the ranks whose exit 0 alone ends the job Succeeded (`success_ranks`);
+    the run ledger's attempt is then finished only where the job is (ledger.job_ended)."""
+    from trainforge.training.ledger import job_ended  # noqa: PLC0415
+
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
         print(
             f"trainforge run-local: error: torch is not installed for {sys.executable}: run "
@@ -727,18 +773,32 @@ def launch(
     proc: subprocess.Popen[bytes] | None = None
 
     def forward(signum: int, _frame: object) -> None:  # torchrun relays it to the workers
-        stopped.append(signum)
-        if proc is not None:
+        # once per signal: a second SIGINT while torchrun stops its workers makes it stop
+        # them again with SIGTERM, which they record as a preemption (a terminal's Ctrl-C
+        # reached run-local and the launcher both; `timeout -s INT` signals run-local twice)
+        if proc is not None and signum not in stopped:
             proc.send_signal(signum)
+        stopped.append(signum)
 
-    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    # SIGHUP too: in a group of its own, the launcher no longer gets a closed terminal's
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+    ledger_dir = _ledger_dir(cmd, env)
     try:
         done = 0
-        while True:
+        while not stopped:
             started = time.time()
-            proc = subprocess.Popen(cmd, env=env, cwd=cwd)
+            # its own process group: a signal to run-local's group (a terminal's Ctrl-C)
+            # reaches the launcher once, through `forward`, as one sent to run-local's PID
+            proc = subprocess.Popen(cmd, env=env, cwd=cwd, process_group=0)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
+            if code and not stopped and _succeeded(ledger_dir, env, started, success_ranks):
+                line = _succeeded_line(code, exit_name(code, env, started))
+                print(line, file=sys.stderr, flush=True)
+                job_ended(ledger_dir, since=started, finished=True)
+                return 0
+            if code and not stopped:  # rank 0's exit 0 did not end the job
+                job_ended(ledger_dir, since=started, finished=False)
             retry = _restarts(code, on, outcome)
             no_gpu = no_gpu_failure(env, started) if gpus and code != 0 and not stopped else None
             if no_gpu is not None:
@@ -762,9 +822,51 @@ def launch(
                 file=sys.stderr,
                 flush=True,
             )
+        return 128 + stopped[0]  # stopped before a re-created pod started
     finally:
         for s, h in old.items():
             signal.signal(s, h)
+
+
+def _ledger_dir(cmd: list[str], env: dict[str, str]) -> str | None:
+    """The run ledger's directory of a local run: the runtime's --checkpoint-dir in `cmd`,
+    else the contract's TRAINFORGE_CHECKPOINT_DIR in `env` (own code)."""
+    from trainforge.training import contract as c  # noqa: PLC0415
+    from trainforge.training.ledger import checkpoint_dir  # noqa: PLC0415
+
+    flagged = any(a.startswith("--checkpoint-dir") for a in cmd)  # else run-local's environ
+    return (checkpoint_dir(cmd) if flagged else None) or env.get(c.CHECKPOINT_DIR) or None
+
+
+def _succeeded(where: str | None, env: dict[str, str], since: float, ranks: int) -> bool:
+    """Whether the job's backend ends it Succeeded (SUCCESS_RULE) though the local launcher
+    failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0 marked
+    the attempt begun since `since` finished in the run ledger and none of them left an exit
+    record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
+    import json  # noqa: PLC0415
+
+    from trainforge.training.ledger import LEDGER_DIR, RUN_FILE  # noqa: PLC0415
+
+    if not ranks or not where:
+        return False
+    try:
+        data = json.loads((Path(where) / LEDGER_DIR / RUN_FILE).read_text(encoding="utf-8"))
+        last = data["attempts"][-1]
+    except (OSError, ValueError, TypeError, KeyError, IndexError):
+        return False
+    if not last.get("finished") or float(last.get("started_at") or 0) < since:
+        return False
+    return not any(int(r.get("rank", -1)) < ranks for r in _exit_records(env, since))
+
+
+def _succeeded_line(code: int, name: str) -> str:
+    """run-local's word where the job succeeded though a rank outside its Master failed."""
+    return (
+        f"run-local: exit {code}{name} of a rank outside pod 0; pod 0 (the Master) exited 0, "
+        "and the training operator marks a PyTorchJob Succeeded once its Master succeeds "
+        "(whatever its Workers do): the job ends Succeeded, no pod is re-created, as the "
+        "cluster would. Make every rank end the same way (the same collectives on each)"
+    )
 
 
 def _restarts(code: int, on: str, outcome: Callable[[int], failures.Outcome] | None) -> bool:
@@ -865,6 +967,7 @@ def run_local(
         capped=b.capped,
         gpus=job.gpus_per_worker or 0,
         cpu_pool=cpu_pool_no_gpu(job),
+        success_ranks=success_ranks(job, run.workers),
     )
 
 

@@ -368,3 +368,45 @@ class RunLedger:
             if reason is exits.SUCCESS:
                 cur.finished = True
             self.save()
+
+
+def job_ended(
+    checkpoint_dir: str | Path | None,
+    *,
+    since: float,
+    finished: bool,
+    cause: exits.Reason | None = None,
+    detail: str = "",
+) -> bool:
+    """The job's end of its attempt begun at or after `since`, as its controller decides it
+    (run-local plays the controller): rank 0's exit 0 marks an attempt finished, but the job
+    is finished only by its backend's rule (a PyTorchJob's Master, every pod of an indexed Job
+    or TrainJob), so run-local sets `finished` here, and `cause` where it ends the job for a
+    reason of its own (a write the pods' read-only mount refuses). Not finished without a
+    `cause`: the root cause of the ranks that failed (`collect_exits`; with none, the next
+    attempt names it). One record, read by the next attempt's count and by `report`.
+    Returns whether it wrote (False: no ledger, or no attempt begun since)."""
+    if not checkpoint_dir:
+        return False
+    ledger = RunLedger(checkpoint_dir, rank=0, world_size=0, log=lambda _m: None)
+    data = _read_json(ledger._run_path())
+    attempts = data.get("attempts") if isinstance(data, dict) else None
+    if not attempts or not isinstance(attempts[-1], dict):
+        return False
+    last = attempts[-1]
+    if float(last.get("started_at") or 0) < since:
+        return False
+    if cause is None and not finished and not last.get("finished"):
+        return False  # nothing to correct: the next attempt names the cause (begin_attempt)
+    last["finished"] = finished
+    folder = ledger._exit_path(int(last.get("attempt") or 0), 0).parent
+    if cause is not None:
+        last["exit"] = {"reason": cause.name, "code": cause.code, "rank": None, "step": None,
+                        "detail": detail}  # fmt: skip
+    elif not finished and last.get("exit") is None and any(folder.glob("rank_*.json")):
+        last["exit"] = ledger.collect_exits(int(last.get("attempt") or 0))  # rank 0 not lost
+    try:
+        _write_json(ledger._run_path(), data)
+    except OSError:
+        return False
+    return True
