@@ -250,7 +250,7 @@ def render(
         yaml.safe_dump([result.entry], sort_keys=False, width=100).rstrip(),
     ]
     if result.files:
-        head = "written" if out is not None else "not written; run again with --out DIR"
+        head = "written" if out is not None else "nothing written; run again with --out DIR"
         lines.append(f"# Files to ship ({head}):")
         lines += [f"#   {p} ({len(t.encode())} bytes)" for p, t in result.files.items()]
     lines.append("# Changed or dropped:")
@@ -270,6 +270,12 @@ def render(
         nxt = (
             f"trainforge plan --stack {stack} (run-local runs this job from its "
             f"entrypoint.workingDir {entry['workingDir']}: {why})"
+        )
+    if result.files and out is None:  # the entry names files that do not exist yet
+        shipped = posixpath.dirname(posixpath.dirname(next(iter(result.files))))
+        nxt = (
+            f"run this import again with --out {shipped} (nothing was written, so the files "
+            f"the entry names do not exist yet), then {nxt}"
         )
     if refused:  # the plan stops on the same lines: they come first
         nxt = f"fix what the stack refuses (below), then {nxt}"

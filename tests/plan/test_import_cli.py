@@ -286,8 +286,9 @@ def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_pat
     # the next step is not a plan that stops on the same lines (it said "# Next: trainforge
     # plan --stack dev; trainforge run-local ..." above the refusal)
     assert captured.out.splitlines()[-1] == (
-        "# Next: fix what the stack refuses (below), then trainforge plan --stack dev; "
-        "trainforge run-local --stack dev a-name-far-too-long-for-the-pods-and-services-it-becomes"
+        "# Next: fix what the stack refuses (below), then run this import again with --out "
+        "imported (nothing was written, so the files the entry names do not exist yet), then "
+        "trainforge plan --stack dev; trainforge run-local --stack dev a-name-far-too-long-for-the-pods-and-services-it-becomes"
     )
     err = captured.err.splitlines()
     assert err[0] == "trainforge import: the stack refuses this entry as it stands:"
@@ -329,3 +330,54 @@ def test_a_selector_is_obeyed_or_refused_and_the_queue_label_named(tmp_path, cap
         "#   - metadata.labels.kueue.x-k8s.io/queue-name nonexistent-queue: dropped; the job "
         f"uses its team's LocalQueue `{LOCAL_QUEUE}`"
     ) in out.splitlines()
+
+
+def test_the_review_jobs_ship_their_code_and_plan_clean_after_the_printed_next_step(
+    tmp_path, capsys, monkeypatch
+):
+    """The Kubeflow newcomer review (tests/fixtures/import/README.md, review/): without --out
+    the import printed "not written" and a Next of `trainforge plan`, which then failed
+    "entrypoint.script: ... no such file"; the TrainJob's script (mounted through its
+    runtimePatches) and cf's config.yaml were not shipped, and the plan said CLEAN. Follow the
+    printed Next (import again with --out), add the entries, plan: every file is there."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    review = CORPUS / "review"
+    entries = []
+    for path in (
+        review / "trainjob-patch-mount.yaml",
+        review / "inline.yaml",
+        review / "cf/job.yaml",
+    ):
+        before = sorted(root.rglob("*"))
+        assert import_cli.main([str(path), "--stack", "dev"]) == 0
+        out = capsys.readouterr().out
+        assert "# Files to ship (nothing written; run again with --out DIR):" in out
+        nxt = out.splitlines()[-1]
+        assert nxt.startswith("# Next: run this import again with --out imported (nothing was")
+        assert "the inline code, written out" not in out
+        assert sorted(root.rglob("*")) == before
+        assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1].startswith("# Next: trainforge plan --stack dev")
+        entries += _entries(out)
+    assert (root / "imported/tj-ft/train.py").read_text() == next(
+        d
+        for d in yaml.safe_load_all((review / "trainjob-patch-mount.yaml").read_text())
+        if d["kind"] == "ConfigMap"
+    )["data"]["train.py"]
+    assert (root / "imported/cf-job/config.yaml").read_text() == (
+        review / "cf/config.yaml"
+    ).read_text()
+
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += entries
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    assert result.clean, [(v.rule, v.message) for v in result.failing]
+    names = {dj.spec.name: dj for dj in result.inventory.declared.jobs}
+    # the ConfigMap the platform ships holds the original's files, mounted where they ran
+    shipped = names["cf-job"].emitted.user_configmap["data"]
+    assert sorted(shipped.values()) == sorted(
+        [(review / "cf/config.yaml").read_text(), (review / "cf/train.py").read_text()]
+    )
