@@ -381,3 +381,36 @@ def test_the_review_jobs_ship_their_code_and_plan_clean_after_the_printed_next_s
     assert sorted(shipped.values()) == sorted(
         [(review / "cf/config.yaml").read_text(), (review / "cf/train.py").read_text()]
     )
+
+
+def test_what_the_import_says_the_plan_will_flag_is_what_the_plan_flags(tmp_path, capsys):
+    """The review's tj1.yaml with its script in the image (a `command` on Docker Hub's
+    pytorch/pytorch): the import named TRAINFORGE_DOCKER_HUB only, and the plan also raised
+    TRAINFORGE_IMAGE_PIECE (a command is assumed to use MLflow, which that image lacks). The
+    list now comes from the plan's own checks: the plan of the entry raises exactly it."""
+    root = _project(tmp_path)
+    doc = next(yaml.safe_load_all((CORPUS / "review" / "trainjob-patch-mount.yaml").read_text()))
+    del doc["spec"]["runtimePatches"]
+    doc["spec"]["trainer"]["command"] = ["torchrun", "/opt/app/train.py"]
+    path = tmp_path / "tj-image.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    head = "# What `trainforge plan` will flag on this entry (its own checks, run on the objects"
+    said = out.split(head, 1)[1].split("\n# Next:", 1)[0].splitlines()[1:]
+    said = [line.removeprefix("#   - ") for line in said]
+    assert sorted({s.split(":", 1)[0] for s in said}) == [
+        "TRAINFORGE_DOCKER_HUB",
+        "TRAINFORGE_IMAGE_PIECE",
+    ]
+    assert out.splitlines()[-1].startswith("# Next: fix or waive what the plan will flag (above)")
+
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += _entries(out)
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    flagged = sorted(f"{v.rule}: {v.message}" for v in result.failing if "tj-ft" in str(v.names))
+    assert len(flagged) == len(said)
+    for line in said:  # the plan's message, prefixed by the object it judged
+        rule, message = line.split(": ", 1)
+        assert any(f.startswith(rule) and f.endswith(message) for f in flagged), (line, flagged)

@@ -794,8 +794,12 @@ def _image(
                 f"image {image}: kept (your command needs it); pin a tag or digest, the plan refuses :latest"
                 + (f"; pinned, {hub_line}" if not reachable else "")
             )
-        elif not reachable:
-            changes.append(f"image {image}: kept (your command needs it), and {hub_line}")
+        elif not reachable:  # the plan's verdicts: `trainforge import` lists them from its checks
+            changes.append(
+                f"image {image}: kept (your command needs it); nodes would pull it from Docker Hub "
+                "anonymously (TRAINFORGE_DOCKER_HUB): copy it to ECR or set "
+                "trainforge:images.dockerHubCredentialArn"
+            )
         elif base:
             changes.append(
                 f"image {image}: kept (your command needs it); the Docker official {base} image "
