@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import yaml
 
-from tests.jobs.test_importer import CORPUS, imp
+from tests.jobs.helpers import CODE, target
+from tests.jobs.test_importer import CORPUS, ONE_GPU, imp
+from trainforge.jobs.backends import emit
+from trainforge.jobs.spec import parse_job
+from trainforge.jobs.wiring import resolve_job
 
 REVIEW = CORPUS / "review"
 
@@ -86,3 +90,9 @@ def test_a_memory_backed_dev_shm_size_is_kept_as_shm_size():
     text = "\n".join(r.changes)
     assert "volumeMounts[1] dshm (/dev/shm, sizeLimit 8Gi) -> shmSize 8Gi: kept" in text
     assert "volumeMounts[0] data (/data): dropped; declare `volumes: [{claim: training-data" in text
+    # the pods get it: the platform's dshm volume is sized by the entry (it was 3445Mi)
+    t = target(ONE_GPU, backends=("pytorchjob",))
+    job = resolve_job(parse_job(r.entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    volumes = emit(job, t, CODE).pod["spec"]["volumes"]
+    (dshm,) = [v for v in volumes if v["name"] == "dshm"]
+    assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
