@@ -5,11 +5,13 @@ The newcomer review's files (tests/fixtures/import/README.md, review/)."""
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from tests.jobs.helpers import CODE, target
 from tests.jobs.test_importer import CORPUS, ONE_GPU, imp
 from trainforge.jobs.backends import emit
+from trainforge.jobs.importer import ImportProblem
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 
@@ -96,3 +98,19 @@ def test_a_memory_backed_dev_shm_size_is_kept_as_shm_size():
     volumes = emit(job, t, CODE).pod["spec"]["volumes"]
     (dshm,) = [v for v in volumes if v["name"] == "dshm"]
     assert dshm["emptyDir"] == {"medium": "Memory", "sizeLimit": "8Gi"}
+
+
+def test_a_script_missing_beside_the_yaml_is_refused_though_a_named_file_is_there(tmp_path):
+    """config.yaml beside the YAML but no train.py: the script cannot be shipped (it read
+    "ConfigMap train-code.data has no key", a ConfigMap the file does not hold)."""
+    (tmp_path / "job.yaml").write_text((REVIEW / "cf" / "job.yaml").read_text())
+    (tmp_path / "config.yaml").write_text("lr: 0.1\n")
+    with pytest.raises(ImportProblem) as e:
+        imp(tmp_path / "job.yaml")
+    assert str(e.value) == (
+        f"{tmp_path / 'job.yaml'}: spec.pytorchReplicaSpecs.Master.template.spec.volumes (code): "
+        "the script /workspace/train.py comes from ConfigMap 'train-code', which is neither a "
+        "document of this file nor made from train.py next to it; add the ConfigMap (kubectl "
+        "create configmap train-code --from-file=train.py --dry-run=client -o yaml) or put the "
+        "file beside the YAML"
+    )

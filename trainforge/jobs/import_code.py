@@ -132,6 +132,14 @@ def ship(
             paths = items if items else {k: k for k in data}
             files = {p: data[k] for p, k in paths.items() if k in data}
             source = f"ConfigMap {cm}"
+            if script.startswith(m.path + "/") and script[len(m.path) + 1 :] not in files:
+                key = items.get(script[len(m.path) + 1 :], script[len(m.path) + 1 :])
+                raise ImportProblem(
+                    file,
+                    f"ConfigMap {cm}.data",
+                    f"has no key {key!r} (the script {script} the command runs); keys: "
+                    f"{', '.join(sorted(data)) or 'none'}",
+                )
         else:
             files = {}
             for rel in named:
@@ -139,7 +147,7 @@ def ship(
                 if beside.is_file():
                     files[rel] = beside.read_text("utf-8")
             source = f"ConfigMap {cm}, made from {', '.join(sorted(files))} beside the YAML"
-            if not files and script.startswith(m.path + "/"):
+            if script.startswith(m.path + "/") and script[len(m.path) + 1 :] not in files:
                 key = posixpath.basename(items.get(script[len(m.path) + 1 :], script))
                 raise ImportProblem(
                     file,
@@ -149,14 +157,6 @@ def ship(
                     f"(kubectl create configmap {cm} --from-file={key} --dry-run=client -o yaml) "
                     "or put the file beside the YAML",
                 )
-        if script.startswith(m.path + "/") and script[len(m.path) + 1 :] not in files:
-            key = items.get(script[len(m.path) + 1 :], script[len(m.path) + 1 :])
-            raise ImportProblem(
-                file,
-                f"ConfigMap {cm}.data",
-                f"has no key {key!r} (the script {script} the command runs); keys: "
-                f"{', '.join(sorted(files)) or 'none'}",
-            )
         for rel, text in files.items():
             if out.files.get(rel, text) != text:
                 raise ImportProblem(
