@@ -163,7 +163,12 @@ def test_a_command_jobs_next_step_is_not_a_run_local_that_stops(tmp_path, capsys
     (entry,) = _entries(out)
     assert entry["entrypoint"]["command"][:2] == ["python3", "/opt/pytorch-mnist/mnist.py"]
     nxt = out.splitlines()[-1]
-    assert nxt.startswith("# Next: trainforge plan --stack dev (a command runs a program of your")
+    # its Docker Hub image is flagged by the plan (listed above the Next line)
+    assert "#   - TRAINFORGE_DOCKER_HUB: Master pod: container 'pytorch' image" in out
+    assert nxt.startswith(
+        "# Next: fix or waive what the plan will flag (above), then trainforge plan --stack dev "
+        "(a command runs a program of your"
+    )
     assert "trainforge run-local --stack" not in nxt
 
 
@@ -189,7 +194,8 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
     (entry,) = _entries(out)
     assert entry["entrypoint"]["workingDir"] == "/opt/pytorch-mnist-not-here"
     assert out.splitlines()[-1] == (
-        "# Next: trainforge plan --stack dev (run-local runs this job from its "
+        "# Next: fix or waive what the plan will flag (above), then trainforge plan --stack "
+        "dev (run-local runs this job from its "
         "entrypoint.workingDir /opt/pytorch-mnist-not-here: no such directory on this machine: "
         "it exists only in the job's image, where the pods run from it; create it here with the "
         "files your code needs, or run the image (docker run ...) with the contract's variables)"
@@ -198,7 +204,8 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
     here.mkdir()
     assert import_cli.main([str(_module_in(tmp_path, str(here))), "--project-dir", str(root)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "# Next: trainforge plan --stack dev; trainforge run-local --stack dev pytorch-simple"
+        "# Next: fix or waive what the plan will flag (above), then trainforge plan --stack "
+        "dev; trainforge run-local --stack dev pytorch-simple"
     )
 
 
