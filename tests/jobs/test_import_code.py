@@ -114,3 +114,38 @@ def test_a_script_missing_beside_the_yaml_is_refused_though_a_named_file_is_ther
         "create configmap train-code --from-file=train.py --dry-run=client -o yaml) or put the "
         "file beside the YAML"
     )
+
+
+def test_a_config_from_a_configmap_beside_a_script_of_the_image_is_shipped(tmp_path):
+    """The script is the image's, its --config a ConfigMap's file at /cfg: the command keeps
+    the script and ships the config with codeDir, its path moved to /workspace."""
+    (tmp_path / "job.yaml").write_text(
+        """
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: cfg}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: ghcr.io/acme/train:1.0
+            command: [python, /app/train.py, --config=/cfg/c.yaml]
+            volumeMounts: [{name: c, mountPath: /cfg}]
+          volumes: [{name: c, configMap: {name: cfg}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cfg}
+data: {c.yaml: "lr: 1\\n"}
+"""
+    )
+    r = imp(tmp_path / "job.yaml")
+    assert r.entry["entrypoint"] == {
+        "command": ["python", "/app/train.py", "--config=/workspace/c.yaml"],
+        "codeDir": "imported/cfg",
+    }
+    assert r.files == {"imported/cfg/c.yaml": "lr: 1\n"}

@@ -501,8 +501,10 @@ def import_workload(
     code_dir = posixpath.join(out_dir, w.name)
     keep_image = False
     found = import_code.mounts(w, docs)
+    # a module of the image imports from it: nothing it names is shipped (said per mount)
+    words = argv if program.kind != "module" else []
     shipped = import_code.ship(
-        found, argv, docs, path.parent, file, program.path if program.kind == "script" else ""
+        found, words, docs, path.parent, file, program.path if program.kind == "script" else ""
     )
     files = dict(shipped.files)
     via = ", ".join(shipped.sources)
@@ -524,7 +526,7 @@ def import_workload(
         )
     elif program.kind == "script":
         keep_image = True
-        entry["entrypoint"] = {"command": argv}
+        entry["entrypoint"] = {"command": [shipped.rewrite(a) for a in argv]}
         changes.append(
             f"{at}.command: {program.path} is not mounted from a ConfigMap, so it must be in "
             "the image: entrypoint.command, run as written on your image"
@@ -542,13 +544,13 @@ def import_workload(
         changes.append(
             f"{at}.command {shlex.join(argv)[:60]}: entrypoint.command, run as written on your image"
         )
-        if files:
-            entry["entrypoint"]["codeDir"] = code_dir
-            changes.append(
-                f"{via} (mounted by {', '.join(m.at for m in shipped.mounts)}) -> "
-                f"entrypoint.codeDir {code_dir}: its {len(files)} file(s) shipped, mounted at "
-                f"{USER_CODE_MOUNT}"
-            )
+    if "command" in entry["entrypoint"] and files:
+        entry["entrypoint"]["codeDir"] = code_dir
+        changes.append(
+            f"{via} (mounted by {', '.join(m.at for m in shipped.mounts)}) -> "
+            f"entrypoint.codeDir {code_dir}: its {len(files)} file(s) shipped, mounted at "
+            f"{USER_CODE_MOUNT}"
+        )
     program.args = [shipped.rewrite(a) for a in program.args]
     moved = [m.path for m in shipped.mounts if m.path != USER_CODE_MOUNT]
     if moved:
@@ -612,7 +614,10 @@ def import_workload(
             entry["shmSize"] = shm
             changes.append(f"{m.at} {m.name} (/dev/shm, sizeLimit {shm}) -> shmSize {shm}: kept")
             continue
-        changes.append(f"{m.at} {m.name} ({m.path}): dropped; {import_code.dropped_why(m)}")
+        why = import_code.dropped_why(m)
+        if program.kind == "module" and get(m.volume, "configMap", "name"):
+            why = "entrypoint.module imports from your image, so no ConfigMap file is shipped"
+        changes.append(f"{m.at} {m.name} ({m.path}): dropped; {why}")
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
         if k == "envFrom":
             for src in c[k] if isinstance(c[k], list) else []:
