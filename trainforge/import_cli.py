@@ -173,6 +173,44 @@ def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[s
     return []
 
 
+def plan_flags(contract: Any, result: Imported) -> list[str]:
+    """What `trainforge plan` will flag on the imported job, by its own checks (not a copy):
+    the resource rules on every object the job emits (plan/checks/rules.check_resource:
+    TRAINFORGE_DOCKER_HUB, CKV_K8S_14, ...) and its image check (plan/checks/images.
+    piece_findings: TRAINFORGE_IMAGE_PIECE), its shipped files read from a scratch copy so
+    that the list is the same with or without --out. [] where the stack refuses the entry
+    (its own lines say why)."""
+    import tempfile  # noqa: PLC0415
+
+    from trainforge.core.errors import JobConfigError  # noqa: PLC0415
+    from trainforge.jobs import codeship, entrypoint  # noqa: PLC0415
+    from trainforge.jobs.backends import emit  # noqa: PLC0415
+    from trainforge.jobs.spec import parse_jobs  # noqa: PLC0415
+    from trainforge.jobs.wiring import resolve_job  # noqa: PLC0415
+    from trainforge.plan.checks import images, rules  # noqa: PLC0415
+    from trainforge.stack.base import StackError  # noqa: PLC0415
+
+    where = f"trainforge:jobs[{result.entry['name']}]"
+    try:
+        (spec,) = parse_jobs([result.entry], "trainforge:jobs")
+        target = contract.target(spec.team, spec.pool, where)
+        job = resolve_job(spec, target, where)
+        with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
+            for rel, text in result.files.items():
+                Path(rel).parent.mkdir(parents=True, exist_ok=True)
+                Path(rel).write_text(text, encoding="utf-8")
+            bundle = entrypoint.user_code(job, ".", where)
+        emitted = emit(job, target, codeship.collect(), bundle)
+    except (JobConfigError, StackError):
+        return []
+    found = [(f.rule, f.message) for f in images.piece_findings(job, target, emitted)]
+    objects = (emitted.workload, emitted.service, emitted.podmonitor, emitted.user_configmap)
+    for doc in (d for d in objects if d is not None):
+        type_ = f"kubernetes:{doc.get('apiVersion')}:{doc.get('kind')}"
+        found += [(rule.id, msg) for rule, msg in rules.check_resource(type_, doc)]
+    return [f"{rule}: {msg}" for rule, msg in found]
+
+
 def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported) -> list[str]:
     """What the imported job's command and shipped Python files download from the internet,
     read as `trainforge plan` reads a container (jobs/fetches.container_fetches): one
@@ -240,6 +278,7 @@ def render(
     refused: bool = False,
     fetches: list[str] | tuple[str, ...] = (),
     egress: str = UNREAD_EGRESS,
+    flags: list[str] | tuple[str, ...] = (),
 ) -> str:
     """What the command prints: the entry (YAML to paste), the files, the changes, what its
     code downloads (`fetches`: `downloads`, under `egress`: `egress_line`) and the next step
@@ -250,7 +289,7 @@ def render(
         yaml.safe_dump([result.entry], sort_keys=False, width=100).rstrip(),
     ]
     if result.files:
-        head = "written" if out is not None else "not written; run again with --out DIR"
+        head = "written" if out is not None else "nothing written; run again with --out DIR"
         lines.append(f"# Files to ship ({head}):")
         lines += [f"#   {p} ({len(t.encode())} bytes)" for p, t in result.files.items()]
     lines.append("# Changed or dropped:")
@@ -258,6 +297,12 @@ def render(
     if fetches:
         lines.append(egress)
         lines += [f"#   - {f}" for f in fetches]
+    if flags:
+        lines.append(
+            "# What `trainforge plan` will flag on this entry (its own checks, run on the "
+            "objects the entry emits):"
+        )
+        lines += [f"#   - {f}" for f in flags]
     name = result.entry["name"]
     nxt = f"trainforge plan --stack {stack}; trainforge run-local --stack {stack} {name}"
     entry = result.entry.get("entrypoint") or {}
@@ -271,6 +316,14 @@ def render(
             f"trainforge plan --stack {stack} (run-local runs this job from its "
             f"entrypoint.workingDir {entry['workingDir']}: {why})"
         )
+    if result.files and out is None:  # the entry names files that do not exist yet
+        shipped = posixpath.dirname(posixpath.dirname(next(iter(result.files))))
+        nxt = (
+            f"run this import again with --out {shipped} (nothing was written, so the files "
+            f"the entry names do not exist yet), then {nxt}"
+        )
+    if flags and not refused:
+        nxt = f"fix or waive what the plan will flag (above), then {nxt}"
     if refused:  # the plan stops on the same lines: they come first
         nxt = f"fix what the stack refuses (below), then {nxt}"
     lines.append(f"# Next: {nxt}")
@@ -319,7 +372,16 @@ def main(argv: list[str] | None = None) -> int:
     # the stack's program runs (seconds) only for code that downloads
     egress = egress_line(root, stack, contract.teams[team].namespace) if fetches else ""
     print(
-        render(result, stack, args.file, args.out, bool(problems), fetches, egress or UNREAD_EGRESS)
+        render(
+            result,
+            stack,
+            args.file,
+            args.out,
+            bool(problems),
+            fetches,
+            egress or UNREAD_EGRESS,
+            [] if problems else plan_flags(contract, result),
+        )
     )
     if problems:
         print(f"{PROG}: the stack refuses this entry as it stands:", file=sys.stderr)

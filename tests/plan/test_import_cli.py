@@ -163,7 +163,12 @@ def test_a_command_jobs_next_step_is_not_a_run_local_that_stops(tmp_path, capsys
     (entry,) = _entries(out)
     assert entry["entrypoint"]["command"][:2] == ["python3", "/opt/pytorch-mnist/mnist.py"]
     nxt = out.splitlines()[-1]
-    assert nxt.startswith("# Next: trainforge plan --stack dev (a command runs a program of your")
+    # its Docker Hub image is flagged by the plan (listed above the Next line)
+    assert "#   - TRAINFORGE_DOCKER_HUB: Master pod: container 'pytorch' image" in out
+    assert nxt.startswith(
+        "# Next: fix or waive what the plan will flag (above), then trainforge plan --stack dev "
+        "(a command runs a program of your"
+    )
     assert "trainforge run-local --stack" not in nxt
 
 
@@ -189,7 +194,8 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
     (entry,) = _entries(out)
     assert entry["entrypoint"]["workingDir"] == "/opt/pytorch-mnist-not-here"
     assert out.splitlines()[-1] == (
-        "# Next: trainforge plan --stack dev (run-local runs this job from its "
+        "# Next: fix or waive what the plan will flag (above), then trainforge plan --stack "
+        "dev (run-local runs this job from its "
         "entrypoint.workingDir /opt/pytorch-mnist-not-here: no such directory on this machine: "
         "it exists only in the job's image, where the pods run from it; create it here with the "
         "files your code needs, or run the image (docker run ...) with the contract's variables)"
@@ -198,7 +204,8 @@ def test_a_module_of_the_image_names_run_local_only_where_its_working_dir_is(tmp
     here.mkdir()
     assert import_cli.main([str(_module_in(tmp_path, str(here))), "--project-dir", str(root)]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == (
-        "# Next: trainforge plan --stack dev; trainforge run-local --stack dev pytorch-simple"
+        "# Next: fix or waive what the plan will flag (above), then trainforge plan --stack "
+        "dev; trainforge run-local --stack dev pytorch-simple"
     )
 
 
@@ -286,8 +293,9 @@ def test_an_entry_the_stack_refuses_is_printed_with_the_stacks_own_lines(tmp_pat
     # the next step is not a plan that stops on the same lines (it said "# Next: trainforge
     # plan --stack dev; trainforge run-local ..." above the refusal)
     assert captured.out.splitlines()[-1] == (
-        "# Next: fix what the stack refuses (below), then trainforge plan --stack dev; "
-        "trainforge run-local --stack dev a-name-far-too-long-for-the-pods-and-services-it-becomes"
+        "# Next: fix what the stack refuses (below), then run this import again with --out "
+        "imported (nothing was written, so the files the entry names do not exist yet), then "
+        "trainforge plan --stack dev; trainforge run-local --stack dev a-name-far-too-long-for-the-pods-and-services-it-becomes"
     )
     err = captured.err.splitlines()
     assert err[0] == "trainforge import: the stack refuses this entry as it stands:"
@@ -329,3 +337,87 @@ def test_a_selector_is_obeyed_or_refused_and_the_queue_label_named(tmp_path, cap
         "#   - metadata.labels.kueue.x-k8s.io/queue-name nonexistent-queue: dropped; the job "
         f"uses its team's LocalQueue `{LOCAL_QUEUE}`"
     ) in out.splitlines()
+
+
+def test_the_review_jobs_ship_their_code_and_plan_clean_after_the_printed_next_step(
+    tmp_path, capsys, monkeypatch
+):
+    """The Kubeflow newcomer review (tests/fixtures/import/README.md, review/): without --out
+    the import printed "not written" and a Next of `trainforge plan`, which then failed
+    "entrypoint.script: ... no such file"; the TrainJob's script (mounted through its
+    runtimePatches) and cf's config.yaml were not shipped, and the plan said CLEAN. Follow the
+    printed Next (import again with --out), add the entries, plan: every file is there."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    review = CORPUS / "review"
+    entries = []
+    for path in (
+        review / "trainjob-patch-mount.yaml",
+        review / "inline.yaml",
+        review / "cf/job.yaml",
+    ):
+        before = sorted(root.rglob("*"))
+        assert import_cli.main([str(path), "--stack", "dev"]) == 0
+        out = capsys.readouterr().out
+        assert "# Files to ship (nothing written; run again with --out DIR):" in out
+        nxt = out.splitlines()[-1]
+        assert nxt.startswith("# Next: run this import again with --out imported (nothing was")
+        assert "the inline code, written out" not in out
+        assert sorted(root.rglob("*")) == before
+        assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+        out = capsys.readouterr().out
+        assert out.splitlines()[-1].startswith("# Next: trainforge plan --stack dev")
+        entries += _entries(out)
+    assert (root / "imported/tj-ft/train.py").read_text() == next(
+        d
+        for d in yaml.safe_load_all((review / "trainjob-patch-mount.yaml").read_text())
+        if d["kind"] == "ConfigMap"
+    )["data"]["train.py"]
+    assert (root / "imported/cf-job/config.yaml").read_text() == (
+        review / "cf/config.yaml"
+    ).read_text()
+
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += entries
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    assert result.clean, [(v.rule, v.message) for v in result.failing]
+    names = {dj.spec.name: dj for dj in result.inventory.declared.jobs}
+    # the ConfigMap the platform ships holds the original's files, mounted where they ran
+    shipped = names["cf-job"].emitted.user_configmap["data"]
+    assert sorted(shipped.values()) == sorted(
+        [(review / "cf/config.yaml").read_text(), (review / "cf/train.py").read_text()]
+    )
+
+
+def test_what_the_import_says_the_plan_will_flag_is_what_the_plan_flags(tmp_path, capsys):
+    """The review's tj1.yaml with its script in the image (a `command` on Docker Hub's
+    pytorch/pytorch): the import named TRAINFORGE_DOCKER_HUB only, and the plan also raised
+    TRAINFORGE_IMAGE_PIECE (a command is assumed to use MLflow, which that image lacks). The
+    list now comes from the plan's own checks: the plan of the entry raises exactly it."""
+    root = _project(tmp_path)
+    doc = next(yaml.safe_load_all((CORPUS / "review" / "trainjob-patch-mount.yaml").read_text()))
+    del doc["spec"]["runtimePatches"]
+    doc["spec"]["trainer"]["command"] = ["torchrun", "/opt/app/train.py"]
+    path = tmp_path / "tj-image.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert import_cli.main([str(path), "--project-dir", str(root)]) == 0
+    out = capsys.readouterr().out
+    head = "# What `trainforge plan` will flag on this entry (its own checks, run on the objects"
+    said = out.split(head, 1)[1].split("\n# Next:", 1)[0].splitlines()[1:]
+    said = [line.removeprefix("#   - ") for line in said]
+    assert sorted({s.split(":", 1)[0] for s in said}) == [
+        "TRAINFORGE_DOCKER_HUB",
+        "TRAINFORGE_IMAGE_PIECE",
+    ]
+    assert out.splitlines()[-1].startswith("# Next: fix or waive what the plan will flag (above)")
+
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += _entries(out)
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    flagged = sorted(f"{v.rule}: {v.message}" for v in result.failing if "tj-ft" in str(v.names))
+    assert len(flagged) == len(said)
+    for line in said:  # the plan's message, prefixed by the object it judged
+        rule, message = line.split(": ", 1)
+        assert any(f.startswith(rule) and f.endswith(message) for f in flagged), (line, flagged)

@@ -228,6 +228,26 @@ def _credential_findings(ctx: PlanContext) -> list[Finding]:
     return out
 
 
+def piece_findings(job: Any, target: Any, emitted: Any, resource_name: str = "") -> list[Finding]:
+    """TRAINFORGE_IMAGE_PIECE of one job: the pieces its features need that its image is known
+    to lack. The plan's, and `trainforge import`'s list of what the plan will flag."""
+    image = images.image_for(job, target.pool)
+    facts = job.image_facts or facts_for(image, None)
+    name = f"{target.namespace}/{job.name}"
+    mlflow = target.mlflow_tracking_uri is not None and logs_to_mlflow(job, shipped_files(emitted))
+    rule = "TRAINFORGE_IMAGE_PIECE"
+    names = frozenset({job.name, name, resource_name})
+    return [
+        Finding(resource_name or job.name, rule, f"{name}: {miss.message(image)}", miss.fix,
+                names=names)
+        for miss in missing_pieces(
+            facts, mlflow=mlflow, s3_mirror=checkpoints_mirrored(job, target, emitted),
+            efa=bool(job.efa), where=name, fp8=_fp8(job), runtime=runtime_way(job, target),
+            waive=rule,
+        )
+    ]  # fmt: skip
+
+
 def check(ctx: PlanContext) -> CheckResult:
     result = CheckResult()
     declared = ctx.declared
@@ -252,23 +272,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if (unchecked := images.archs_unknown(facts.cuda, target.pool)) is not None:
             lines.append(f"    {unchecked}")
         data.append({"job": name, "image": job.image, "facts": asdict(facts), "features": feats})
-        mlflow = target.mlflow_tracking_uri is not None and mlflow_used
-        rule = "TRAINFORGE_IMAGE_PIECE"
-        for miss in missing_pieces(
-            facts,
-            mlflow=mlflow,
-            s3_mirror=mirrored,
-            efa=bool(job.efa),
-            where=name,
-            fp8=_fp8(job),
-            runtime=runtime_way(job, target),
-            waive=rule,
-        ):
-            names = frozenset({job.name, name, dj.resource_name})
-            message = f"{name}: {miss.message(image)}"
-            result.findings.append(
-                Finding(dj.resource_name or job.name, rule, message, miss.fix, names=names)
-            )
+        result.findings += piece_findings(job, target, dj.emitted, dj.resource_name)
     result.findings += _credential_findings(ctx)
     build_lines = _build_lines(ctx, result.findings)
     installed_lines = _installed_lines(declared, result.findings)

@@ -1,0 +1,207 @@
+"""What `trainforge import` ships of the code the original ran: the files of each ConfigMap its
+command names under a mount, read wherever the original mounts them, and what becomes of
+every other mount.
+
+Why: a TrainJob mounts volumes only through `spec.runtimePatches` (its pod patch), and an
+indexed Job's `bash -c "... python /code/train.py"` names its script inside a string; the
+import read neither, called the script "not mounted from a ConfigMap" and shipped nothing,
+and the plan passed an entry whose pods could not find their code. The shipped files land
+at USER_CODE_MOUNT (`/workspace`, jobs/codeship.py), so paths under another mount are
+rewritten there. Where a TrainJob's patch sits: `trainjob.SHAPE` (Trainer v2.2.1).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trainforge.core import pods
+from trainforge.core.quantity import parse_quantity
+from trainforge.jobs import trainjob
+from trainforge.jobs.codeship import USER_CODE_MOUNT
+from trainforge.jobs.import_read import ImportProblem, Workload, get
+
+
+@dataclass(frozen=True)
+class Mount:
+    """One volumeMount of the pod's container, with the volume it mounts."""
+
+    at: str  # the field path of the volumeMount
+    name: str
+    path: str  # mountPath, without a trailing '/'
+    volume: Mapping[str, Any]
+    volumes_at: str = ""  # the field path of the pod's volumes
+
+
+def mounts(w: Workload, docs: list[dict[str, Any]]) -> list[Mount]:
+    """The container's mounts: its own volumeMounts with the pod's volumes; for a TrainJob
+    those of the `node` container in the runtime patches of its `node` replicated job (the
+    only place a TrainJob mounts a volume: trainjob.SHAPE's levels), later patches last."""
+    out = _mounts(w.container, w.pod, w.at, f"{w.pod_at}.volumes")
+    if w.kind != trainjob.KIND:
+        return out
+    doc = next(
+        (
+            d
+            for d in docs
+            if d.get("kind") == trainjob.KIND and get(d, "metadata", "name") == w.name
+        ),
+        None,
+    )
+    for t in pods.pod_templates(doc or {}, {trainjob.KIND: trainjob.SHAPE}, build=False):
+        if t.name != trainjob.REPLICATED_JOB:
+            continue
+        for i, c in enumerate(t.spec.get("containers") or []):
+            if isinstance(c, dict) and c.get("name") == trainjob.CONTAINER:
+                out += _mounts(
+                    c, t.spec, f"{t.path}.spec.containers[{i}]", f"{t.path}.spec.volumes"
+                )
+    return out
+
+
+def _mounts(
+    container: Mapping[str, Any], pod: Mapping[str, Any], at: str, volumes_at: str
+) -> list[Mount]:
+    vols = {v.get("name"): v for v in pod.get("volumes") or [] if isinstance(v, dict)}
+    return [
+        Mount(f"{at}.volumeMounts[{i}]", str(m.get("name")),
+              str(m.get("mountPath") or "").rstrip("/"), vols.get(m.get("name")) or {}, volumes_at)
+        for i, m in enumerate(container.get("volumeMounts") or []) if isinstance(m, dict)
+    ]  # fmt: skip
+
+
+def named_under(mount: str, words: list[str]) -> list[str]:
+    """The paths below `mount` the words name (`/code/train.py` inside `bash -c "..."`, the
+    value of `--config=/code/c.yaml`), relative to it, in order, once each."""
+    if not mount:
+        return []
+    found = re.compile(rf"(?<![\w./-]){re.escape(mount)}/([\w.-][\w./-]*)")
+    seen: list[str] = []
+    for word in words:
+        for m in found.finditer(word):
+            rel = posixpath.normpath(m.group(1))
+            if not rel.startswith("..") and rel not in seen:
+                seen.append(rel)
+    return seen
+
+
+@dataclass
+class Shipped:
+    """The code the import ships: files (path below the code directory -> text), the mounts
+    they came from, and the paths the command names that no shipped file holds."""
+
+    files: dict[str, str] = field(default_factory=dict)
+    mounts: list[Mount] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # "ConfigMap x" per mount
+    missing: list[str] = field(default_factory=list)  # full paths in the original pod
+
+    def rewrite(self, word: str) -> str:
+        """`word` with each shipped mount's path replaced by USER_CODE_MOUNT, where the
+        shipped files are."""
+        for m in self.mounts:
+            if m.path != USER_CODE_MOUNT:
+                word = re.sub(rf"(?<![\w./-]){re.escape(m.path)}/", USER_CODE_MOUNT + "/", word)
+        return word
+
+
+def ship(
+    found: list[Mount], words: list[str], docs: list[dict[str, Any]], yaml_dir: Path, file: str,
+    script: str = "",
+) -> Shipped:  # fmt: skip
+    """The files of every ConfigMap mount the command's words name a path under: the
+    ConfigMap's files as the kubelet projects them (its `items`, else every key) where it is
+    a document of the file, else the named files beside the YAML (`kubectl create configmap
+    --from-file`). `script`: the path the command runs, refused where it cannot be found."""
+    out = Shipped()
+    for m in found:
+        cm = get(m.volume, "configMap", "name")
+        named = named_under(m.path, words)
+        if not cm or not named:
+            continue
+        items = {get(x, "path"): get(x, "key") for x in get(m.volume, "configMap", "items") or []}
+        doc = next(
+            (d for d in docs if d.get("kind") == "ConfigMap" and get(d, "metadata", "name") == cm),
+            None,
+        )
+        if doc is not None:
+            data = {str(k): str(v) for k, v in (get(doc, "data") or {}).items()}
+            paths = items if items else {k: k for k in data}
+            files = {p: data[k] for p, k in paths.items() if k in data}
+            source = f"ConfigMap {cm}"
+            if script.startswith(m.path + "/") and script[len(m.path) + 1 :] not in files:
+                key = items.get(script[len(m.path) + 1 :], script[len(m.path) + 1 :])
+                raise ImportProblem(
+                    file,
+                    f"ConfigMap {cm}.data",
+                    f"has no key {key!r} (the script {script} the command runs); keys: "
+                    f"{', '.join(sorted(data)) or 'none'}",
+                )
+        else:
+            files = {}
+            for rel in named:
+                beside = yaml_dir / posixpath.basename(items.get(rel, rel))
+                if beside.is_file():
+                    files[rel] = beside.read_text("utf-8")
+            source = f"ConfigMap {cm}, made from {', '.join(sorted(files))} beside the YAML"
+            if script.startswith(m.path + "/") and script[len(m.path) + 1 :] not in files:
+                key = posixpath.basename(items.get(script[len(m.path) + 1 :], script))
+                raise ImportProblem(
+                    file,
+                    f"{m.volumes_at} ({m.name})",
+                    f"the script {script} comes from ConfigMap {cm!r}, which is neither a "
+                    f"document of this file nor made from {key} next to it; add the ConfigMap "
+                    f"(kubectl create configmap {cm} --from-file={key} --dry-run=client -o yaml) "
+                    "or put the file beside the YAML",
+                )
+        for rel, text in files.items():
+            if out.files.get(rel, text) != text:
+                raise ImportProblem(
+                    file, m.at, f"{rel} comes from two ConfigMaps; a job ships one code directory"
+                )
+            out.files[rel] = text
+        out.mounts.append(m)
+        out.sources.append(source)
+        out.missing += [f"{m.path}/{rel}" for rel in named if rel not in files]
+    return out
+
+
+def shm_size(volume: Mapping[str, Any]) -> str | None:
+    """The size a memory-backed emptyDir mounted at /dev/shm asks (its sizeLimit), kept as
+    the entry's `shmSize`; None where it sets none."""
+    if get(volume, "emptyDir", "medium") != "Memory":
+        return None
+    size = get(volume, "emptyDir", "sizeLimit")
+    try:
+        return str(size) if size is not None and parse_quantity(str(size)) > 0 else None
+    except ValueError:
+        return None
+
+
+def dropped_why(m: Mount) -> str:
+    """Why the mount `m`, which the entry does not carry, is dropped: by what it mounts."""
+    v = m.volume
+    if claim := get(v, "persistentVolumeClaim", "claimName"):
+        return (
+            f"declare `volumes: [{{claim: {claim}, mountPath: {m.path}}}]` if the claim is the "
+            "team's (docs/jobs.md, Storage)"
+        )
+    if cm := get(v, "configMap", "name"):
+        return (
+            f"ConfigMap {cm}: the command names no file under {m.path}, so none of it is "
+            "shipped; a job ships one code directory (entrypoint.codeDir), mounted at "
+            f"{USER_CODE_MOUNT}"
+        )
+    if "secret" in v:
+        return (
+            "a job entry mounts no Secret: a ConfigMap-shipped file or env value is readable by "
+            "every member of the team; put what it holds on the team's FSx or S3 prefix"
+        )
+    if "emptyDir" in v:
+        if m.path == "/dev/shm":
+            return "the platform mounts /dev/shm itself, sized by shmSize"
+        return "the pod's writable scratch space is /tmp (an emptyDir the platform mounts)"
+    return "not supported (a job entry mounts the team's claims only: `volumes`)"
