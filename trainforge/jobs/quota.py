@@ -98,20 +98,22 @@ def _in_room(room: capacity.NodeRoom, resource: str) -> Fraction:
 
 
 def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
-    """The most of `resource` the pool's nodes can ever give pods (`limit_nodes`, the best
-    type); with nodes unknown (a hand-built contract), its `limits` or maxSize x a node's
-    size. None when unbounded or unknown."""
+    """The most of `resource` the pool's nodes can ever give pods. CPU and memory: what the
+    nodes its limits allow leave to pods (`limit_nodes`, the best type), or with nodes
+    unknown (a hand-built contract) its `limits` or maxSize x a node's size. GPUs: its
+    `limits.gpus`, or maxSize x the largest type's. None when unbounded or unknown."""
+    lim = pool.limits
+    if resource == GPU:
+        if lim.gpus is not None:
+            return Fraction(lim.gpus)
+        per = max((n.gpus for n in pool.nodes), default=pool.gpus_per_node)
+        return None if pool.max_nodes is None or not per else Fraction(per * pool.max_nodes)
     counts = limit_nodes(pool)
     if counts:
         return max(n * _in_room(r, resource) for n, r in counts)
     if counts == []:
         return None
-    lim = pool.limits
-    if resource == GPU:
-        if lim.gpus is not None:
-            return Fraction(lim.gpus)
-        per = pool.gpus_per_node
-    elif resource == "cpu":
+    if resource == "cpu":
         if lim.cpu is not None:
             return parse_quantity(lim.cpu)
         per = pool.vcpus_per_node or 0
@@ -127,6 +129,8 @@ def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
 def held_words(pool: PoolFacts, resource: str) -> str:
     """How `pool_capacity` came about, for a warning: `16 m7i.4xlarge nodes within its limits
     x 15670m each`."""
+    if resource == GPU:
+        return "its limits.gpus" if pool.limits.gpus is not None else "its maxSize nodes"
     counts = limit_nodes(pool)
     if not counts:
         return "its limits"
