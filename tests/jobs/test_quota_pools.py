@@ -39,20 +39,20 @@ def review():
 def test_a_cpu_pool_holds_what_the_nodes_its_limits_allow_leave_to_pods(review):
     """cpu-batch: m7i.4xlarge, limits 256 cpu / 1024Gi. Karpenter counts a NodeClaim as 16 cpu
     and 60620Mi, so the limits allow 16 nodes (its replayed provisioning launches no 17th),
-    each leaving 15670m / 57437Mi to pods: the pool holds 250.72 cores, not 256."""
+    each leaving 15700m / 57541Mi to pods: the pool holds 251.2 cores, not 256."""
     _, inputs = review
     pool = next(p for p in inputs.pools if p.name == "cpu-batch")
     (room,) = capacity.rooms(pool)
     assert packing.capacity_of(room.node) == {
         "cpu": 16, "memory": 60620 * 2**20, "nvidia.com/gpu": 0,
     }  # fmt: skip
-    assert (room.cpu_m, room.memory_mib) == (15670, 57437)
+    assert (room.cpu_m, room.memory_mib) == (15700, 57541)
     # one pod filling a node, 20 of them: Karpenter's replay makes 16 NodeClaims
     pods = [capacity.PodRequest(cpu_m=room.cpu_m, memory_mib=Fraction(room.memory_mib))] * 20
     made = packing.pack_rooms([room], pods, packing.limits_of(pool))
     assert (len(made.claims), len(made.unplaced)) == (16, 4)
-    assert quota.pool_capacity(pool, "cpu") == Fraction(16 * 15670, 1000)
-    assert quota.pool_capacity(pool, "memory") == 16 * 57437 * 2**20
+    assert quota.pool_capacity(pool, "cpu") == Fraction(16 * 15700, 1000)
+    assert quota.pool_capacity(pool, "memory") == 16 * 57541 * 2**20
     plan = quota.quota_plan(inputs.teams, inputs.pools)
     for r in ("cpu", "memory"):
         held = sum(plan.nominal[t.name]["cpu-batch"][r] for t in inputs.teams)
@@ -77,9 +77,9 @@ def test_an_over_asked_pool_is_named_with_each_teams_share_and_a_fix_that_works(
     assert len(warnings) == 2, warnings
     cpu, memory = warnings
     assert cpu.startswith(
-        "pool cpu-batch holds 250720m cpu for pods (16 m7i.4xlarge nodes within its limits x "
-        "15670m each), but they ask 258670m of it: team llm 142541m (its share of quota.cpu "
-        "700), team vision 52129m (its share of quota.cpu 256), team research 64 "
+        "pool cpu-batch holds 251200m cpu for pods (16 m7i.4xlarge nodes within its limits x "
+        "15700m each), but they ask 258820m of it: team llm 142651m (its share of quota.cpu "
+        "700), team vision 52169m (its share of quota.cpu 256), team research 64 "
         "(quota.pools.cpu-batch.cpu); each is guaranteed its part scaled down"
     ), cpu
     assert "while training-workloads keeps" in cpu and memory.startswith("pool cpu-batch holds")
@@ -87,7 +87,7 @@ def test_an_over_asked_pool_is_named_with_each_teams_share_and_a_fix_that_works(
     for w in warnings:
         for change in w.split("; fix: set ")[1].split(" (the rest")[0].split(" and "):
             _apply(fixed, *change.split(" to "))
-    assert fixed["teams"][0]["quota"]["pools"]["cpu-batch"] == {"cpu": "136", "memory": "469Gi"}
+    assert fixed["teams"][0]["quota"]["pools"]["cpu-batch"] == {"cpu": "137", "memory": "470Gi"}
     after = _inputs(fixed)
     plan = quota.quota_plan(after.teams, after.pools)
     assert plan.warnings == ()
