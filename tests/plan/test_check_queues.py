@@ -13,10 +13,11 @@ from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
 from trainforge.plan.verdict import verdict_lines
 
-# Two teams sharing the dev GPU pool (1 GPU per node, at most 4 GPUs): 2 GPUs each.
+# Two teams sharing the dev GPU pool (1 GPU per node, at most 4 GPUs): 2 GPUs each; of
+# the CPU pool (8 nodes within its limits: 61520m and 232504Mi for pods) 30 cores and 100Gi.
 TEAMS = [
-    {"name": "vision", "quota": {"gpus": "2", "cpu": "32", "memory": "128Gi"}},
-    {"name": "nlp", "quota": {"gpus": "2", "cpu": "32", "memory": "128Gi"}},
+    {"name": "vision", "quota": {"gpus": "2", "cpu": "30", "memory": "100Gi"}},
+    {"name": "nlp", "quota": {"gpus": "2", "cpu": "30", "memory": "100Gi"}},
 ]
 
 
@@ -367,7 +368,8 @@ def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_f
         {"name": "training-workloads", "instanceTypes": ["c5.2xlarge"],
          "limits": {"cpu": "64", "memory": "256Gi"}},
     ]  # fmt: skip
-    teams = [{"name": "vision", "quota": {"gpus": "64", "cpu": "32", "memory": "128Gi"}}]
+    # the CPU pool: 8 c5.2xlarge within its limits, 61.52 cores and 111264Mi for pods
+    teams = [{"name": "vision", "quota": {"gpus": "64", "cpu": "32", "memory": "100Gi"}}]
     result = plan([job("small", "vision", 1)], teams=teams, **{"trainforge:nodePools": pools})
     lines, _ = admission(result)
     assert lines[0] == (

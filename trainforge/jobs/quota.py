@@ -18,7 +18,7 @@ from fractions import Fraction
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import capacity
+from trainforge.jobs import capacity, packing
 from trainforge.stack.services import PoolQuota, TeamConfig
 
 GPU = GPU_RESOURCE
@@ -65,26 +65,79 @@ def _round_up(resource: str, value: Fraction) -> Fraction:
     return -(-value // unit) * unit
 
 
+def limit_nodes(pool: PoolFacts) -> list[tuple[int, capacity.NodeRoom]] | None:
+    """Per instance type of the pool: how many nodes of that type alone it may have, and what
+    each leaves to pods (`capacity.rooms`: allocatable less the DaemonSets). Karpenter counts a
+    NodeClaim's capacity against the pool's `limits` (`packing.capacity_of`: 16 cpu, 60620Mi
+    for an m7i.4xlarge) and launches none that would pass them (`packing.pack_rooms`), so the
+    limits allow floor(limit / capacity) nodes, fewer cores than the limit for pods; a node
+    group allows maxSize. [] when unbounded; None when the nodes are unknown. One type alone:
+    a mix of types may hold a little more (a guarantee errs low, never past what exists)."""
+    rs = capacity.rooms(pool)
+    if not rs:
+        return None
+    lim = packing.limits_of(pool)
+    out = []
+    for r in rs:
+        cap = packing.capacity_of(r.node)
+        bounds = [int(lim[k] // cap[k]) for k in lim if cap[k] > 0]
+        if pool.max_nodes is not None:
+            bounds.append(pool.max_nodes)
+        if not bounds:
+            return []
+        out.append((min(bounds), r))
+    return out
+
+
+def _in_room(room: capacity.NodeRoom, resource: str) -> Fraction:
+    if resource == GPU:
+        return Fraction(room.node.gpus)
+    if resource == "cpu":
+        return Fraction(room.cpu_m, 1000)
+    return Fraction(room.memory_mib * 2**20)
+
+
 def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
-    """The most of `resource` the pool's nodes can ever have (Karpenter `limits`, or a node
-    group's maxSize nodes of its largest type); None when unbounded or unknown."""
+    """The most of `resource` the pool's nodes can ever give pods. CPU and memory: what the
+    nodes its limits allow leave to pods (`limit_nodes`, the best type), or with nodes
+    unknown (a hand-built contract) its `limits` or maxSize x a node's size. GPUs: its
+    `limits.gpus`, or maxSize x the largest type's. None when unbounded or unknown."""
     lim = pool.limits
     if resource == GPU:
         if lim.gpus is not None:
             return Fraction(lim.gpus)
         per = max((n.gpus for n in pool.nodes), default=pool.gpus_per_node)
-    elif resource == "cpu":
+        return None if pool.max_nodes is None or not per else Fraction(per * pool.max_nodes)
+    counts = limit_nodes(pool)
+    if counts:
+        return max(n * _in_room(r, resource) for n, r in counts)
+    if counts == []:
+        return None
+    if resource == "cpu":
         if lim.cpu is not None:
             return parse_quantity(lim.cpu)
-        per = max((n.vcpus for n in pool.nodes), default=pool.vcpus_per_node or 0)
+        per = pool.vcpus_per_node or 0
     else:
         if lim.memory is not None:
             return parse_quantity(lim.memory)
-        per = max((n.memory_mib for n in pool.nodes), default=pool.memory_mib_per_node or 0)
-        per = per * 2**20
+        per = (pool.memory_mib_per_node or 0) * 2**20
     if pool.max_nodes is None or not per:
         return None
     return Fraction(per) * pool.max_nodes
+
+
+def held_words(pool: PoolFacts, resource: str) -> str:
+    """How `pool_capacity` came about, for a warning: `16 m7i.4xlarge nodes within its limits
+    x 15670m each`."""
+    if resource == GPU:
+        return "its limits.gpus" if pool.limits.gpus is not None else "its maxSize nodes"
+    counts = limit_nodes(pool)
+    if not counts:
+        return "its limits"
+    n, r = max(counts, key=lambda c: c[0] * _in_room(c[1], resource))
+    allow = "its maxSize" if pool.kind == "node-group" else "its limits"
+    each = format_quantity(resource, _in_room(r, resource))
+    return f"{n} {r.node.instance_type} nodes within {allow} x {each} each"
 
 
 def per_gpu(pool: PoolFacts) -> dict[str, Fraction] | None:
@@ -202,10 +255,13 @@ def _fit(
     return out
 
 
-def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> QuotaPlan:
-    """The guarantees of all teams at once: GPUs first (split, then fitted to each pool),
-    then the CPU and memory that follow them and those of the CPU pools (fitted too)."""
-    teams, pools = list(teams), list(pools)
+Split = dict[str, dict[str, dict[str, Fraction]]]  # team -> pool -> resource
+
+
+def _split(teams: list[TeamConfig], pools: list[PoolFacts]) -> tuple[Split, Split]:
+    """What each team asks of each pool (GPUs before any pool's limit), and its nominal quota
+    there: GPUs first (split, then fitted to each pool), then the CPU and memory that follow
+    them and those of the CPU pools (fitted too)."""
     first = {t.name: _asked(t, pools, None) for t in teams}
     gpus = _fit(first, pools, (GPU,))
     asked = {
@@ -215,13 +271,133 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
         for p in pools:
             asked[t.name][p.name][GPU] = gpus[t.name][p.name][GPU]
     nominal = _fit(asked, pools, ("cpu", "memory"))
-    warnings = []
+    for t in teams:
+        for p in pools:
+            asked[t.name][p.name][GPU] = first[t.name][p.name][GPU]
+    return asked, nominal
+
+
+def _eligible(pools: list[PoolFacts], resource: str) -> list[PoolFacts]:
+    """The pools a team's total of `resource` is split over: GPUs over the GPU pools, CPU and
+    memory over the CPU pools."""
+    return [p for p in pools if bool(p.gpus_per_node) == (resource == GPU)]
+
+
+def _over_asked(teams, pools, asked: Split, nominal: Split, resource: str) -> list[PoolFacts]:
+    """The pools `_fit` scaled `resource` down in, when the pools together hold all that the
+    teams ask (else the cause is the total, and the warnings say so)."""
+    eligible = _eligible(pools, resource)
+    holds = [_holds(p, resource) for p in eligible]
+    want = sum((parse_quantity(getattr(t.quota, CONFIG_KEY[resource])) for t in teams), Fraction(0))
+    if any(h is None for h in holds) or sum(holds, Fraction(0)) < want:
+        return []
+    return [
+        p
+        for p in eligible
+        if any(nominal[t.name][p.name][resource] < asked[t.name][p.name][resource] for t in teams)
+    ]
+
+
+_WHOLE = {"cpu": Fraction(1), "memory": Fraction(2**30), GPU: Fraction(1)}
+
+
+def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> list[tuple[str, str]]:
+    """`(key, value)` changes after which no team asks more of `pool` than it holds and every
+    team is guaranteed its totals: the teams whose part there is a share of their total get an
+    explicit part (what the explicit asks leave, split as their shares, in whole cores, Gi or
+    GPUs), the rest of their totals going to the other pools. Tried against `_split`; [] when
+    it does not work (the explicit asks alone are too many, or the other pools are full)."""
+    key = CONFIG_KEY[resource]
+    explicit = {t.name for t in teams if getattr(dict(t.quota.pools).get(pool.name), key, None)}
+    shares = {
+        t.name: asked[t.name][pool.name][resource]
+        for t in teams
+        if t.name not in explicit and asked[t.name][pool.name][resource] > 0
+    }
+    cap = _holds(pool, resource) or Fraction(0)
+    left = cap - sum((asked[t][pool.name][resource] for t in explicit), Fraction(0))
+    if not shares or left < 0:
+        return []
+    whole = _WHOLE[resource]
+    parts = {n: v // whole * whole for n, v in _share(left, shares, resource).items()}
+    changed, fix = [], []
+    for i, t in enumerate(teams):
+        if t.name in parts:
+            value = format_quantity(resource, parts[t.name])
+            given = dict(t.quota.pools).get(pool.name, PoolQuota())
+            split = {**dict(t.quota.pools), pool.name: given.model_copy(update={key: value})}
+            t = t.model_copy(
+                update={"quota": t.quota.model_copy(update={"pools": tuple(split.items())})}
+            )
+            fix.append((f"trainforge:teams[{i}].quota.pools.{pool.name}.{key}", value))
+        changed.append(t)
+    after_asked, after = _split(changed, pools)
+    for t in changed:
+        want = parse_quantity(getattr(t.quota, key))
+        got = sum(
+            (after[t.name][p.name][resource] for p in _eligible(pools, resource)), Fraction(0)
+        )
+        if got < want:
+            return []
+    return fix
+
+
+def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str) -> str:
+    """Pool `pool` over-asked of `r`: what it holds, each team's ask there and where the ask
+    comes from, what each is guaranteed, what the other pools keep, and a fix that works."""
+    key, f = CONFIG_KEY[r], format_quantity
+    cap = _holds(pool, r) or Fraction(0)
+    asks, gets = [], []
+    for t in teams:
+        a = asked[t.name][pool.name][r]
+        if not a:
+            continue
+        mine = getattr(dict(t.quota.pools).get(pool.name), key, None)
+        why = (
+            f"quota.pools.{pool.name}.{key}"
+            if mine
+            else f"its share of quota.{key} {getattr(t.quota, key)}"
+        )
+        asks.append(f"team {t.name} {f(r, a)} ({why})")
+        gets.append(f"{t.name} {f(r, nominal[t.name][pool.name][r])}")
+    total = sum((asked[t.name][pool.name][r] for t in teams), Fraction(0))
+    spare = []
+    for p in _eligible(pools, r):
+        free = (_holds(p, r) or Fraction(0)) - sum(
+            (nominal[t.name][p.name][r] for t in teams), Fraction(0)
+        )
+        if p.name != pool.name and free > 0:
+            spare.append(f"{p.name} keeps {f(r, free)}")
+    keeps = f", while {', '.join(spare)} unguaranteed" if spare else ""
+    fix = _pool_fix(teams, pools, asked, pool, r)
+    how = (
+        "set "
+        + " and ".join(f"{k} to {v}" for k, v in fix)
+        + f" (the rest of their quota.{key} goes to the other pools)"
+        if fix
+        else f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
+    )
+    name = {"cpu": "cpu", "memory": "memory", GPU: "GPUs"}[r]
+    return (
+        f"pool {pool.name} holds {f(r, cap)} {name} for pods ({held_words(pool, r)}), "
+        f"but they ask {f(r, total)} of it: {', '.join(asks)}; each is guaranteed its part "
+        f"scaled down ({', '.join(gets)}){keeps}; fix: {how}"
+    )
+
+
+def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> QuotaPlan:
+    """The guarantees of all teams at once (`_split`), what each cohort shares beyond them,
+    and a warning per over-asked pool, or per team where the pools together hold too little."""
+    teams, pools = list(teams), list(pools)
+    asked, nominal = _split(teams, pools)
+    over = {r: _over_asked(teams, pools, asked, nominal, r) for r in COVERED}
+    warnings = [_pool_warning(teams, pools, asked, nominal, p, r) for r in COVERED for p in over[r]]
     for i, t in enumerate(teams):
         where = f"trainforge:teams[{i}].quota"
         for r in COVERED:
             key = CONFIG_KEY[r]
-            eligible = [p for p in pools if bool(p.gpus_per_node) == (r == GPU)]
-            if not eligible:
+            eligible = _eligible(pools, r)
+            if not eligible or over[r]:
                 continue
             want = parse_quantity(getattr(t.quota, key))
             got = sum((nominal[t.name][p.name][r] for p in eligible), Fraction(0))
@@ -245,7 +421,7 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
                 continue
             for r in COVERED:
                 value = getattr(given, CONFIG_KEY[r])
-                if value is None or (r == GPU and not p.gpus_per_node):
+                if value is None or (r == GPU and not p.gpus_per_node) or p in over[r]:
                     continue
                 if nominal[t.name][pname][r] < parse_quantity(value):
                     warnings.append(

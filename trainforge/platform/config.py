@@ -101,7 +101,9 @@ def parse_config(
         pools: list[Any] = list(config.node_pools)
     else:  # the rules across sections and the lookups still judge the sections that are valid
         admins, system, groups, pools = _valid_parts(own, errors)
-    services = parse_services_config(raw, errors)
+    facts = _lookup_instance_types(errors, system, groups, pools) if lookups else {}
+    gpu_of = {name: f.gpus_per_node > 0 for name, f in facts.items()}
+    services = parse_services_config(raw, errors, gpu_of)
     fleet = parse_fleet(raw, errors)
     refusal = trainjob_refusal(fleet, services.job_backends, versions.TRAINER_VERSION)
     if refusal is not None:
@@ -120,8 +122,6 @@ def parse_config(
         errors.append(too_many)
     errors.extend(karpenter_key_problems(config) if config is not None else [])
     errors.extend(platform_key_problems(config) if config is not None else [])
-    facts = _lookup_instance_types(errors, system, groups, pools) if lookups else {}
-    gpu_of = {name: f.gpus_per_node > 0 for name, f in facts.items()}
     errors.extend(taint_problems(groups, pools, services.fsx.enabled, gpu_of))
     if errors or config is None:
         # the rules across pools judge both the partial config (stack/base.py) and the valid

@@ -59,13 +59,16 @@ __all__ = [
 ]
 
 
-def parse_services_config(raw: dict[str, Any], errors: list[str]) -> ServicesConfig:
+def parse_services_config(
+    raw: dict[str, Any], errors: list[str], gpu_of: dict[str, bool] | None = None
+) -> ServicesConfig:
     """The services' keys of the whole `trainforge:` mapping; one line per problem appended
     to `errors` (the defaults are returned then). Other areas' keys are ignored, except the
-    names the services' rules refer to (node pools, stack jobs' backends)."""
+    names the services' rules refer to (node pools, stack jobs' backends). `gpu_of`: whether
+    each pool whose instance types were looked up has GPUs (per-pool quota gpus need one)."""
     raw = raw if isinstance(raw, dict) else {}
     own = {k: v for k, v in own_keys(ServiceKeys, raw).items() if v is not None}
-    context = services_context(raw)
+    context = {**services_context(raw), "gpu_of": gpu_of or {}}
     config = validate(ServiceKeys, own, f"{NS}:", errors, context)
     if config is not None:
         return config

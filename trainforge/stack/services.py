@@ -622,6 +622,15 @@ class TeamQuotaConfig(StackModel):
             Problems.raise_any(
                 ((n,), n, one_of(n, names, "node pools")) for n, _ in pools if n not in names
             )
+        # a CPU pool's gpus would count in the totals' check and be spent nowhere
+        gpu_of = (info.context or {}).get("gpu_of") or {}
+        gpu_pools = ", ".join(sorted(n for n, has in gpu_of.items() if has)) or "none declared"
+        Problems.raise_any(
+            ((n, "gpus"), q.gpus, f"no gpus for pool {n}, which has no GPUs (gpus only under "
+             f"a GPU pool: {gpu_pools})")
+            for n, q in pools
+            if q.gpus is not None and gpu_of.get(n) is False
+        )  # fmt: skip
         return pools
 
     @model_validator(mode="after")
