@@ -27,6 +27,7 @@ The contract (docs/jobs.md, "The contract for your code"), the same for all code
 from __future__ import annotations
 
 import ast
+import json
 import posixpath
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import JobTarget, TeamFacts
+from trainforge.core.contract import JobTarget, TeamFacts, fsx_claim_name
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import codeship, images, reach
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
@@ -256,6 +257,15 @@ NOT_LOCAL_COMMAND = (
     "(docker run ...) with the contract's variables, or declare the same code as "
     "entrypoint.script or entrypoint.module to debug it on this machine"
 )
+
+
+def stand_ins_env(job: JobSpec, mapping: list[tuple[str, str]], fsx_mount: str) -> str:
+    """run-local's (pod path, local directory) stand-ins as your code's process reads them
+    (LOCAL_STAND_INS, trainforge.training.usercode), each with the claim `--volume` would replace
+    ('' for the checkpoint and output directories): a missing file's exit line names them."""
+    claims = {v.mount_path: v.claim for v in job.volumes}
+    claims[fsx_mount] = fsx_claim_name(job.team)
+    return json.dumps([[pod, local, claims.get(pod, "")] for pod, local in mapping])
 
 
 def not_local(job: JobSpec) -> str | None:
