@@ -26,11 +26,13 @@ def _job(**entry):
 
 def test_who_uses_mlflow_is_read_from_the_shipped_code():
     plain = [("train.py", "import torch\nimport os\n")]
-    tracked = [("train.py", "import torch\n"), ("log.py", "from mlflow import log_metric\n")]
+    tracked = [("train.py", "import log\n"), ("log.py", "from mlflow import log_metric\n")]
+    beside = [("train.py", "import torch\n"), ("log.py", "from mlflow import log_metric\n")]
     reporter = [("train.py", "from trainforge.training.metrics import MetricsReporter\n")]
     script = _job(script="examples/plain/train.py")
     assert not logs_to_mlflow(script, plain)
     assert logs_to_mlflow(script, tracked)
+    assert not logs_to_mlflow(script, beside)  # shipped, never imported by what runs
     assert logs_to_mlflow(script, reporter)  # MetricsReporter logs to MLflow
     assert logs_to_mlflow(_job(), None)  # the bundled runtime logs to MLflow
     assert first_importer([("a.txt", "import mlflow")], "mlflow") is None  # not Python
@@ -73,7 +75,7 @@ def test_the_plan_flags_only_the_job_whose_code_imports_mlflow():
     assert "needs mlflow" in pieces[0].message
     section = next(s for s in result.sections if s.title.startswith("Images"))
     text = "\n".join(section.lines)
-    assert "MLflow: not used (no shipped file imports mlflow or trainforge)" in text
+    assert "MLflow: not used (no file your entry runs imports mlflow or trainforge)" in text
     # the mirror is claimed only where code that runs it ships: not for mnist-user's plain
     # DDP script, still for resumable's own loop on trainforge.training
     by_job = {
@@ -82,7 +84,8 @@ def test_the_plan_flags_only_the_job_whose_code_imports_mlflow():
         if line.startswith("  research/")
     }
     assert (
-        "S3 mirror: not used (no shipped file imports trainforge)" in by_job["research/mnist-user"]
+        "S3 mirror: not used (no file your entry runs imports trainforge)"
+        in by_job["research/mnist-user"]
     )
     assert "S3 mirror: on" in by_job["research/resumable"]
     assert "S3 mirror: on" in by_job["research/mnist-ddp"]
@@ -149,10 +152,14 @@ def test_s3_mirror_of_code_without_trainforge_is_one_rule_on_every_image():
         "TrainingJob job-research-own-stock",
     ]
     assert len(set(said.values())) == 1, said  # one message, whatever the image
-    assert "mirrors nothing: no shipped file imports trainforge" in next(iter(said.values()))
+    assert "mirrors nothing: no file your entry runs imports trainforge" in next(
+        iter(said.values())
+    )
     section = next(s for s in result.sections if s.title.startswith("Images"))
     mirror = [line.split("; ")[1] for line in section.lines if "S3 mirror:" in line]
-    assert mirror == ["S3 mirror: not used (no shipped file imports trainforge)"] * 2, mirror
+    assert mirror == ["S3 mirror: not used (no file your entry runs imports trainforge)"] * 2, (
+        mirror
+    )
 
 
 def test_s3_mirror_needs_boto3_only_where_the_code_runs_it(monkeypatch):

@@ -564,6 +564,10 @@ def test_an_old_torch_image_is_refused_for_code_that_imports_trainforge(project)
     (project / "train" / "helpers.py").write_text(
         "from trainforge.training import CheckpointManager\n"
     )
+    # what the script runs: a helpers.py it never imports is shipped but never needs the library
+    build({"script": "train/train.py"}, image=OLD_TORCH)
+    train = project / "train" / "train.py"
+    train.write_text(f"import helpers\n{train.read_text()}")
     with pytest.raises(
         JobConfigError,
         match=r"jobs\[0\]\.image: got 'pytorch/pytorch:2\.0\.1-cuda11\.8-cudnn8-runtime'; "
@@ -580,6 +584,8 @@ def test_a_declared_old_torch_is_refused_for_code_that_imports_trainforge(projec
     (project / "train" / "helpers.py").write_text(
         "from trainforge.training import CheckpointManager\n"
     )
+    train = project / "train" / "train.py"
+    train.write_text(f"import helpers\n{train.read_text()}")
     own = "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:v1"
     with pytest.raises(
         JobConfigError,

@@ -27,6 +27,7 @@ The contract (docs/jobs.md, "The contract for your code"), the same for all code
 from __future__ import annotations
 
 import ast
+import json
 import posixpath
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.core import versions
-from trainforge.core.contract import JobTarget, TeamFacts
+from trainforge.core.contract import JobTarget, TeamFacts, fsx_claim_name
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import codeship, images
+from trainforge.jobs import codeship, images, reach
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.image_facts import (
     DECLARED_SOURCE,
@@ -256,6 +257,15 @@ NOT_LOCAL_COMMAND = (
     "(docker run ...) with the contract's variables, or declare the same code as "
     "entrypoint.script or entrypoint.module to debug it on this machine"
 )
+
+
+def stand_ins_env(job: JobSpec, mapping: list[tuple[str, str]], fsx_mount: str) -> str:
+    """run-local's (pod path, local directory) stand-ins as your code's process reads them
+    (LOCAL_STAND_INS, trainforge.training.usercode), each with the claim `--volume` would replace
+    ('' for the checkpoint and output directories): a missing file's exit line names them."""
+    claims = {v.mount_path: v.claim for v in job.volumes}
+    claims[fsx_mount] = fsx_claim_name(job.team)
+    return json.dumps([[pod, local, claims.get(pod, "")] for pod, local in mapping])
 
 
 def not_local(job: JobSpec) -> str | None:
@@ -537,9 +547,10 @@ def job_torch_need(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> str
     return torch_need(torchrun(job) if job.uses_torchrun else None, files or ())
 
 
-def imports_trainforge(bundle: CodeBundle) -> str | None:
-    """The first shipped file that imports trainforge (so needs the runtime library), if any."""
-    return first_importer(bundle.files, "trainforge")
+def imports_trainforge(entry: EntrypointSpec | None, bundle: CodeBundle) -> str | None:
+    """The first file the entry runs (`reach.entry_files`: the entry and what it imports
+    within the bundle) that imports trainforge (so needs the runtime library), if any."""
+    return first_importer(reach.entry_files(entry, bundle.files), "trainforge")
 
 
 def refuse_missing_pieces(
@@ -596,7 +607,7 @@ def mirror_warnings(
     if not mirrors_to_s3(job, target) or runs_s3_mirror(job, bundle.files):
         return []
     return [
-        f"{where}.checkpoint.s3Mirror: true mirrors nothing: no shipped file imports "
+        f"{where}.checkpoint.s3Mirror: true mirrors nothing: no file your entry runs imports "
         "trainforge, whose CheckpointManager is the mirror (the pods get "
         f"{c.CHECKPOINT_S3}, which your code may upload to itself); use "
         "trainforge.training.CheckpointManager, or set checkpoint.s3Mirror: false"
@@ -608,10 +619,10 @@ def hang_warnings(given: JobSpec, bundle: CodeBundle | None, where: str) -> list
     code that never imports trainforge (`imports_trainforge`, the fact `runs_s3_mirror` reads
     too), so never starts its Watchdog: nothing ends a hung step, however short the timeout
     (docs/jobs.md, `hangTimeout`). One warning, as `mirror_warnings` gives."""
-    if not given.hang_timeout or bundle is None or imports_trainforge(bundle):
+    if not given.hang_timeout or bundle is None or imports_trainforge(given.entrypoint, bundle):
         return []
     return [
-        f"{where}.hangTimeout: {given.hang_timeout} watches nothing: no shipped file imports "
+        f"{where}.hangTimeout: {given.hang_timeout} watches nothing: no file your entry runs imports "
         "trainforge, whose Watchdog is what ends a hung step (exit 201; the wrapper your code "
         "runs under, trainforge.training.usercode, starts none), so a hung step waits as "
         "long as torch's own timeouts let it (forever outside a collective); start "
@@ -630,7 +641,7 @@ def logs_to_mlflow(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> boo
     entry = job.entrypoint
     if entry is None or not entry.ships_code or files is None:
         return True
-    return first_importer(files, "mlflow", "trainforge") is not None
+    return first_importer(reach.entry_files(entry, files), "mlflow", "trainforge") is not None
 
 
 def runs_s3_mirror(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> bool:
@@ -643,16 +654,26 @@ def runs_s3_mirror(job: JobSpec, files: Iterable[tuple[str, str]] | None) -> boo
     entry = job.entrypoint
     if entry is None or not entry.ships_code or files is None:
         return True
-    return first_importer(files, "trainforge") is not None
+    return first_importer(reach.entry_files(entry, files), "trainforge") is not None
 
 
 def shipped_files(emitted: Any) -> list[tuple[str, str]] | None:
-    """(ConfigMap key, text) of a job's own shipped code, as its emitted objects carry it (keys
-    keep the files' suffixes, trainforge.jobs.codeship.key_for); None when it ships none."""
+    """(path, text) of a job's own shipped code, as its emitted objects carry it: the
+    ConfigMap's flat keys (codeship.key_for) mapped back to the paths the pod mounts them at
+    (its volume's items), so `reach.entry_files` resolves imports; None when it ships none."""
     cm = getattr(emitted, "user_configmap", None)
     if not cm:
         return None
-    return [(k, v) for k, v in (cm.get("data") or {}).items() if isinstance(v, str)]
+    name = (cm.get("metadata") or {}).get("name")
+    volumes = ((getattr(emitted, "pod", None) or {}).get("spec") or {}).get("volumes") or []
+    path_of = {
+        item.get("key"): item.get("path")
+        for vol in volumes
+        if (vol.get("configMap") or {}).get("name") == name
+        for item in (vol.get("configMap") or {}).get("items") or []
+    }
+    data = (cm.get("data") or {}).items()
+    return [(path_of.get(k) or k, v) for k, v in data if isinstance(v, str)]
 
 
 def checkpoints_mirrored(job: JobSpec, target: JobTarget, emitted: Any) -> bool:
@@ -669,7 +690,7 @@ def _check_library_torch(job: JobSpec, bundle: CodeBundle, where: str) -> None:
     image brings its own)."""
     if job.image is None or job.code_source != "configmap":
         return
-    user = imports_trainforge(bundle)
+    user = imports_trainforge(job.entrypoint, bundle)
     facts = facts_for(job.image, job.image_facts)
     torch = torch_release(facts)
     if user is None or torch is None or torch >= versions.MIN_RUNTIME_TORCH:

@@ -661,6 +661,7 @@ def user_code_run(
     env[c.OUTPUT_DIR] = str(run_dir)
     env[c.METRICS_PORT] = "0"
     env[c.RUN_LOCAL] = "1"  # the pods' stand-in: init_distributed takes the CPU here
+    env[c.LOCAL_STAND_INS] = entrypoint.stand_ins_env(job, mapping, pod_fsx)  # missing files
     if controller:  # what the backend's controller does after an exit, as the pod is told
         from trainforge.jobs.restarts import on_exit  # noqa: PLC0415
 

@@ -56,6 +56,9 @@ MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 # processes stand in for the job's pods on this machine's CPU, so GPUs that CUDA cannot see
 # here are expected, not a node's fault (`init_distributed` trains on CPU there).
 RUN_LOCAL = "TRAINFORGE_RUN_LOCAL"
+# run-local alone too: its [pod path, local directory, claim] stand-ins (JSON), for the exit line
+# of a file missing there (trainforge.training.usercode, jobs/entrypoint.stand_ins_env)
+LOCAL_STAND_INS = "TRAINFORGE_LOCAL_STAND_INS"
 
 # Every variable the platform sets for a job's code; a job's `env` may not override them.
 CONTRACT_VARIABLES = (

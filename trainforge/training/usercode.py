@@ -38,6 +38,7 @@ if __name__ == "__main__":  # first: before any import a file of yours could sha
 
     refuse_at_start(sys.argv[1] if len(sys.argv) > 1 and sys.argv[1] != "-m" else None, rank=True)
 
+import json
 import os
 import runpy
 import signal
@@ -47,7 +48,7 @@ import traceback
 from pathlib import Path
 
 from trainforge.training import exits, shadowing
-from trainforge.training.contract import CHECKPOINT_DIR, retry_on
+from trainforge.training.contract import CHECKPOINT_DIR, LOCAL_STAND_INS, retry_on
 
 USAGE = "usage: python -m trainforge.training.usercode (SCRIPT | -m MODULE) [args ...]"
 # who expected the real module, for a shadowing file met after the start-up (shadowing.behind)
@@ -99,12 +100,80 @@ OWN_CODE_OOM_ACTION = (
 )
 
 
+# docs/images.md's section on adding packages to the image the pods run
+EXTEND_IMAGE = 'docs/images.md, "Extend it with your own dependencies"'
+
+
+def _stand_in(path: str) -> tuple[str, str] | None:
+    """(the pod path run-local's local `path` stands for, the claim that provides it) where
+    `path` lies in one of run-local's stand-in directories (LOCAL_STAND_INS), else None."""
+    try:
+        mapping = json.loads(os.environ.get(LOCAL_STAND_INS) or "[]")
+    except ValueError:
+        return None
+    for pod, local, claim in sorted(mapping, key=lambda m: -len(m[1])):  # innermost first
+        if path == local or path.startswith(local.rstrip("/") + "/"):
+            return pod + path[len(local.rstrip("/")) :], claim
+    return None
+
+
+def _missing_action(exc: BaseException) -> str | None:
+    """The fix of a missing file or module, where the process knows more than the traceback:
+    a file in run-local's stand-in for a volume (the pod path and the `--volume` that gives
+    it), a module that is not installed (where the pods get their packages)."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        return (
+            f"module {exc.name!r} is not installed where your code ran: a package the pods need "
+            f"must be in the job's image ({EXTEND_IMAGE}); under run-local, install it in "
+            "this Python; a module of your own must be in the shipped folder (codeDir)"
+        )
+    if isinstance(exc, FileNotFoundError) and isinstance(exc.filename, str):
+        known = _stand_in(exc.filename)
+        if known is not None:
+            pod, claim = known
+            give = (
+                f"; or give run-local the directory that holds it: --volume {claim}=DIR"
+                if claim
+                else ""
+            )
+            return (
+                f"{exc.filename} is run-local's local stand-in for the pod path {pod}, and it "
+                f"is not there: put the file there{give}"
+            )
+    return None
+
+
 def _action(reason: exits.Reason, exc: BaseException) -> str | None:
     """The exit line's action where the reason's own would not fit your code (None: the
-    reason's): a library failure's own (RunFailure.action), an OOM's without runtime flags."""
+    reason's): a library failure's own (RunFailure.action), an OOM's without runtime flags,
+    a missing file's or module's (`_missing_action`)."""
     if isinstance(exc, exits.RunFailure):
         return exc.action
-    return OWN_CODE_OOM_ACTION if reason is exits.OOM else None
+    if reason is exits.OOM:
+        return OWN_CODE_OOM_ACTION
+    return _missing_action(exc) if reason is exits.USER_ERROR else None
+
+
+# The frames of this wrapper and of runpy above your code's first one: `python SCRIPT`
+# shows none of them, and the traceback is yours (docs/jobs.md: it runs "exactly as python
+# SCRIPT would").
+_WRAPPER_FILES = frozenset(
+    {os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>"}
+)
+
+
+def _wrapper_frame(filename: str) -> bool:
+    """A frame of this wrapper or of runpy (a frozen module's `<frozen runpy>` too)."""
+    return filename in _WRAPPER_FILES or os.path.abspath(filename) in _WRAPPER_FILES
+
+
+def print_traceback(exc: BaseException) -> None:
+    """Print `exc`'s traceback as `python SCRIPT` would: without the wrapper's frames on top
+    (all of them kept where nothing of yours is left: a failure of the wrapper itself)."""
+    tb = exc.__traceback__
+    while tb is not None and _wrapper_frame(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
 
 
 def _diagnose(exc: BaseException) -> tuple[exits.Reason, str]:
@@ -261,7 +330,7 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
         return _exited(ledger, e.code)
     except KeyboardInterrupt as e:
         keep.append(e)
-        traceback.print_exc()
+        print_traceback(e)
         reason = exits.INTERRUPTED
         print(exits.exit_line(reason, rank=_rank(), step=None, detail="KeyboardInterrupt"),
               file=sys.stderr, flush=True)  # fmt: skip
@@ -287,7 +356,7 @@ def _failed(ledger, e: BaseException, script: str | None, after: str = "") -> in
         action = None
     else:
         if not isinstance(e, exits.RunFailure):  # diagnosed already: its line says it all
-            traceback.print_exception(e)
+            print_traceback(e)
         reason, detail = _diagnose(e)
         action = _action(reason, e)
     detail += after

@@ -52,13 +52,13 @@ def _features(
     if target.mlflow_tracking_uri is None:
         out.append("MLflow: off (the platform runs no MLflow)")
     elif not mlflow_used:
-        out.append("MLflow: not used (no shipped file imports mlflow or trainforge)")
+        out.append("MLflow: not used (no file your entry runs imports mlflow or trainforge)")
     elif facts.mlflow is False:
         out.append("MLflow: off (mlflow not installed) <- the platform runs MLflow")
     else:
         out.append(f"MLflow: on (mlflow in image: {has(facts.mlflow)})")
     if mirrors_to_s3(job, target) and not mirrored:
-        out.append("S3 mirror: not used (no shipped file imports trainforge)")
+        out.append("S3 mirror: not used (no file your entry runs imports trainforge)")
     elif mirrored:
         state = "on" if facts.boto3 is not False else "off (boto3 not installed)"
         out.append(f"S3 mirror: {state} (boto3 in image: {has(facts.boto3)})")
