@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from tests.jobs.helpers import CODE, target
-from tests.jobs.test_importer import CORPUS, ONE_GPU, imp
+from tests.jobs.importing import ONE_GPU, imp
+from tests.jobs.test_importer import CORPUS
 from trainforge.jobs.backends import emit
 from trainforge.jobs.importer import ImportProblem
 from trainforge.jobs.spec import parse_job

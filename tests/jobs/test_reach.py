@@ -49,6 +49,9 @@ def test_a_script_in_a_folder_imports_beside_itself_first_then_from_the_root():
 
 def test_what_cannot_be_named_is_all_of_it():
     files = [("a.py", "import trainforge\n"), ("b.py", "")]
-    assert _reached(_entry(image="my/img:1", command=["python", "a.py"], codeDir="x"), files) == ["a.py", "b.py"]
+    assert _reached(_entry(image="my/img:1", command=["python", "a.py"], codeDir="x"), files) == [
+        "a.py",
+        "b.py",
+    ]
     assert _reached(None, files) == ["a.py", "b.py"]
     assert _reached(_entry(script="x/train.py"), files) == ["a.py", "b.py"]  # not shipped here
