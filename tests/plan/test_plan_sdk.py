@@ -7,6 +7,7 @@ against the plan's API stand-in (trainforge/plan/sdk.py); what it sends is judge
 
 from __future__ import annotations
 
+import copy
 import pathlib
 import types
 
@@ -29,6 +30,23 @@ pytestmark = pytest.mark.skipif(
     not (ROOT / ".sdk-venv" / "bin" / "python").exists(),
     reason="the Kubeflow SDK's venv .sdk-venv is absent: `make sdk-venv` creates it",
 )
+
+
+_SENT: dict[pathlib.Path, sdk.Submission] = {}
+
+
+def sent(program: pathlib.Path) -> sdk.Submission:
+    """What `program` asks for and sends with the real SDK (namespace research, the Trainer's
+    runtime installed), run once per program per test process: each run is a fresh SDK
+    interpreter (~2 CPU s) and several tests read the same program's run. A copy each call:
+    a test may edit what it got."""
+    if program not in _SENT:
+        from trainforge.jobs import trainjob
+
+        _SENT[program] = sdk.run_program(
+            program, [trainjob.sdk_runtime_manifest()], "research", sdk.sdk_python(ROOT)
+        )
+    return copy.deepcopy(_SENT[program])
 
 
 def with_trainjob(config: dict) -> None:
@@ -215,8 +233,7 @@ def test_the_sdk_script_fails_without_an_index_and_the_rehearsal_can_pass():
     from trainforge.jobs import trainjob
 
     runtime = trainjob.sdk_runtime_manifest()
-    python = sdk.sdk_python(ROOT)
-    sub = sdk.run_program(PACKAGES, [runtime], "research", python)
+    sub = sent(PACKAGES)
     assert sub.returncode == 0, sub.output
     (doc,) = sub.created
     pod = trainjob.effective_pod(doc, runtime)
@@ -389,11 +406,7 @@ def test_what_a_plan_cannot_answer_after_sending_is_no_finding():
     """A program that waits for its job (wait_for_job_status, get_job_logs) after sending it
     stops at the first thing only a running cluster has: not the user's fault; what it sent
     is judged."""
-    from trainforge.jobs import trainjob
-
-    runtime = trainjob.sdk_runtime_manifest()
-    sub = sdk.run_program(PROGRAMS / "waits_for_its_job.py", [runtime], "research",
-                          sdk.sdk_python(ROOT))  # fmt: skip
+    sub = sent(PROGRAMS / "waits_for_its_job.py")
     (doc,) = sub.created
     name = doc["metadata"]["name"]
     assert sub.returncode == 1
@@ -445,9 +458,7 @@ def _sent_pod(program: pathlib.Path) -> tuple[dict, dict]:
     """What `program` sends with the real SDK (its TrainJob) and the pod the Trainer builds."""
     from trainforge.jobs import trainjob
 
-    sub = sdk.run_program(program, [trainjob.sdk_runtime_manifest()], "research",
-                          sdk.sdk_python(ROOT))  # fmt: skip
-    (doc,) = sub.created
+    (doc,) = sent(program).created
     return doc, trainjob.built_pod(doc)
 
 
