@@ -427,14 +427,17 @@ class Simulation:
             freed = False
             for w in heads:
                 admitted = [x for x in workloads if x.state == "admitted"]
-                backstop = self.over_backstop(w)
-                placed = not backstop and self._place(w, admitted)
-                if placed and self.fits(w):
+                # Kueue decides first: a ResourceQuota queues nothing, it refuses the pods of
+                # a job Kueue admitted, so it is the reason only where Kueue would admit
+                placed = self._place(w, admitted)
+                fits = placed and self.fits(w)
+                backstop = self.over_backstop(w) if placed else None
+                if fits and backstop is None:
                     self.admit(w)
-                elif placed and self.try_preempt(w, admitted):
+                elif placed and not fits and not backstop and self.try_preempt(w, admitted):
                     freed = True
                 else:
-                    w.reason = backstop or self.why_waiting(w)
+                    w.reason = backstop if fits else self.why_waiting(w)
                     inadmissible.add(id(w))
             if freed:
                 # evicted jobs queue again, and what waited may fit now
