@@ -758,3 +758,36 @@ def test_a_trainjobs_initializer_holds_its_quota_from_admission(monkeypatch, ini
     assert by_job["second"]["expectedStartIsBound"] is (words == "within")
     second = next(ln for ln in lines if ln.startswith("vision/second"))
     assert f"; expected to start {words} " in second, second
+
+
+def test_where_the_borrowing_limit_holds_it_the_never_admitted_fix_raises_it():
+    """The wave-20 review (rev20pe Pulumi.pe3.yaml): research holds 4 GPUs of l40s by the
+    split and may borrow 4 (`borrowingLimit: {gpus: 4}`); l40s-ft's 4 workers x 4 GPUs never
+    fit. The fix said no raise lifts it, yet pe4.yaml (`borrowingLimit: {gpus: 12}`) admits
+    it: the fix now names that key at the least value, and applied and re-planned, the job
+    is admitted; so is the smaller job the fix offers."""
+    import copy
+
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_limit.yaml").read_text())
+    spec = {"name": "l40s-ft", "team": "research", "pool": "l40s", "workers": 4,
+            "model": "mlp", "steps": 100}  # fmt: skip
+
+    def run(cfg: dict, job: dict):
+        pools = {
+            "trainforge:nodePools": cfg["nodePools"],
+            "trainforge:nodeGroups": cfg["nodeGroups"],
+        }
+        return plan([job], teams=cfg["teams"], **pools)
+
+    (finding,) = [v for v in run(cfg, spec).failing if v.rule == Q.RULE_NEVER]
+    assert "team queue research can hold at most 8 there" in finding.message
+    key = "trainforge:teams[2].quota.borrowingLimit.gpus"
+    assert finding.fix == f"use workers: 2, or set {key} to 12", finding.fix
+    raised = copy.deepcopy(cfg)
+    _set_key(raised, key, "12")
+    for fixed, job in ((raised, spec), (cfg, {**spec, "workers": 2})):
+        after = run(fixed, job)
+        assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
+        assert admission(after)[1]["l40s-ft"]["state"] == "runs"
