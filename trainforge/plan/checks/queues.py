@@ -106,6 +106,9 @@ class Workload:
     # from admission and gives it back when their replicatedJob succeeds (`_reclaimed`)
     init_need: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     main_set: str = ""  # the pod set `need` and `flavor` are (its trainer's), where podsets > 1
+    # Kueue's QuotaReserved message where no flavor takes it now (`words.message`): what
+    # status and why show of it
+    kueue_says: str = ""
 
     @property
     def ends_by(self) -> bool:
@@ -470,6 +473,7 @@ class Simulation:
             return seen[f]
 
         got = K.Assigner(self.quotas, self.flavors, oracle).assign(q, w.podsets)
+        w.kueue_says = got.message if got.mode != K.FIT else ""
         if got.mode == K.NO_FIT:
             return False
         if len(w.podsets) == 1 or not w.main_set:
@@ -524,6 +528,8 @@ class Simulation:
         text = "waits for " + (
             "; ".join(t for _, t in parts) or "its cohort's capacity, which is in use"
         )
+        if w.kueue_says:
+            text += f" (Kueue: {w.kueue_says})"
         if w.preempted_by:
             return f"preempted by {w.preempted_by} ({w.preempted_why}), {text}"
         return text
