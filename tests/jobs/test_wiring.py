@@ -749,7 +749,8 @@ def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
     assert str(err.value).endswith(
         "the job could never start: no raise of trainforge:teams[0].quota.gpus, "
         "trainforge:teams[0].quota.pools.gpu-workloads.gpus or "
-        "trainforge:nodePools[0].limits.gpus, alone or together, lifts it without taking from "
+        "trainforge:nodePools[0].limits.gpus, alone or together, nor of "
+        "trainforge:teams[0].quota.borrowingLimit.gpus, lifts it without taking from "
         "another team's guarantee: the other teams' guarantees in the pool (scaled with the "
         "team's to what it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, "
         "Quotas)"
@@ -904,3 +905,40 @@ def test_a_pool_limit_too_small_for_one_pod_is_blamed_on_the_pool_s_key():
     resolve_job(one, _stack_target("4", 4, True, pool=fixed), W)
     with pytest.raises(JobConfigError, match=rf"^{re.escape(W)}\.pool: got 'gpu-workloads'; "):
         resolve_job(one, target(pool), W)
+
+
+def test_where_only_the_borrowing_limit_holds_it_the_fix_raises_it_to_what_kueue_admits():
+    """The wave-20 review (rev20pe Pulumi.pe3.yaml): team research holds 4 GPUs of l40s by
+    the split and may borrow 4; l40s-ft asks 16. The finding said no raise lifts it, yet
+    pe4.yaml's `borrowingLimit: {gpus: 12}` admitted it. The fix is that key at the least
+    value after which Kueue's own arithmetic (plan.kueue.Quotas, the never-admitted check's)
+    lets the ClusterQueue hold 16 there; applied, no other queue changes; one less does not."""
+    from fractions import Fraction
+
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.jobs import quota
+    from trainforge.plan import kueue as K
+
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_limit.yaml").read_text())
+    contract, before = _solo_stack(cfg)
+    inputs = contract.teams["research"].quota_inputs
+    lift = quota.quota_raise(inputs, "gpus", Fraction(16), "l40s")
+    key = "trainforge:teams[2].quota.borrowingLimit.gpus"
+    assert lift == quota.Lift(((key, "4", "12"),))
+
+    def most(value: str) -> tuple[Fraction, list]:
+        _set_path(cfg, key, value)
+        objects = _solo_stack(cfg)[1]
+        kueue = K.read(objects)
+        got = K.Quotas(kueue.queues, kueue.shared).potential(
+            kueue.queues["research"], "l40s", K.GPU
+        )
+        return got, [d for d in objects if d["kind"] == "ClusterQueue"]
+
+    assert most("12")[0] == 16 and most("11")[0] == 15
+    queues = {d["metadata"]["name"]: d for d in before if d["kind"] == "ClusterQueue"}
+    for d in most("12")[1]:
+        if d["metadata"]["name"] != "research":
+            assert d == queues[d["metadata"]["name"]]

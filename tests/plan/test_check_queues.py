@@ -63,8 +63,11 @@ def test_two_teams_one_borrowing_one_waiting():
         "waits for 1 GPU in pool gpu-workloads: team nlp is guaranteed 2 GPUs there and uses "
         "3 GPUs; cohort trainforge has 0 GPUs idle" in waits
     )
-    # a GPU job waits for GPUs: the CPU that comes with them is short with them
-    assert "cores" not in waits and "memory" not in waits
+    # a GPU job waits for GPUs: the CPU that comes with them is short with them (the plan's
+    # words; Kueue's own message, quoted after them, names each short resource)
+    ours, kueue = waits.split(" (Kueue: couldn't assign flavors to pod set main: ")
+    assert "cores" not in ours and "memory" not in ours
+    assert "insufficient unused quota for nvidia.com/gpu in flavor gpu-workloads" in kueue
     # the expected wait, from the durations of the jobs ahead
     # (when vision-small ends, its GPU is idle again and nlp-more borrows it)
     assert by_job["nlp-more"]["expectedStartSeconds"] == by_job["vision-small"]["durationSeconds"]
@@ -760,3 +763,65 @@ def test_a_trainjobs_initializer_holds_its_quota_from_admission(monkeypatch, ini
     assert by_job["second"]["expectedStartIsBound"] is (words == "within")
     second = next(ln for ln in lines if ln.startswith("vision/second"))
     assert f"; expected to start {words} " in second, second
+
+
+def test_where_the_borrowing_limit_holds_it_the_never_admitted_fix_raises_it():
+    """The wave-20 review (rev20pe Pulumi.pe3.yaml): research holds 4 GPUs of l40s by the
+    split and may borrow 4 (`borrowingLimit: {gpus: 4}`); l40s-ft's 4 workers x 4 GPUs never
+    fit. The fix said no raise lifts it, yet pe4.yaml (`borrowingLimit: {gpus: 12}`) admits
+    it: the fix now names that key at the least value, and applied and re-planned, the job
+    is admitted; so is the smaller job the fix offers."""
+    import copy
+
+    import yaml
+
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_limit.yaml").read_text())
+    spec = {"name": "l40s-ft", "team": "research", "pool": "l40s", "workers": 4,
+            "model": "mlp", "steps": 100}  # fmt: skip
+
+    def run(cfg: dict, job: dict):
+        pools = {
+            "trainforge:nodePools": cfg["nodePools"],
+            "trainforge:nodeGroups": cfg["nodeGroups"],
+        }
+        return plan([job], teams=cfg["teams"], **pools)
+
+    (finding,) = [v for v in run(cfg, spec).failing if v.rule == Q.RULE_NEVER]
+    assert "team queue research can hold at most 8 there" in finding.message
+    key = "trainforge:teams[2].quota.borrowingLimit.gpus"
+    assert finding.fix == f"use workers: 2, or set {key} to 12", finding.fix
+    raised = copy.deepcopy(cfg)
+    _set_key(raised, key, "12")
+    for fixed, job in ((raised, spec), (cfg, {**spec, "workers": 2})):
+        after = run(fixed, job)
+        assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
+        assert admission(after)[1]["l40s-ft"]["state"] == "runs"
+
+
+def test_a_job_its_queue_cannot_admit_waits_on_kueue_s_quota_not_the_resource_quota():
+    """The wave-20 review (rev20kf Pulumi.kf.yaml): team research's 4 GPUs, jobs of 2, 2 and
+    3 GPUs. The third waited "for the team's total ... namespace research's ResourceQuota":
+    but ClusterQueue research holds 4 with no lender, so Kueue keeps its Workload pending
+    with its own message (what status and why show); a ResourceQuota queues nothing."""
+    teams = [{"name": "research", "quota": {"gpus": "4", "cpu": "32", "memory": "128Gi"}}]
+    jobs = [
+        job("llm-ft", "research", 2),
+        job("tj-ft", "research", 2),
+        job("bert-pt", "research", 3),
+    ]
+    lines, by_job = admission(plan(jobs, teams=teams))
+    assert [by_job[j]["state"] for j in ("llm-ft", "tj-ft", "bert-pt")] == [
+        "runs",
+        "runs",
+        "waits",
+    ]
+    reason = by_job["bert-pt"]["reason"]
+    assert "ResourceQuota" not in reason, reason
+    assert reason.startswith(
+        "waits for 3 GPUs in pool gpu-workloads: team research is guaranteed 4 GPUs there"
+    ), reason
+    # Kueue's own QuotaReserved message, as plan.kueue.words writes it
+    assert "(Kueue: couldn't assign flavors to pod set main: " in reason, reason
+    assert reason.endswith(
+        "insufficient unused quota for nvidia.com/gpu in flavor gpu-workloads, 3 more needed)"
+    ), reason

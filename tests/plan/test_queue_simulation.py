@@ -160,6 +160,22 @@ def test_the_namespace_backstop_holds_a_job_its_queue_would_admit():
     assert sim.ns_usage == {"team": {GPU: 2}} and q.usage == {F: {GPU: 2}}
 
 
+def test_a_job_its_queue_cannot_admit_waits_for_kueue_not_the_backstop():
+    """The kf review: ClusterQueue research (4 GPUs, no lender) and a ResourceQuota of 4 GPUs,
+    jobs of 2, 2 and 3: Kueue keeps the third pending on its own quota (what status and why
+    show); a ResourceQuota queues nothing, it refuses the pods of an admitted job."""
+    q = _queue("research", 4)
+    work = [_work("a", "research", 2, 0), _work("b", "research", 2, 1)]
+    work.append(_work("c", "research", 3, 2))
+    sim = Q.Simulation({"research": q}, {}, {"research": {GPU: K.quantity(4)}})
+    sim.run(work)
+    assert [w.state for w in work] == ["admitted", "admitted", "pending"]
+    assert work[2].reason == sim.why_waiting(work[2])
+    assert work[2].reason == (
+        "waits for 3 GPUs in pool gpu-pool: team research is guaranteed 4 GPUs there and uses 4 GPUs"
+    )
+
+
 def test_a_job_exactly_at_the_backstop_and_at_nominal_quota_is_admitted():
     q = _queue("team", 2)
     work = [_work("a", "team", 2, 0)]

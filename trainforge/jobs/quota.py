@@ -711,8 +711,55 @@ def quota_raise(
     the job's NodeClaims count against each, `launch` by gpus/cpu/memory; a node group's
     `maxSize`), both. A change that takes from another team's guarantee is no fix. CPU and
     memory of a GPU pool follow its GPUs: with Kueue, where no change of the resource itself
-    lifts it, its GPUs are raised by what brings the rest. None: no such change (other teams'
-    guarantees or a borrowing limit hold it)."""
+    lifts it, its GPUs are raised by what brings the rest. Last, the team's borrowing limit
+    (`borrow_raise`). None: no such change (other teams' guarantees hold it)."""
+    found = _raise_keys(q, resource, need, pool, launch)
+    return found if found is not None else borrow_raise(q, resource, need, pool)
+
+
+def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Lift | None:
+    """The team's `quota.borrowingLimit.<resource>` raised to the least value after which its
+    ClusterQueue may hold `need` in `pool` (`pool_room`, Kueue's PotentialAvailable: nominal
+    plus what the cohort lends, within the limit). It takes no guarantee from another team
+    (borrowed quota is reclaimable). None: no Kueue, no limit set, or the cohort cannot lend
+    enough even without one."""
+    teams, pools = list(q.teams), list(q.pools)
+    team = next(t for t in teams if t.name == q.team)
+    r = next(r for r in COVERED if CONFIG_KEY[r] == resource)
+    now = getattr(team.quota.borrowing_limit, resource)
+    if not q.kueue or now is None or all(p.name != pool for p in pools):
+        return None
+
+    def limited(v: Fraction) -> TeamConfig:
+        lim = team.quota.borrowing_limit.model_copy(update={resource: format_quantity(r, v)})
+        return team.model_copy(
+            update={"quota": team.quota.model_copy(update={"borrowing_limit": lim})}
+        )
+
+    def holds(v: Fraction) -> bool:
+        t = limited(v)
+        return pool_room(t, [t if x.name == t.name else x for x in teams], pools)[pool][r] >= need
+
+    unit, low = _UNIT[r], parse_quantity(str(now))
+    high = lendable(team, teams, pools)[pool][r]
+    if holds(low) or not holds(high):
+        return None
+    lo, hi = int(low // unit), math.ceil(high / unit)
+    while lo < hi:  # the least whole unit that holds it
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if holds(mid * unit) else (mid + 1, hi)
+    key = f"{team_key(teams, team.name)}.quota.borrowingLimit.{resource}"
+    return Lift(((key, str(now), format_quantity(r, hi * unit)),))
+
+
+def _raise_keys(
+    q: QuotaInputs,
+    resource: str,
+    need: Fraction,
+    pool: str,
+    launch: Mapping[str, Fraction] | None = None,
+) -> Lift | None:
+    """`quota_raise`'s tries of the team's quota and the pool's cap."""
     teams, pools = list(q.teams), list(q.pools)
     launched = {r: Fraction((launch or {}).get(CONFIG_KEY[r], 0)) for r in COVERED}
     team = next(t for t in teams if t.name == q.team)

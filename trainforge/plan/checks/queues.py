@@ -106,6 +106,9 @@ class Workload:
     # from admission and gives it back when their replicatedJob succeeds (`_reclaimed`)
     init_need: dict[str, dict[str, Fraction]] = field(default_factory=dict)
     main_set: str = ""  # the pod set `need` and `flavor` are (its trainer's), where podsets > 1
+    # Kueue's QuotaReserved message where no flavor takes it now (`words.message`): what
+    # status and why show of it
+    kueue_says: str = ""
 
     @property
     def ends_by(self) -> bool:
@@ -427,14 +430,17 @@ class Simulation:
             freed = False
             for w in heads:
                 admitted = [x for x in workloads if x.state == "admitted"]
-                backstop = self.over_backstop(w)
-                placed = not backstop and self._place(w, admitted)
-                if placed and self.fits(w):
+                # Kueue decides first: a ResourceQuota queues nothing, it refuses the pods of
+                # a job Kueue admitted, so it is the reason only where Kueue would admit
+                placed = self._place(w, admitted)
+                fits = placed and self.fits(w)
+                backstop = self.over_backstop(w) if placed else None
+                if fits and backstop is None:
                     self.admit(w)
-                elif placed and self.try_preempt(w, admitted):
+                elif placed and not fits and not backstop and self.try_preempt(w, admitted):
                     freed = True
                 else:
-                    w.reason = backstop or self.why_waiting(w)
+                    w.reason = backstop if fits else self.why_waiting(w)
                     inadmissible.add(id(w))
             if freed:
                 # evicted jobs queue again, and what waited may fit now
@@ -467,6 +473,7 @@ class Simulation:
             return seen[f]
 
         got = K.Assigner(self.quotas, self.flavors, oracle).assign(q, w.podsets)
+        w.kueue_says = got.message if got.mode != K.FIT else ""
         if got.mode == K.NO_FIT:
             return False
         if len(w.podsets) == 1 or not w.main_set:
@@ -521,6 +528,8 @@ class Simulation:
         text = "waits for " + (
             "; ".join(t for _, t in parts) or "its cohort's capacity, which is in use"
         )
+        if w.kueue_says:
+            text += f" (Kueue: {w.kueue_says})"
         if w.preempted_by:
             return f"preempted by {w.preempted_by} ({w.preempted_why}), {text}"
         return text
