@@ -85,7 +85,10 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
                                              for j in t["unpricedRates"]],
                    "runCosts": lambda t: [f"{j.get('team')}/{j.get('name')}"
                                           for j in t["unpricedRuns"]]}[key]  # fmt: skip
-        return f" ({change_text(old.get(key), new.get(key), lacking(old), lacking(new))})"
+        was, now = lacking(old), lacking(new)
+        if key == "jobsPerHour":  # its new unpriced jobs are named once, after it, with why
+            was += [u for u in now if u not in was]
+        return f" ({change_text(old.get(key), new.get(key), was, now)})"
 
     fixed = (
         f"Cost: platform {_usd(new.get('fixedPerHourKnown'))}/h = "
