@@ -14,6 +14,7 @@ from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.data_safety import stack_of
 from trainforge.plan.job_view import job_views
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
@@ -130,6 +131,8 @@ def diff_check(ctx: Any) -> CheckResult:
     """Will each job the diff replaces resume from the old one's checkpoints?
     (review.DiffContext in, findings out)"""
     findings = []
+    stacks = (stack_of(ctx.base.records), stack_of(ctx.head.records))  # plan folders name theirs
+    other = stacks if None not in stacks and stacks[0] != stacks[1] else None
     for ident, ch in ctx.jobs.items():
         if ch.what != "replaced" or ch.old is None or ch.new is None:
             continue
@@ -137,7 +140,7 @@ def diff_check(ctx: Any) -> CheckResult:
         for state, view, side in ((old, ch.old, ctx.base), (new, ch.new, ctx.head)):
             doc = side.objects.get(view.ident)  # where its checkpoints live: the pod volumes
             state.store = CC.store(doc, state.checkpoint_dir, view.checkpoint_s3)
-        ch.compat = CC.classify(old, new)
+        ch.compat = CC.classify(old, new, other)
         if ch.compat.blocking:
             rule = RULE
             message = (
