@@ -38,11 +38,14 @@ def test_a_detail_is_short_only_where_it_is_the_reason():
     assert (same.line(), same.short()) == ("resumes: same state fingerprint", "resumes")
 
 
-def _replaced(fsx: bool, mirror: bool, base_stack: str = "prod") -> Compat:
+def _replaced(
+    fsx: bool, mirror: bool, base_stack: str = "prod", found: list | None = None
+) -> Compat:
     """The prod job replaced by one whose pods no longer mount the FSx claim (`fsx.enabled:
     false`: jobs/pod.py puts an emptyDir at the same path) and, unless `mirror`, without its
     S3 mirror (`checkpoint.s3Mirror: false`), classified as `plan --diff` does
-    (checks/resume.diff_check on the emitted objects); the base a plan folder of `base_stack`."""
+    (checks/resume.diff_check on the emitted objects); the base a plan folder of `base_stack`;
+    the check's findings go to `found`."""
     import copy
     from types import SimpleNamespace
 
@@ -78,7 +81,8 @@ def _replaced(fsx: bool, mirror: bool, base_stack: str = "prod") -> Compat:
     other = [{"urn": records[0]["urn"].replace(":prod::", f":{base_stack}::", 1)}]
     base = SimpleNamespace(objects=objects, sections=sections, records=other)
     head = SimpleNamespace(objects={**objects, ident: doc}, sections=sections, records=records)
-    resume.diff_check(SimpleNamespace(jobs={ident: ch}, base=base, head=head))
+    res = resume.diff_check(SimpleNamespace(jobs={ident: ch}, base=base, head=head))
+    (found if found is not None else []).extend(res.findings)
     assert ch.compat is not None
     return ch.compat
 
@@ -143,3 +147,28 @@ def test_a_mirror_resumes_only_where_the_plan_knows_it_is_the_same_one():
         CC.UNSURE,
         "the base's bucket is b and the other's is named at deploy",
     )
+
+
+def test_a_replacement_that_loses_its_checkpoints_is_a_decision():
+    """'starts at step 0: its checkpoints were on ..., which this change removes' was told in
+    words only (the plan was CLEAN); it is a finding like TF_CKPT_CANNOT_RESUME: decided by a
+    fix or by a waiver with its reason, which review() attaches as for every diff check."""
+    from trainforge.plan.checks import resume
+    from trainforge.plan.core import attach_waiver
+    from trainforge.plan.waivers import Waiver
+
+    found: list = []
+    lost = _replaced(fsx=False, mirror=False, found=found)
+    (f,) = found
+    assert (f.rule, f.resource) == ("TF_CKPT_LOST", "vision/PyTorchJob/gpt-350m-fsdp")
+    assert f.message == f"replaced, and the new job {lost.line()}"
+    assert f.fix == resume.RULES["TF_CKPT_LOST"] and "waive TF_CKPT_LOST" in f.fix
+    assert "checkpoint.s3Mirror" in f.fix
+    why = "the old run is finished; the new one is meant to start over"
+    w = Waiver(resource="gpt-350m-fsdp", rule="TF_CKPT_LOST", reason=why)
+    assert attach_waiver(f, [w], {f.resource, *f.names}).waived == why
+    # the mirror kept (it resumes), or a mirror the plan cannot place (said, not decided)
+    for kwargs in ({"mirror": True}, {"mirror": True, "base_stack": "pe"}):
+        found.clear()
+        assert _replaced(fsx=False, found=found, **kwargs).verdict != CC.LOST
+        assert not found, found

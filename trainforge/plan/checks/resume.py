@@ -22,12 +22,18 @@ RULE = "TF_CKPT_CANNOT_RESUME"
 # a change the resumed run does not apply (--lr, --weight-decay: training/checkpoint.py restores
 # the optimizer's param groups and the scheduler's base_lrs)
 NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
+# a replacement that finds none of the old job's checkpoints (ckpt_compat.LOST)
+LOST = "TF_CKPT_LOST"
 RULES = {
     RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
     "checkpoint.dir to a new directory of its own (relative paths are on the team's FSx mount: "
     "checkpoints/<namespace>/<job>-v2 sits beside the default; a bare v2 is <mount>/v2, which "
     "any job naming v2 shares), set checkpoint.resume: never (every start, restarts "
     "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason",
+    LOST: "decide: keep the old checkpoints where the new job looks (the volume its checkpoint "
+    "directory was on, or checkpoint.s3Mirror on: the runtime downloads the newest checkpoint "
+    "from the mirror when the directory has none), or accept that it starts at step 0: waive "
+    "TF_CKPT_LOST for the job with the reason (docs/pr-review.md)",
     NOT_APPLIED: "decide: to train with the new value, start fresh: set checkpoint.dir to a new "
     "directory (or rename the job), or checkpoint.resume: never; to keep resuming with the "
     "checkpoint's value (the change is for later fresh runs), waive TF_CKPT_CHANGE_NOT_APPLIED "
@@ -147,6 +153,9 @@ def diff_check(ctx: Any) -> CheckResult:
                 f"replaced, and the new job {ch.compat.verdict} from "
                 f"{new.checkpoint_dir}: {ch.compat.detail}"
             )
+        elif ch.compat.verdict == CC.LOST:
+            rule = LOST
+            message = f"replaced, and the new job {CC.LOST}: {ch.compat.detail}"
         elif ch.compat.caveats:
             rule = NOT_APPLIED
             flags = ", ".join(c.split(" is NOT applied")[0] for c in ch.compat.caveats)
