@@ -120,3 +120,18 @@ def test_a_new_unpriced_job_is_named_once_in_the_jobs_line():
     assert "unknown added" not in line, line
     assert "unknown removed: research/gone" in line, line
     assert "+ unknown for 1 job without a price: research/cpu-eval" in line, line
+
+
+def test_a_platform_part_added_without_a_price_is_named_once():
+    """`(-$672.69; unknown added: VPC interface endpoints) + unknown (VPC interface endpoints)`
+    (plan --stack pe --diff <prod>): the part is named once, in the `+ unknown (...)` after the
+    figure; a part the change removes is still said."""
+    base = {"fixedPerHourKnown": 1.0, "fixedPerMonthKnown": 730.0, "jobs": [],
+            "fixedUnknown": ["FSx for Lustre"]}  # fmt: skip
+    head = result([])
+    head.sections[0].data["fixedUnknown"] = ["VPC interface endpoints"]
+    (line,) = verdict.cost_lines(head, {verdict.COST_TITLE: base})
+    assert line == (
+        "Cost: platform $1.00/h = $730.00/month (no change; unknown removed: FSx for Lustre) "
+        "+ unknown (VPC interface endpoints)"
+    )

@@ -86,8 +86,7 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
                    "runCosts": lambda t: [f"{j.get('team')}/{j.get('name')}"
                                           for j in t["unpricedRuns"]]}[key]  # fmt: skip
         was, now = lacking(old), lacking(new)
-        if key == "jobsPerHour":  # its new unpriced jobs are named once, after it, with why
-            was += [u for u in now if u not in was]
+        was += [u for u in now if u not in was]  # the new ones are named once, after the figure
         return f" ({change_text(old.get(key), new.get(key), was, now)})"
 
     fixed = (
