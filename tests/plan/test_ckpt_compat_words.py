@@ -154,8 +154,8 @@ def test_a_replacement_that_loses_its_checkpoints_is_a_decision():
     words only (the plan was CLEAN); it is a finding like TF_CKPT_CANNOT_RESUME: decided by a
     fix or by a waiver with its reason, which review() attaches as for every diff check."""
     from trainforge.plan.checks import resume
-    from trainforge.plan.core import attach_waiver
-    from trainforge.plan.waivers import Waiver
+    from trainforge.plan.core import attach_waiver, known_rule_ids
+    from trainforge.plan.waivers import parse_waivers
 
     found: list = []
     lost = _replaced(fsx=False, mirror=False, found=found)
@@ -165,7 +165,8 @@ def test_a_replacement_that_loses_its_checkpoints_is_a_decision():
     assert f.fix == resume.RULES["TF_CKPT_LOST"] and "waive TF_CKPT_LOST" in f.fix
     assert "checkpoint.s3Mirror" in f.fix
     why = "the old run is finished; the new one is meant to start over"
-    w = Waiver(resource="gpt-350m-fsdp", rule="TF_CKPT_LOST", reason=why)
+    entry = {"resource": "gpt-350m-fsdp", "rule": "TF_CKPT_LOST", "reason": why}
+    (w,) = parse_waivers([entry], known_rule_ids())  # as the stack's config is read
     assert attach_waiver(f, [w], {f.resource, *f.names}).waived == why
     # the mirror kept (it resumes), or a mirror the plan cannot place (said, not decided)
     for kwargs in ({"mirror": True}, {"mirror": True, "base_stack": "pe"}):

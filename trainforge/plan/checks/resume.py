@@ -137,8 +137,8 @@ def diff_check(ctx: Any) -> CheckResult:
     """Will each job the diff replaces resume from the old one's checkpoints?
     (review.DiffContext in, findings out)"""
     findings = []
-    stacks = (stack_of(ctx.base.records), stack_of(ctx.head.records))  # plan folders name theirs
-    other = stacks if None not in stacks and stacks[0] != stacks[1] else None
+    b, h = stack_of(ctx.base.records), stack_of(ctx.head.records)  # plan folders name theirs
+    other = (b, h) if b and h and b != h else None  # each stack has its own bucket
     for ident, ch in ctx.jobs.items():
         if ch.what != "replaced" or ch.old is None or ch.new is None:
             continue
