@@ -106,3 +106,32 @@ def test_a_verdict_past_the_first_screen_is_clipped_and_keeps_the_report_pointer
     assert lines[0] == "trainforge plan --stack dev: 5 finding(s) need a fix or a decision"
     assert lines[-1] == "Full report: build/plan/dev.txt"
     assert lines[-2] == "… (verdict clipped; see the full report)"
+
+
+def test_a_new_unpriced_job_is_named_once_in_the_jobs_line():
+    """Against a base, a job added without a price was named twice: `unknown added:
+    research/cpu-eval`, then `+ unknown for 1 job without a price: research/cpu-eval`; the
+    line names it once, with why. An unpriced job the change removes is still said."""
+    base = {"fixedPerHourKnown": 1.0, "fixedPerMonthKnown": 730.0,
+            "jobs": [job("a", 2.0, 4.0), job("gone", None, None)]}  # fmt: skip
+    head = result([job("a", 2.0, 4.0), job("cpu-eval", None, None)])
+    (line,) = verdict.cost_lines(head, {verdict.COST_TITLE: base})[1:]
+    assert line.count("research/cpu-eval") == 2, line  # once per figure: $/h and run costs
+    assert "unknown added" not in line, line
+    assert "unknown removed: research/gone" in line, line
+    assert "+ unknown for 1 job without a price: research/cpu-eval" in line, line
+
+
+def test_a_platform_part_added_without_a_price_is_named_once():
+    """`(-$672.69; unknown added: VPC interface endpoints) + unknown (VPC interface endpoints)`
+    (plan --stack pe --diff <prod>): the part is named once, in the `+ unknown (...)` after the
+    figure; a part the change removes is still said."""
+    base = {"fixedPerHourKnown": 1.0, "fixedPerMonthKnown": 730.0, "jobs": [],
+            "fixedUnknown": ["FSx for Lustre"]}  # fmt: skip
+    head = result([])
+    head.sections[0].data["fixedUnknown"] = ["VPC interface endpoints"]
+    (line,) = verdict.cost_lines(head, {verdict.COST_TITLE: base})
+    assert line == (
+        "Cost: platform $1.00/h = $730.00/month (no change; unknown removed: FSx for Lustre) "
+        "+ unknown (VPC interface endpoints)"
+    )

@@ -18,6 +18,7 @@ from trainforge.training.state_layout import mismatches
 
 RESUMES = "resumes"
 LOST = "starts at step 0"  # the checkpoints it would resume from are not where it looks
+UNSURE = "may start at step 0"  # ... unless its S3 mirror is the old one's, which is not known
 RESETS = "resumes with a reset"
 CANNOT = "cannot resume"
 NOT_CHECKED = "resume not checked"
@@ -208,17 +209,45 @@ def _mirror(uri: str) -> str:
     return f"the S3 mirror {uri}"
 
 
-def _moved(old: Store, new: Store) -> Compat | None:
+def _path(uri: str) -> str:
+    """The key prefix of `s3://bucket/prefix` (what the runtime lists under in the bucket)."""
+    return uri.removeprefix("s3://").partition("/")[2]
+
+
+def _same_mirror(old: str, new: str, stacks: tuple[str, str] | None) -> bool | str:
+    """Whether the new job's S3 mirror is the old one's: True for the same known URI, or the
+    same prefix in the stack's one bucket (entrypoint.s3_uri; named at deploy, so unknown in a
+    plan folder; a bucket replaced is TF_DATA_REPLACE's); False for another known bucket or
+    prefix; else why the plan cannot tell (`stacks`: the base's and head's, when they differ)."""
+    if UNKNOWN not in old + new:
+        return old == new
+    if UNKNOWN in _path(old) + _path(new):
+        return "a mirror's prefix is named at deploy"
+    if _path(old) != _path(new):
+        return False  # another prefix: the runtime lists only its own
+    if UNKNOWN not in old or UNKNOWN not in new:
+        known = old if UNKNOWN not in old else new
+        side = "base" if known is old else "head"
+        bucket = known.removeprefix("s3://").partition("/")[0]
+        return f"the {side}'s bucket is {bucket} and the other's is named at deploy"
+    if stacks:
+        return (
+            f"the base is stack {stacks[0]} and the head stack {stacks[1]}, each with its own "
+            "bucket, named at deploy"
+        )
+    return True
+
+
+def _moved(old: Store, new: Store, stacks: tuple[str, str] | None = None) -> Compat | None:
     """LOST when the replacement cannot find the old job's checkpoints: its directory is on
     another volume (or an emptyDir, which goes with the old pods) and no S3 mirror the old
-    job wrote remains; None when they are where it looks (the same claim, or the mirror)."""
+    job wrote remains; UNSURE when the mirror may be another bucket; None when they are where
+    it looks (the same claim, or the mirror)."""
     if old.durable and old.volume == new.volume:
         return None
-    if old.s3 and new.s3 and (new.s3 == old.s3 or UNKNOWN in old.s3 + new.s3):
-        # one side's bucket unknown at preview: the same job's prefix in the stack's bucket
-        # (entrypoint.s3_uri); a bucket replaced is TF_DATA_REPLACE's
-        return Compat(RESUMES, source=_mirror(new.s3 if UNKNOWN in old.s3 else old.s3))
-    on = old.what + (f" and {_mirror(old.s3)}" if old.s3 else "")
+    same = _same_mirror(old.s3, new.s3, stacks) if old.s3 and new.s3 else False
+    if same is True:
+        return Compat(RESUMES, source=_mirror(old.s3))
     why = "which goes with the old pods"
     if old.durable:
         same_claim = old.volume[:2] == new.volume[:2]
@@ -227,7 +256,14 @@ def _moved(old: Store, new: Store) -> Compat | None:
             if same_claim
             else (f"which this change removes (the new pods' directory is on {new.what})")
         )
-    return Compat(LOST, f"its checkpoints were on {on}, {why}")
+    if same is False:
+        on = old.what + (f" and {_mirror(old.s3)}" if old.s3 else "")
+        return Compat(LOST, f"its checkpoints were on {on}, {why}")
+    return Compat(
+        UNSURE,
+        f"its checkpoints were on {old.what}, {why}, and on {_mirror(old.s3)}; the plan cannot "
+        f"tell whether the new pods' mirror is the same bucket: {same}",
+    )
 
 
 @dataclass
@@ -269,7 +305,7 @@ class Compat:
             what += " (" + ", ".join(r.split(":", 1)[0] for r in self.resets) + ")"
         if self.blocking:
             what += f": {self.differ[0] if self.differ else self.detail}"
-        elif self.detail and self.verdict in (NOT_CHECKED, FRESH, LOST):
+        elif self.detail and self.verdict in (NOT_CHECKED, FRESH, LOST, UNSURE):
             what += f": {self.detail}"
         caveats = (c.split(" is NOT applied")[0] for c in self.caveats)
         return what + "".join(f"; {c} NOT applied" for c in caveats)
@@ -342,14 +378,15 @@ def _caveats(old_layout: Layout, new_layout: Layout, old_cfg: Any, new_cfg: Any)
     return out
 
 
-def classify(old: JobState, new: JobState) -> Compat:
-    """What happens when `new` replaces `old` and starts in the same checkpoint directory."""
+def classify(old: JobState, new: JobState, stacks: tuple[str, str] | None = None) -> Compat:
+    """What happens when `new` replaces `old` and starts in the same checkpoint directory
+    (`stacks`: the base's and head's stack when they differ: each has its own bucket)."""
     if new.resume == "never":
         return Compat(FRESH, "--resume never: every start, restarts included, begins at step 0")
     if old.checkpoint_dir and new.checkpoint_dir and old.checkpoint_dir != new.checkpoint_dir:
         return Compat(FRESH, f"new checkpoint directory {new.checkpoint_dir}")
-    moved = _moved(old.store, new.store) if old.store and new.store else None
-    if moved is not None and moved.verdict == LOST:
+    moved = _moved(old.store, new.store, stacks) if old.store and new.store else None
+    if moved is not None and moved.verdict in (LOST, UNSURE):
         return moved
     found = _classify(old, new)
     if moved is not None and found.verdict != NOT_CHECKED:

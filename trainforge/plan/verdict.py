@@ -85,7 +85,9 @@ def cost_lines(result: Any, base_sections: dict[str, Any] | None) -> list[str]:
                                              for j in t["unpricedRates"]],
                    "runCosts": lambda t: [f"{j.get('team')}/{j.get('name')}"
                                           for j in t["unpricedRuns"]]}[key]  # fmt: skip
-        return f" ({change_text(old.get(key), new.get(key), lacking(old), lacking(new))})"
+        was, now = lacking(old), lacking(new)
+        was += [u for u in now if u not in was]  # the new ones are named once, after the figure
+        return f" ({change_text(old.get(key), new.get(key), was, now)})"
 
     fixed = (
         f"Cost: platform {_usd(new.get('fixedPerHourKnown'))}/h = "

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.checks.data_safety import stack_of
 from trainforge.plan.job_view import job_views
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
@@ -21,12 +22,18 @@ RULE = "TF_CKPT_CANNOT_RESUME"
 # a change the resumed run does not apply (--lr, --weight-decay: training/checkpoint.py restores
 # the optimizer's param groups and the scheduler's base_lrs)
 NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
+# a replacement that finds none of the old job's checkpoints (ckpt_compat.LOST)
+LOST = "TF_CKPT_LOST"
 RULES = {
     RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
     "checkpoint.dir to a new directory of its own (relative paths are on the team's FSx mount: "
     "checkpoints/<namespace>/<job>-v2 sits beside the default; a bare v2 is <mount>/v2, which "
     "any job naming v2 shares), set checkpoint.resume: never (every start, restarts "
     "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason",
+    LOST: "decide: keep the old checkpoints where the new job looks (the volume its checkpoint "
+    "directory was on, or checkpoint.s3Mirror on: the runtime downloads the newest checkpoint "
+    "from the mirror when the directory has none), or accept that it starts at step 0: waive "
+    "TF_CKPT_LOST for the job with the reason (docs/pr-review.md)",
     NOT_APPLIED: "decide: to train with the new value, start fresh: set checkpoint.dir to a new "
     "directory (or rename the job), or checkpoint.resume: never; to keep resuming with the "
     "checkpoint's value (the change is for later fresh runs), waive TF_CKPT_CHANGE_NOT_APPLIED "
@@ -130,6 +137,8 @@ def diff_check(ctx: Any) -> CheckResult:
     """Will each job the diff replaces resume from the old one's checkpoints?
     (review.DiffContext in, findings out)"""
     findings = []
+    b, h = stack_of(ctx.base.records), stack_of(ctx.head.records)  # plan folders name theirs
+    other = (b, h) if b and h and b != h else None  # each stack has its own bucket
     for ident, ch in ctx.jobs.items():
         if ch.what != "replaced" or ch.old is None or ch.new is None:
             continue
@@ -137,13 +146,16 @@ def diff_check(ctx: Any) -> CheckResult:
         for state, view, side in ((old, ch.old, ctx.base), (new, ch.new, ctx.head)):
             doc = side.objects.get(view.ident)  # where its checkpoints live: the pod volumes
             state.store = CC.store(doc, state.checkpoint_dir, view.checkpoint_s3)
-        ch.compat = CC.classify(old, new)
+        ch.compat = CC.classify(old, new, other)
         if ch.compat.blocking:
             rule = RULE
             message = (
                 f"replaced, and the new job {ch.compat.verdict} from "
                 f"{new.checkpoint_dir}: {ch.compat.detail}"
             )
+        elif ch.compat.verdict == CC.LOST:
+            rule = LOST
+            message = f"replaced, and the new job {CC.LOST}: {ch.compat.detail}"
         elif ch.compat.caveats:
             rule = NOT_APPLIED
             flags = ", ".join(c.split(" is NOT applied")[0] for c in ch.compat.caveats)
