@@ -1125,7 +1125,7 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
         "fleet's manager stack)",
         "spec.runtimePatches: dropped; not supported (its pod overrides: the pod's image, "
         "command, env and size come from spec.trainer; the platform sets the rest per team "
-        "and pool)",
+        "and pool; code it mounts from a ConfigMap of the file is shipped, on its own line)",
         "spec.suspend: dropped; Kueue admits and queues jobs",
     ]
     entry = imp(path, backends=("pytorchjob", "trainjob")).entry

@@ -453,7 +453,8 @@ def _walk(value: Any, at: str, path: tuple[str, ...], file: str) -> list[tuple[A
 # named as not supported.
 _TRAINJOB_DROPPED = {
     "runtimePatches": "; not supported (its pod overrides: the pod's image, command, env and "
-    "size come from spec.trainer; the platform sets the rest per team and pool)",
+    "size come from spec.trainer; the platform sets the rest per team and pool; code it "
+    "mounts from a ConfigMap of the file is shipped, on its own line)",
     # its downloads (and the token a model hub needs) have no route: pods reach no internet
     "initializer": "; not supported (a job entry has no initializer, and the platform's "
     "NetworkPolicies give pods no internet: put the data set and model on the team's FSx or "
