@@ -610,7 +610,7 @@ class TeamQuotaConfig(StackModel):
         AfterValidator(lambda v: tuple(v.items())),
         PlainSerializer(dict),
     ] = Field({}, validate_default=True)
-    """An explicit split: nominal quota per pool, `{<pool>: {gpus, cpu, memory}}` (0 keeps the team out of a pool); the pools it does not name share the rest of the totals; adding up to at most the totals."""
+    """An explicit split: nominal quota per pool, `{<pool>: {gpus, cpu, memory}}` (0 keeps the team out of a pool; `gpus` only under a GPU pool); the pools it does not name share the rest of the totals; adding up to at most the totals."""
     borrowing_limit: PoolQuota = PoolQuota()
     """`{gpus, cpu, memory}`: the most the team may borrow from its cohort in any one pool beyond its nominal quota there (unset: whatever the cohort has idle)."""
 
