@@ -32,7 +32,7 @@ def _p5_nowhere(cfg: dict[str, Any]) -> None:
 
 def _cpu_4_on_gpu_pool(cfg: dict[str, Any]) -> None:
     job = cfg["trainforge:jobs"][0]
-    job.update(pool="gpu-workloads", cpu="4")
+    job.update(pool="gpu-workloads", cpu="4", memory="20Gi")  # two shortfalls on each type
 
 
 def _8_workers_on_p4d(cfg: dict[str, Any]) -> None:
