@@ -197,3 +197,23 @@ def test_a_relative_path_the_shipped_code_would_not_find_is_refused_naming_worki
         "holds, and the platform runs shipped code from /workspace, where they would not be "
         "found: write them as absolute paths (/app/train.py) or put the files in the ConfigMap"
     )
+
+
+def test_a_relative_program_read_from_working_dir_keeps_its_directory(tmp_path):
+    """`./run.sh config.yaml` from workingDir /opt/app, both files of the ConfigMap there: the
+    shipped command names the program by its path under /workspace (a bare `run.sh` would be
+    looked up on PATH), its argument relative to /workspace, where shipped code runs."""
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        (REVIEW / "workdir.yaml")
+        .read_text()
+        .replace('command: ["python", "app/train.py", "--config", "app/config.yaml"]',
+                 'command: ["./run.sh", "config.yaml"]')
+        .replace("workingDir: /opt", "workingDir: /opt/app")
+        .replace("  train.py: |", "  run.sh: |\n    cat \"$1\"\n  train.py: |")
+    )  # fmt: skip
+    r = imp(path, docker_hub_routed=True)
+    assert r.entry["entrypoint"] == {
+        "command": ["/workspace/run.sh", "config.yaml"],
+        "codeDir": "imported/wd-job",
+    }

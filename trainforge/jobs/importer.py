@@ -533,7 +533,7 @@ def import_workload(
         )
     elif program.kind == "script":
         keep_image = True
-        entry["entrypoint"] = {"command": [_moved(a, resolved, shipped) for a in argv]}
+        entry["entrypoint"] = {"command": _moved_command(argv, resolved, shipped)}
         changes.append(
             f"{at}.command: {program.path} is not mounted from a ConfigMap, so it must be in "
             "the image: entrypoint.command, run as written on your image"
@@ -547,7 +547,7 @@ def import_workload(
         )
     else:
         keep_image = True
-        entry["entrypoint"] = {"command": [_moved(a, resolved, shipped) for a in argv]}
+        entry["entrypoint"] = {"command": _moved_command(argv, resolved, shipped)}
         changes.append(
             f"{at}.command {shlex.join(argv)[:60]}: entrypoint.command, run as written on your image"
         )
@@ -768,6 +768,15 @@ def _moved(word: str, resolved: import_code.Resolved, shipped: import_code.Shipp
             if value.startswith(m.path + "/"):
                 return f"{flag}{eq}{value[len(m.path) + 1 :]}"
     return shipped.rewrite(word)
+
+
+def _moved_command(
+    argv: list[str], resolved: import_code.Resolved, shipped: import_code.Shipped
+) -> list[str]:
+    """The command's words as the platform's pod must spell them (`_moved`); its program
+    keeps a directory (`/workspace/run.sh`, not `run.sh`, which the kubelet's exec would look
+    up on PATH)."""
+    return [shipped.rewrite(argv[0]), *(_moved(a, resolved, shipped) for a in argv[1:])]
 
 
 def _working_dir(
