@@ -173,13 +173,17 @@ def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[s
     return []
 
 
-def plan_flags(contract: Any, result: Imported) -> list[str]:
+def plan_flags(
+    contract: Any, result: Imported, root: Path | None = None, stack: str = ""
+) -> list[str]:
     """What `trainforge plan` will flag on the imported job, by its own checks (not a copy):
     the resource rules on every object the job emits (plan/checks/rules.check_resource:
-    TRAINFORGE_DOCKER_HUB, CKV_K8S_14, ...) and its image check (plan/checks/images.
-    piece_findings: TRAINFORGE_IMAGE_PIECE), its shipped files read from a scratch copy so
-    that the list is the same with or without --out. [] where the stack refuses the entry
-    (its own lines say why)."""
+    TRAINFORGE_DOCKER_HUB, CKV_K8S_14, ...), its image check (plan/checks/images.
+    piece_findings: TRAINFORGE_IMAGE_PIECE) and, where its pods run a shell script, the pod
+    script rehearsal (plan/checks/pod_scripts.check: TRAINFORGE_POD_SCRIPT_FAILS, ...) on the
+    job's objects beside the stack's (`rehearsal_flags`); its shipped files read from a
+    scratch copy so that the list is the same with or without --out. [] where the stack
+    refuses the entry (its own lines say why)."""
     import tempfile  # noqa: PLC0415
 
     from trainforge.core.errors import JobConfigError  # noqa: PLC0415
@@ -205,10 +209,58 @@ def plan_flags(contract: Any, result: Imported) -> list[str]:
         return []
     found = [(f.rule, f.message) for f in images.piece_findings(job, target, emitted)]
     objects = (emitted.workload, emitted.service, emitted.podmonitor, emitted.user_configmap)
-    for doc in (d for d in objects if d is not None):
-        type_ = f"kubernetes:{doc.get('apiVersion')}:{doc.get('kind')}"
-        found += [(rule.id, msg) for rule, msg in rules.check_resource(type_, doc)]
+    docs = [d for d in objects if d is not None]
+    for doc in docs:
+        found += [(rule.id, msg) for rule, msg in rules.check_resource(_type(doc), doc)]
+    found += rehearsal_flags(docs, root, stack)
     return [f"{rule}: {msg}" for rule, msg in found]
+
+
+def _type(doc: dict[str, Any]) -> str:
+    """The Pulumi type of a Kubernetes object (kubernetes:apiVersion:Kind), as the plan's."""
+    version = str(doc.get("apiVersion"))
+    return f"kubernetes:{version if '/' in version else 'core/' + version}:{doc.get('kind')}"
+
+
+def rehearsal_flags(
+    docs: list[dict[str, Any]], root: Path | None, stack: str
+) -> list[tuple[str, str]]:
+    """(rule, message) of what the plan's pod script rehearsal (plan/checks/pod_scripts.check,
+    the plan's one) finds on the job's objects `docs`: run on them beside the objects of the
+    stack's program run offline (`trainforge.local.planned_context`: the team's claims, the
+    file system setup Jobs that run first, the Trainer runtimes), as the plan runs it once
+    the entry is in the stack; the job's objects alone for a project without a program.
+    The program runs (seconds) only where a pod of the job runs a shell script."""
+    from trainforge.jobs import trainjob  # noqa: PLC0415
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415
+    from trainforge.local import planned_context  # noqa: PLC0415
+    from trainforge.plan.check_types import PlanContext  # noqa: PLC0415
+    from trainforge.plan.checks import pod_scripts  # noqa: PLC0415
+    from trainforge.plan.manifests import K8sObject  # noqa: PLC0415
+    from trainforge.plan.runner import Inventory  # noqa: PLC0415
+
+    def scripts(doc: dict[str, Any]) -> bool:
+        pods = [t.spec for t in pod_templates(doc, build=False)]
+        if doc.get("kind") == trainjob.KIND:  # the trainer's container, as the job writes it
+            pods.append({"containers": [(doc.get("spec") or {}).get("trainer") or {}]})
+        containers = (c for p in pods for c in p.get("containers") or () if isinstance(c, dict))
+        return any(pod_scripts.shell_script(c) is not None for c in containers)
+
+    if not any(scripts(d) for d in docs):
+        return []
+    mine = [K8sObject(urn="", name=str(d["metadata"]["name"]), type=_type(d), doc=d) for d in docs]
+    idents = {o.ident for o in mine}
+    ctx = None
+    if root is not None and stack:
+        with contextlib.suppress(JobConfigError):  # the program fails: the plan says why
+            ctx = planned_context(stack, root)
+    if ctx is None:
+        ctx = PlanContext(inventory=Inventory(project="", stack=stack, resources=[]), objects=[])
+    # the stack's objects but one of the same job already declared there: the entry's instead
+    objects = [o for o in ctx.objects if o.ident not in idents] + mine
+    judged = PlanContext(inventory=ctx.inventory, objects=objects, declared=ctx.declared)
+    found = pod_scripts.check(judged).findings
+    return [(f.rule, f.message) for f in found if idents & {f.resource, *f.names}]
 
 
 def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported) -> list[str]:
@@ -380,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
             bool(problems),
             fetches,
             egress or UNREAD_EGRESS,
-            [] if problems else plan_flags(contract, result),
+            [] if problems else plan_flags(contract, result, root, stack),
         )
     )
     if problems:

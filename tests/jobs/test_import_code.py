@@ -150,3 +150,70 @@ data: {c.yaml: "lr: 1\\n"}
         "codeDir": "imported/cfg",
     }
     assert r.files == {"imported/cfg/c.yaml": "lr: 1\n"}
+
+
+def test_relative_paths_read_from_working_dir_ship_the_configmap_files_they_name():
+    """review/workdir.yaml: workingDir /opt, `python app/train.py --config app/config.yaml`,
+    ConfigMap wd-code at /opt/app. The import read `app/train.py` as the image's, kept the
+    command and workingDir and dropped the ConfigMap, so the pod ran a file that is not
+    there. Read from workingDir as the pod reads them, both are the ConfigMap's: shipped,
+    the script as entrypoint.script and the argument relative to where shipped code runs."""
+    path = REVIEW / "workdir.yaml"
+    r = imp(path)
+    assert r.entry["entrypoint"] == {
+        "script": "imported/wd-job/train.py",
+        "args": ["--config", "config.yaml"],
+    }
+    data = _configmap(path, "wd-code")["data"]
+    assert r.files == {
+        "imported/wd-job/train.py": data["train.py"],
+        "imported/wd-job/config.yaml": data["config.yaml"],
+    }
+    at = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0]"
+    assert (
+        f"{at}.workingDir /opt: dropped; the shipped code runs from its own mount, /workspace, "
+        "which holds its files (the relative paths the command names, read from /opt as the "
+        "pod reads them: app/train.py (/opt/app/train.py), app/config.yaml "
+        "(/opt/app/config.yaml), are the ConfigMap's files, shipped and named from /workspace)"
+    ) in r.changes
+
+
+def test_a_relative_path_the_shipped_code_would_not_find_is_refused_naming_working_dir(tmp_path):
+    """workingDir /app with `bash -c "python train.py --config /code/config.yaml"`: the script
+    is the image's /app/train.py, the config the ConfigMap's. Shipping the ConfigMap moves the
+    pod's working directory to /workspace, where `train.py` is not: one line naming the field."""
+    doc = next(yaml.safe_load_all((REVIEW / "workdir.yaml").read_text()))
+    c = doc["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
+    c.update(workingDir="/app", command=["bash", "-c", "python train.py --config /code/c.yaml"])
+    c["volumeMounts"][0]["mountPath"] = "/code"
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "wd-code"}}
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all([doc, {**cm, "data": {"c.yaml": "lr: 1\n"}}]))
+    with pytest.raises(ImportProblem) as e:
+        imp(path)
+    assert str(e.value) == (
+        f"{path}: spec.pytorchReplicaSpecs.Master.template.spec.containers[0].workingDir: got "
+        "'/app'; the command names train.py relative to it, which no ConfigMap of the file "
+        "holds, and the platform runs shipped code from /workspace, where they would not be "
+        "found: write them as absolute paths (/app/train.py) or put the files in the ConfigMap"
+    )
+
+
+def test_a_relative_program_read_from_working_dir_keeps_its_directory(tmp_path):
+    """`./run.sh config.yaml` from workingDir /opt/app, both files of the ConfigMap there: the
+    shipped command names the program by its path under /workspace (a bare `run.sh` would be
+    looked up on PATH), its argument relative to /workspace, where shipped code runs."""
+    path = tmp_path / "job.yaml"
+    path.write_text(
+        (REVIEW / "workdir.yaml")
+        .read_text()
+        .replace('command: ["python", "app/train.py", "--config", "app/config.yaml"]',
+                 'command: ["./run.sh", "config.yaml"]')
+        .replace("workingDir: /opt", "workingDir: /opt/app")
+        .replace("  train.py: |", "  run.sh: |\n    cat \"$1\"\n  train.py: |")
+    )  # fmt: skip
+    r = imp(path, docker_hub_routed=True)
+    assert r.entry["entrypoint"] == {
+        "command": ["/workspace/run.sh", "config.yaml"],
+        "codeDir": "imported/wd-job",
+    }

@@ -4,6 +4,8 @@ what it drops from a TrainJob's runtime patches (wave 17, importmore)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.jobs.importing import (
@@ -188,6 +190,8 @@ def test_the_labels_a_trainjobs_runtime_patches_set_are_each_named(tmp_path):
         "`research-queue`",
         f"{RJ}.spec.replicatedJobs[0].template.spec.template.metadata.annotations."
         "sidecar.istio.io/inject false: dropped; not supported (a job entry has no annotations)",
+        f"{RJ}.spec.replicatedJobs[0].template.spec.template.spec.nodeSelector: dropped; it "
+        "names no pool or instance type, so it chose nothing; the pool's own selector is set",
     ]
     assert any(c.startswith("spec.runtimePatches: dropped;") for c in r.changes)
 
@@ -227,3 +231,31 @@ def test_a_worker_whose_pod_the_api_server_stores_as_masters_is_the_same_pod(tmp
     with pytest.raises(ImportProblem) as e:
         imp(path)
     assert str(e.value).startswith(f"{path}: {W}.limits.cpu: got '4'; Master's is '2'; ")
+
+
+NODE_POD = f"{RJ}.spec.replicatedJobs[0].template.spec.template.spec"
+
+
+def test_a_trainjobs_patched_node_selector_and_tolerations_are_each_said(tmp_path):
+    """The review's TrainJob places its node pods with its runtime patch (the pinned CRD's pod
+    patch: nodeSelector, tolerations, ...; the Trainer applies it to the pods it builds): the
+    import dropped both inside the one "spec.runtimePatches: dropped" line and chose the pool
+    without reading the selector. Read as a pod's own: the selector chooses the pool (here
+    the 4-GPU pool over the smaller one a 1-GPU pod would get), or is refused naming the
+    patch's field; the tolerations give way to the pool's, each on its own line."""
+    review = Path(__file__).resolve().parents[1] / "fixtures" / "import" / "review"
+    r = imp(review / "trainjob-patch-mount.yaml")
+    assert r.entry["pool"] == "gpu-workloads"  # without the selector: gpu-small
+    assert [c for c in r.changes if c.startswith(f"{NODE_POD}.") and "volumeMounts" not in c] == [
+        f"{NODE_POD}.nodeSelector: dropped; karpenter.sh/nodepool: gpu-workloads chose pool "
+        "gpu-workloads; the pool's own selector is set",
+        f"{NODE_POD}.tolerations: dropped; the platform tolerates the pool's own taints",
+    ]
+    text = (review / "trainjob-patch-mount.yaml").read_text()
+    bad = write(tmp_path, text.replace("nodepool: gpu-workloads", "nodepool: p5-nowhere"))
+    with pytest.raises(ImportProblem) as e:
+        imp(bad)
+    assert str(e.value).startswith(
+        f"{bad}: {NODE_POD}.nodeSelector[karpenter.sh/nodepool]: got 'p5-nowhere'; no pool of "
+        "the stack matches it"
+    ), str(e.value)

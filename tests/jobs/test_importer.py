@@ -1125,8 +1125,12 @@ def test_a_trainjobs_other_spec_fields_are_named(tmp_path):
         "fleet's manager stack)",
         "spec.runtimePatches: dropped; not supported (its pod overrides: the pod's image, "
         "command, env and size come from spec.trainer; the platform sets the rest per team "
-        "and pool; code it mounts from a ConfigMap of the file is shipped, on its own line)",
+        "and pool; code it mounts from a ConfigMap of the file is shipped, and each field of "
+        "its node pods (nodeSelector, tolerations, ...) is named, on its own line)",
         "spec.suspend: dropped; Kueue admits and queues jobs",
+        "spec.runtimePatches[0].trainingRuntimeSpec.template.spec.replicatedJobs[0].template."
+        "spec.template.spec.nodeSelector: dropped; it names no pool or instance type, so it "
+        "chose nothing; the pool's own selector is set",
     ]
     entry = imp(path, backends=("pytorchjob", "trainjob")).entry
     job = parse_job(entry, "trainforge:jobs[0]")  # the stack's job model takes it

@@ -421,3 +421,56 @@ def test_what_the_import_says_the_plan_will_flag_is_what_the_plan_flags(tmp_path
     for line in said:  # the plan's message, prefixed by the object it judged
         rule, message = line.split(": ", 1)
         assert any(f.startswith(rule) and f.endswith(message) for f in flagged), (line, flagged)
+
+
+def test_the_import_lists_the_pod_script_rehearsal_the_plan_runs(tmp_path, capsys, monkeypatch):
+    """A `bash -c` script that sources a file its ConfigMap lacks fails when the plan rehearses
+    it (TRAINFORGE_POD_SCRIPT_FAILS, plan/checks/pod_scripts.py); the import's list of what the
+    plan will flag missed it, then the plan flagged it. Now the list runs the plan's
+    rehearsal on the job's objects beside the stack's: the plan of the entry flags the same
+    rule with the same message, and nothing more on the job."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    path = CORPUS / "review" / "script-fails.yaml"
+    assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+    out = capsys.readouterr().out
+    head = "# What `trainforge plan` will flag on this entry (its own checks, run on the objects"
+    said = out.split(head, 1)[1].split("\n# Next:", 1)[0].splitlines()[1:]
+    said = [line.removeprefix("#   - ") for line in said]
+    assert [s.split(":", 1)[0] for s in said] == ["TRAINFORGE_POD_SCRIPT_FAILS"], said
+    assert "/workspace/env.sh: No such file or directory" in said[0]
+
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += _entries(out)
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    flagged = [(v.rule, v.message) for v in result.failing if "prep-fails" in str(v.names)]
+    assert flagged == [tuple(s.split(": ", 1)) for s in said]
+
+
+def test_a_working_dir_job_runs_the_configmap_file_it_ran(
+    tmp_path, capfd, monkeypatch, trainforge_here
+):
+    """review/workdir.yaml runs `python app/train.py --config app/config.yaml` from workingDir
+    /opt with its ConfigMap at /opt/app: the import kept it as a command of the image and
+    dropped the ConfigMap, so the pod would run a file the image lacks. Import, plan and
+    run-local it: the entry ships both files, the plan is CLEAN, and the run reads the
+    ConfigMap's config.yaml through the relative path the original used."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    path = CORPUS / "review" / "workdir.yaml"
+    assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+    out = capfd.readouterr().out
+    assert out.splitlines()[-1] == (
+        "# Next: trainforge plan --stack dev; trainforge run-local --stack dev wd-job"
+    )
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += _entries(out)
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    assert result.clean, [(v.rule, v.message) for v in result.failing]
+    (job,) = [dj for dj in result.inventory.declared.jobs if dj.spec.name == "wd-job"]
+    shipped = job.emitted.user_configmap["data"]
+    assert "lr: 0.1\n" in shipped.values()
+    logs = _run_local(trainforge_here, root, "wd-job")
+    assert "wd-job read config.yaml -> lr: 0.1" in logs

@@ -21,7 +21,7 @@ from typing import Any
 
 from trainforge.core import pods
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import trainjob
+from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.import_read import ImportProblem, Workload, get
 
@@ -205,3 +205,106 @@ def dropped_why(m: Mount) -> str:
             return "the platform mounts /dev/shm itself, sized by shmSize"
         return "the pod's writable scratch space is /tmp (an emptyDir the platform mounts)"
     return "not supported (a job entry mounts the team's claims only: `volumes`)"
+
+
+# A word of a command that names a file: a path with a directory or a file name with a
+# suffix (`train.py`, `conf/c.yaml`, `./run.sh`), not a flag, a URL, a variable or a number.
+_PATH_WORD = re.compile(
+    r"(?:\./)?(?:[\w.-]+/)*[A-Za-z_][\w-]*\.[A-Za-z]\w*|(?:\.{1,2}/|[\w-]+/)[\w./-]*"
+)
+# a relative path inside a shell script: bounded by what cannot be part of a path
+_IN_SCRIPT = re.compile(r"(?<![\w./$=-])(?:\./)?[\w-][\w./-]*(?![\w./-])")
+# a script that changes directory: its later relative paths are not read from workingDir
+_CHANGES_DIR = re.compile(r"(?:^|[;&|(\s])(?:cd|pushd)(?:\s|$)")
+
+
+def _files_of(m: Mount, docs: list[dict[str, Any]], yaml_dir: Path) -> set[str]:
+    """The paths below `m`'s mount the kubelet projects from its ConfigMap (empty: not a
+    ConfigMap): a document of the file's items or keys, else the files beside the YAML that
+    `kubectl create configmap --from-file` would make (as `ship` reads them)."""
+    cm = get(m.volume, "configMap", "name")
+    if not cm:
+        return set()
+    items = {get(x, "path"): get(x, "key") for x in get(m.volume, "configMap", "items") or []}
+    doc = next(
+        (d for d in docs if d.get("kind") == "ConfigMap" and get(d, "metadata", "name") == cm),
+        None,
+    )
+    if doc is not None:
+        keys = {str(k) for k in get(doc, "data") or {}}
+        return {str(p) for p, k in items.items() if k in keys} if items else keys
+    beside = {p.name for p in yaml_dir.iterdir() if p.is_file()} if yaml_dir.is_dir() else set()
+    if items:
+        return {str(p) for p, k in items.items() if posixpath.basename(str(k)) in beside}
+    return beside
+
+
+@dataclass
+class Resolved:
+    """The command's words with the relative paths the container's workingDir gives read as
+    the pod reads them (`resolve`): those that name a file of a ConfigMap mount made absolute
+    (so that `ship` ships it and `Shipped.rewrite` moves it under USER_CODE_MOUNT), and which
+    they were: the absolute path -> the word as written."""
+
+    words: list[str]
+    made_absolute: dict[str, str] = field(default_factory=dict)
+
+
+def resolve(
+    words: list[str], working_dir: str, found: list[Mount], docs: list[dict[str, Any]],
+    yaml_dir: Path, script: str = "",
+) -> Resolved:  # fmt: skip
+    """`words` with each relative path that names a file of a ConfigMap mount, read from
+    `working_dir` as the kubelet starts the container there and the shell or python resolves
+    it (`python train.py` with workingDir /opt/app: /opt/app/train.py), made absolute.
+    `script`: the path the command runs, made absolute wherever it lands under a ConfigMap
+    mount, so that a missing key is refused by `ship` rather than run from the image."""
+    files = {m.path: _files_of(m, docs, yaml_dir) for m in found}
+
+    def absolute(rel: str, always: bool = False) -> str | None:
+        full = posixpath.normpath(posixpath.join(working_dir, rel))
+        for m in found:
+            inside = full.startswith(m.path + "/") and files[m.path]
+            if inside and (always or full[len(m.path) + 1 :] in files[m.path]):
+                return full
+        return None
+
+    out = Resolved(list(words))
+    script_text = shell_argv.shell_script(words)
+    for i, word in enumerate(words):
+        if word.startswith("/"):
+            continue
+        flag, eq, value = word.partition("=") if word.startswith("--") else ("", "", word)
+        if _PATH_WORD.fullmatch(value):
+            full = absolute(value, always=value == script and not flag)
+            if full is not None:
+                out.words[i] = f"{flag}{eq}{full}"
+                out.made_absolute[full] = value
+        elif word == script_text and not _CHANGES_DIR.search(word):
+            # a shell script (`sh -c`): its relative paths are read from workingDir
+
+            def sub(m: re.Match[str]) -> str:
+                tok = m.group(0)
+                full = absolute(tok) if _PATH_WORD.fullmatch(tok) else None
+                if full is None:
+                    return tok
+                out.made_absolute[full] = tok
+                return full
+
+            out.words[i] = _IN_SCRIPT.sub(sub, word)
+    return out
+
+
+def relative_left(words: list[str]) -> list[str]:
+    """The relative file paths `words` still name (plain words, `--flag=value` values and the
+    words of a `sh -c` script that does not change directory; a `python -c` program is code): read from the container's
+    workingDir in the original, from USER_CODE_MOUNT once the platform ships code."""
+    left: list[str] = []
+    script = shell_argv.shell_script(words)
+    for word in words:
+        flag, _, value = word.partition("=") if word.startswith("--") else ("", "", word)
+        if not value.startswith("/") and _PATH_WORD.fullmatch(value):
+            left.append(value)
+        elif word == script and not _CHANGES_DIR.search(word):
+            left += [t for t in _IN_SCRIPT.findall(word) if _PATH_WORD.fullmatch(t)]
+    return list(dict.fromkeys(left))

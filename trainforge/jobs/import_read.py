@@ -311,20 +311,46 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
     name, said, jobset = _runtime(doc, file)
     if (restart := import_restarts.trainjob(name, jobset, changes)) is not None:
         extra["restartPolicy"] = restart
+    metadata = _patch_metadata(doc, file)
+    pod, pod_at = _patched_pod(doc)
     return Workload(
         "TrainJob",
         _name(doc, file),
         workers,
         container,
         "spec.trainer",
-        {},
-        "spec",
+        pod,
+        pod_at,
         extra,
         resources_key="resourcesPerNode",
         runtime_ref=name,
         runtime_said=said,
-        metadata=_patch_metadata(doc, file),
+        metadata=metadata,
     )
+
+
+def _patched_pod(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
+    """(the pod fields, field path) a TrainJob's runtime patches set on the pods of its `node`
+    replicated job, later patches last: the pinned TrainJob CRD's pod patch holds
+    nodeSelector, tolerations, affinity, schedulingGates, securityContext,
+    serviceAccountName, imagePullSecrets, initContainers, containers and volumes
+    (trainer.kubeflow.org_trainjobs.yaml of Trainer v2.2.1, c505fc7c, vendored in
+    trainforge/plan/data/crds/, read 2026-11-30), which the Trainer applies to the pods it
+    builds: so a `nodeSelector` there placed them, as a pod's own does. The importer reads
+    these as the pod's (a selector chooses or refuses the pool; every other field is named
+    with its fate); its containers and volumes are read by `import_code.mounts`. ({}, "spec")
+    without such a patch; the path is the last patch's that sets a field."""
+    pod: dict[str, Any] = {}
+    at = "spec"
+    shapes = {trainjob.KIND: trainjob.SHAPE}
+    for t in pods.pod_templates(doc, shapes, build=False):
+        if t.name != trainjob.REPLICATED_JOB:
+            continue
+        fields = {k: v for k, v in t.spec.items() if k not in ("containers", "volumes")}
+        if fields:
+            pod.update(fields)
+            at = f"{t.path}.spec"
+    return pod, at
 
 
 def _procs(nproc: Any, file: str) -> int:
@@ -454,7 +480,8 @@ def _walk(value: Any, at: str, path: tuple[str, ...], file: str) -> list[tuple[A
 _TRAINJOB_DROPPED = {
     "runtimePatches": "; not supported (its pod overrides: the pod's image, command, env and "
     "size come from spec.trainer; the platform sets the rest per team and pool; code it "
-    "mounts from a ConfigMap of the file is shipped, on its own line)",
+    "mounts from a ConfigMap of the file is shipped, and each field of its node pods "
+    "(nodeSelector, tolerations, ...) is named, on its own line)",
     # its downloads (and the token a model hub needs) have no route: pods reach no internet
     "initializer": "; not supported (a job entry has no initializer, and the platform's "
     "NetworkPolicies give pods no internet: put the data set and model on the team's FSx or "

@@ -497,10 +497,17 @@ def import_workload(
 
     # what: the program and its files
     argv = _argv(c, file, at)
+    found = import_code.mounts(w, docs)
+    working_dir = _working_dir_of(c.get("workingDir"), at, file)
+    resolved = import_code.Resolved(argv)
+    if working_dir is not None:  # relative paths, read from it as the pod reads them
+        first = _program(argv)
+        script = first.path if first.kind == "script" else ""
+        resolved = import_code.resolve(argv, working_dir, found, docs, path.parent, script)
+        argv = resolved.words
     program = _program(argv)
     code_dir = posixpath.join(out_dir, w.name)
     keep_image = False
-    found = import_code.mounts(w, docs)
     # a module of the image imports from it: nothing it names is shipped (said per mount)
     words = argv if program.kind != "module" else []
     shipped = import_code.ship(
@@ -526,7 +533,7 @@ def import_workload(
         )
     elif program.kind == "script":
         keep_image = True
-        entry["entrypoint"] = {"command": [shipped.rewrite(a) for a in argv]}
+        entry["entrypoint"] = {"command": _moved_command(argv, resolved, shipped)}
         changes.append(
             f"{at}.command: {program.path} is not mounted from a ConfigMap, so it must be in "
             "the image: entrypoint.command, run as written on your image"
@@ -540,7 +547,7 @@ def import_workload(
         )
     else:
         keep_image = True
-        entry["entrypoint"] = {"command": [shipped.rewrite(a) for a in argv]}
+        entry["entrypoint"] = {"command": _moved_command(argv, resolved, shipped)}
         changes.append(
             f"{at}.command {shlex.join(argv)[:60]}: entrypoint.command, run as written on your image"
         )
@@ -551,7 +558,7 @@ def import_workload(
             f"entrypoint.codeDir {code_dir}: its {len(files)} file(s) shipped, mounted at "
             f"{USER_CODE_MOUNT}"
         )
-    program.args = [shipped.rewrite(a) for a in program.args]
+    program.args = [_moved(a, resolved, shipped) for a in program.args]
     moved = [m.path for m in shipped.mounts if m.path != USER_CODE_MOUNT]
     if moved:
         changes.append(
@@ -565,7 +572,10 @@ def import_workload(
         )
     if program.args and program.kind != "command":
         entry["entrypoint"]["args"] = program.args
-    _working_dir(c.get("workingDir"), entry, keep_image, at, file, changes)
+    _working_dir(
+        working_dir, entry, keep_image, at, file, changes, resolved, bool(files),
+        inline=program.kind == "inline",
+    )  # fmt: skip
     if program.nproc is not None:
         w.extra.setdefault("procsPerWorker", program.nproc)
     if "procsPerWorker" in w.extra and gpus and w.extra["procsPerWorker"] != gpus:
@@ -735,29 +745,91 @@ def _metadata(w: Workload, queue: str | None, changes: list[str]) -> None:
                 changes.append(line)
 
 
-def _working_dir(
-    value: Any, entry: dict[str, Any], keep: bool, at: str, file: str, changes: list[str]
-) -> None:
-    """The container's workingDir: kept as entrypoint.workingDir for code of the image (its
-    relative paths, `python train.py` or `-m pkg`, resolve there; without it the pod runs from
-    the image's WORKDIR), dropped and said for shipped code, which runs from its mount."""
+def _working_dir_of(value: Any, at: str, file: str) -> str | None:
+    """The container's workingDir (None: unset, the image's WORKDIR), an absolute path as the
+    kubelet needs it to start the container there."""
     if value is None:
-        return
+        return None
     if not isinstance(value, str) or not value.startswith("/"):
         raise ImportProblem(
             file, f"{at}.workingDir", f"got {value!r}; expected an absolute path, such as /app"
         )
-    if keep:
+    return value
+
+
+def _moved(word: str, resolved: import_code.Resolved, shipped: import_code.Shipped) -> str:
+    """`word` as the platform's pod must spell it: under USER_CODE_MOUNT where it named a
+    shipped mount (`Shipped.rewrite`); a plain word the container's workingDir made absolute
+    (`import_code.resolve`) relative again, from USER_CODE_MOUNT, where the shipped code runs
+    (the pods' and run-local's working directory), so it stays the file the original read."""
+    flag, eq, value = word.partition("=") if word.startswith("--") else ("", "", word)
+    if value in resolved.made_absolute:
+        for m in shipped.mounts:
+            if value.startswith(m.path + "/"):
+                return f"{flag}{eq}{value[len(m.path) + 1 :]}"
+    return shipped.rewrite(word)
+
+
+def _moved_command(
+    argv: list[str], resolved: import_code.Resolved, shipped: import_code.Shipped
+) -> list[str]:
+    """The command's words as the platform's pod must spell them (`_moved`); its program
+    keeps a directory (`/workspace/run.sh`, not `run.sh`, which the kubelet's exec would look
+    up on PATH)."""
+    return [shipped.rewrite(argv[0]), *(_moved(a, resolved, shipped) for a in argv[1:])]
+
+
+def _working_dir(
+    value: str | None,
+    entry: dict[str, Any],
+    keep: bool,
+    at: str,
+    file: str,
+    changes: list[str],
+    resolved: import_code.Resolved,
+    ships: bool,
+    inline: bool = False,
+) -> None:
+    """The container's workingDir: kept as entrypoint.workingDir for code of the image that
+    ships nothing (its relative paths, `python train.py` or `-m pkg`, resolve there; without
+    it the pod runs from the image's WORKDIR); dropped and said where code is shipped, which
+    runs from its mount (USER_CODE_MOUNT): the relative paths it gave that named files of a
+    ConfigMap are shipped (`import_code.resolve`); any other the command still names would be
+    read from the mount instead, which is said in one line naming the field."""
+    if value is None:
+        return
+    if keep and not ships:
         entry["entrypoint"]["workingDir"] = value
         changes.append(
             f"{at}.workingDir {value} -> entrypoint.workingDir {value}: kept; your code runs "
             "from it, as in your file"
         )
-    else:
+        return
+    # what the command still names relative to workingDir (those it named in a ConfigMap
+    # are absolute in `resolved.words`); a `python -c` program's text is code, not paths
+    left = [] if inline else import_code.relative_left(resolved.words)
+    if value == USER_CODE_MOUNT or not left:
+        read = ", ".join(f"{rel} ({full})" for full, rel in resolved.made_absolute.items())
         changes.append(
             f"{at}.workingDir {value}: dropped; the shipped code runs from its own mount, "
             f"{USER_CODE_MOUNT}, which holds its files"
+            + (
+                f" (the relative paths the command names, read from {value} as the pod "
+                f"reads them: {read}, are the ConfigMap's files, shipped and named from "
+                f"{USER_CODE_MOUNT})"
+                if read
+                else ""
+            )
         )
+        return
+    raise ImportProblem(
+        file,
+        f"{at}.workingDir",
+        f"got {value!r}; the command names {', '.join(left)} relative to it, which no "
+        f"ConfigMap of the file holds, and the platform runs shipped code from "
+        f"{USER_CODE_MOUNT}, where they would not be found: write them as absolute paths "
+        f"({posixpath.join(value, left[0])}) or put the files in the ConfigMap",
+    )
 
 
 def _image(
