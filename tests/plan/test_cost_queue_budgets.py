@@ -140,6 +140,11 @@ def test_a_budget_whose_run_cost_is_unknown_names_the_jobs_and_what_to_set(plann
         "TF_COST_CLUSTER_BUDGET": ("cluster", "the cluster has a budget of $100,000.00/month "
                                    f"but {unknown}"),
     }  # fmt: skip
+    # the fix is the missing duration, not the spending: a newcomer review found "run fewer or
+    # shorter jobs ... raise teamPerMonth" under a finding whose cause was no duration at all
+    for f in got:
+        assert f.fix.startswith("give job first a duration: set expectedStepSeconds"), f.fix
+        assert "fewer" not in f.fix and "raise" not in f.fix, f.fix
 
 
 def test_a_missing_price_is_its_own_finding_that_blames_the_price_table(planned):
@@ -235,3 +240,20 @@ def test_a_cheaper_pool_shows_the_run_cost_change_not_a_monthly_one():
         "run costs $75.83 in all (-$30.93)"
     )
     assert "/month" not in "\n".join(lines[1:])
+
+
+def test_a_cap_whose_rate_is_unknown_is_fixed_at_its_cause_not_by_spending_less(planned):
+    """A job's $/h unknown though every price is known (no type of its pool fits a pod): the
+    cap finding's fix names that cause, never "fewer workers" or a higher cap."""
+    import dataclasses
+
+    _, report = planned
+    jobs = report.jobs
+    report.jobs = [dataclasses.replace(jobs[0], choice=None, no_node="pool limits: 0 nodes")]
+    try:
+        got = cost_check.findings(report, cost_check.parse_caps({"jobPerHour": 1000}))
+    finally:
+        report.jobs = jobs
+    (f,) = [f for f in got if f.rule == "TF_COST_JOB_CAP"]
+    assert "so the cap cannot be checked" in f.message
+    assert f.fix == cost_check.NO_RATE_FIX and "fewer" not in f.fix

@@ -645,3 +645,28 @@ def test_a_flag_given_twice_reads_as_the_runtime_reads_it_the_last_wins():
     assert v is not None and v.checkpoint_dir == "/fsx/checkpoints/vision/other"
     assert v.resume == "never"
     assert CC.last_value(CC.argv_fields(["--a", "1"]), "--b", "d") == "d"
+
+
+def test_growing_fsx_updates_the_file_system_and_never_patches_its_bound_claims(
+    tmp_path, capsys, project_copy, shipped_plan_out
+):
+    """A newcomer review: growing `fsx.storageCapacityGiB` showed `~ spec.resources.requests.
+    storage` on every team claim, and `pulumi up` would patch them, which the API server
+    refuses for a claim bound to a static volume ("only dynamically provisioned pvc can be
+    resized", kubernetes plugin/pkg/admission/storage/persistentvolume/resize/admission.go).
+    The claims ignore their request (ignoreChanges), so the diff shows what Pulumi will do: the
+    file system and its volumes grow, the claims stay as they are."""
+
+    def grow(config):
+        config["trainforge:fsx"]["storageCapacityGiB"] = 2400
+
+    head = project_copy(tmp_path, "head", grow, stack="dev")
+    md_file = tmp_path / "pr.md"
+    capsys.readouterr()
+    cli.main(["--stack", "dev", "--no-standins", "--project-dir", str(head),
+              "--diff", str(shipped_plan_out("dev")), "--diff-md", str(md_file),
+              "--report", str(tmp_path / "r.txt")])  # fmt: skip
+    md = md_file.read_text()
+    assert "PersistentVolume/fsx-" in md, md  # the volumes' capacity follows the file system
+    assert "PersistentVolumeClaim/fsx-" not in md, md
+    assert "`storageCapacity`: `1200` → `2400`" in md, md

@@ -175,3 +175,17 @@ def test_a_command_whose_program_is_a_whole_command_line_is_refused(command, spl
     )
     job["entrypoint"] = {"command": ["bash", "-c", "torchrun train.py"]}  # a shell's script
     assert errors(config, lookups=False) == []
+
+
+def test_a_scalar_where_a_block_of_keys_goes_names_the_keys():
+    """`borrowingLimit: "8"` (a newcomer review): "expected a mapping" alone left the reader to
+    guess the keys; the line names them, read from the model."""
+    config = dev()
+    config["trainforge:teams"][0]["quota"]["borrowingLimit"] = "8"
+    (line,) = errors(config, lookups=False)
+    assert line.endswith(
+        "trainforge:teams[0].quota.borrowingLimit: got '8'; expected a mapping with keys "
+        "cpu, gpus, memory"
+    ), line
+    config["trainforge:teams"][0]["quota"]["borrowingLimit"] = {"gpus": "8"}
+    assert errors(config, lookups=False) == []

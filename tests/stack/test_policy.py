@@ -37,7 +37,7 @@ def test_every_bad_waiver_in_one_error():
         "does not apply here",
         "trainforge-policy:waivers[2].reasn: unknown key (did you mean 'reason'?); "
         "known keys: image, reason, resource, rule",
-        "trainforge-policy:waivers[3]: got 'not a mapping'; expected a mapping",
+        "trainforge-policy:waivers[3]: got 'not a mapping'; expected a mapping with keys image, reason, resource, rule",
         "trainforge-policy:waivers[5].rule: got 'SOMETHING_ELSE'; expected one of the rules: "
         "CKV_K8S_16, TF_COST_JOB_CAP, TF_COST_TEAM_CAP",
     ]

@@ -16,7 +16,7 @@ from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.data_safety import other_stack
 from trainforge.plan.core import attach_waiver
 from trainforge.plan.job_view import job_views
-from trainforge.plan.sides import Side
+from trainforge.plan.sides import Side, urn_type_name
 
 REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
 JOB_CHANGE = {
@@ -54,12 +54,39 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
     }
 
 
+def _under(path: str, prefixes: Any) -> bool:
+    """`path` is one of `prefixes` (Pulumi property paths) or inside one."""
+    return any(path == p or path.startswith((p + ".", p + "[")) for p in prefixes or ())
+
+
+def _without_ignored(d: D.PlanDiff, ignored: dict[str, Any]) -> D.PlanDiff:
+    """`d` less the fields under each resource's ignoreChanges: Pulumi keeps the live value
+    there (it never sends the new one), so a change shown there would not happen. An object
+    whose every change is ignored is not changed at all."""
+    changed = []
+    for c in d.changed:
+        kept = [f for f in c.fields if not _under(f[0], ignored.get(c.key))]
+        if kept:
+            changed.append(D.Change(c.key, kept))
+    return D.PlanDiff(d.added, d.removed, changed)
+
+
+def _ignored(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """ignoreChanges of the head's Kubernetes objects (by ident) and cloud resources (by type::name)."""
+    recs = result.inventory.resources
+    by_urn = {r.urn: (r.options or {}).get("ignoreChanges") for r in recs}
+    objects = {o.ident: by_urn.get(o.urn) for o in result.objects if by_urn.get(o.urn)}
+    resources = {urn_type_name(r.urn): by_urn[r.urn] for r in recs if by_urn.get(r.urn)}
+    return objects, resources
+
+
 def review(base: Side, head: Side, result: Any) -> DiffContext:
     """Diff, job changes, diff checks (their findings join `result.violations`, with waivers)."""
     if note := other_stack(base, head):  # said once, in the header of both outputs
         base.label = f"{base.label} ({note})"
-    objects = D.diff_maps(base.objects, head.objects)
-    resources = D.diff_maps(base.resources, head.resources)
+    ignored_objects, ignored_resources = _ignored(result)
+    objects = _without_ignored(D.diff_maps(base.objects, head.objects), ignored_objects)
+    resources = _without_ignored(D.diff_maps(base.resources, head.resources), ignored_resources)
     ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))
     # jobs by namespace/name: a backend change (PyTorchJob -> TrainJob) is one job replaced
     old_jobs = {f"{v.namespace}/{v.name}": v for v in job_views(base.objects).values()}

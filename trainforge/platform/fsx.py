@@ -444,7 +444,15 @@ class FsxLustre(pulumi.ComponentResource):
                         requests={"storage": size}
                     ),
                 ),
-                opts=k8s_opts,
+                # Growing FSx (an in-place update) must not patch the claim: the API server
+                # refuses to resize a claim bound to a static volume ("only dynamically
+                # provisioned pvc can be resized", kubernetes plugin/pkg/admission/storage/
+                # persistentvolume/resize/admission.go), so `pulumi up` would fail half-way.
+                # The request only binds the claim (<= the volume's capacity, which follows
+                # the file system); Lustre enforces no per-claim size.
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(ignore_changes=["spec.resources"])
+                ),
             )
 
         # The platform's own view of the whole file system: only the team-directory Jobs use

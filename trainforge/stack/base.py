@@ -501,6 +501,10 @@ def format_errors(exc: ValidationError, root: Any, path: str) -> list[str]:
             out.append(f"{where}: unknown key{hint}; known keys: {', '.join(sorted(known))}")
         elif kind == "missing":
             out.append(f"{where}: missing; expected {_describe(root, loc)}")
+        elif kind in ("model_type", "model_attributes_type") and (m := _model_at(root, loc)):
+            # a scalar where a block of keys goes (`borrowingLimit: "8"`): name the keys
+            keys = ", ".join(sorted(aliases(m)))
+            out.append(problem(where, err.get("input"), f"a mapping with keys {keys}"))
         else:
             out.append(problem(where, err.get("input"), _expected(err)))
     return out

@@ -34,6 +34,19 @@ RULES = {
     "or waive it with a reason",
 }
 
+# The fix of a budget that cannot be judged because a run's length is unknown: the missing
+# duration is the cause, not the spending, so cutting jobs or raising the budget fixes nothing.
+NO_DURATION_FIX = (
+    "give {jobs} a duration: set expectedStepSeconds (the seconds one step takes, measured: "
+    "docs/cost.md), or runPolicy.activeDeadlineSeconds as a ceiling; or waive it with a reason"
+)
+# The fix of a cap that cannot be judged although every price is known: what keeps the job's
+# $/h unknown (no type of its pool fits it, no worker admits it) is the cause.
+NO_RATE_FIX = (
+    "the job's $/h is unknown for the reason given, not because it costs too much: fix that "
+    "(a pool whose types fit its pods, a worker that admits it), or waive it with a reason"
+)
+
 
 def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport:
     region = C.plan_region(ctx.inventory)
@@ -256,10 +269,13 @@ def _judge(
     prices: list[str],
     unknown: str,
     over: str | None,
+    unknown_fix: str = NO_RATE_FIX,
 ) -> list[Finding]:
     """One cap or budget of `who` (resource, names, words): a missing price
-    (TF_COST_PRICE_MISSING: the table is the fix), an unknown figure, or over it (`over`)."""
+    (TF_COST_PRICE_MISSING: the table is the fix), an unknown figure (`unknown`, whose fix is
+    its cause: `unknown_fix`), or over it (`over`, the rule's fix)."""
     resource, names, what = who
+    fix = unknown_fix if unknown and not prices else None
     if prices:
         rule = "TF_COST_PRICE_MISSING"
         unknown = (
@@ -268,7 +284,12 @@ def _judge(
             f"{P.FACTS_DATE})"
         )
     msg = unknown or over
-    return [Finding(resource, rule, msg, RULES[rule], names=names)] if msg else []
+    return [Finding(resource, rule, msg, fix or RULES[rule], names=names)] if msg else []
+
+
+def _duration_fix(jobs: Iterable[str]) -> str:
+    names = sorted(set(jobs))
+    return NO_DURATION_FIX.format(jobs=f"job{'s' if len(names) > 1 else ''} {', '.join(names)}")
 
 
 def _no_month(what: str, budget: float, jobs: Iterable[str]) -> str:
@@ -336,6 +357,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             + f"), over its {usd(budget)}/month budget"
             if t.month is not None and C.cents(t.month) > budget
             else None,
+            _duration_fix(t.month_unknown),
         )
     budget = caps.cluster_per_month
     if budget is not None:
@@ -354,6 +376,7 @@ def findings(report: C.CostReport, caps: CostCaps) -> list[Finding]:
             f"run once{_less_in_fixed(report)}), over its {usd(budget)}/month budget"
             if month is not None and C.cents(month) > budget
             else None,
+            _duration_fix(unknown),
         )
     return out
 
