@@ -825,3 +825,38 @@ def test_a_job_its_queue_cannot_admit_waits_on_kueue_s_quota_not_the_resource_qu
     assert reason.endswith(
         "insufficient unused quota for nvidia.com/gpu in flavor gpu-workloads, 3 more needed)"
     ), reason
+
+
+def test_where_only_a_raised_pool_and_borrowing_limit_together_admit_it_the_fix_says_both():
+    """Team research asks 2 GPUs of dev's gpu-workloads (4 GPUs) beside team other asking 100,
+    and may borrow none: the split gives it 0. A borrowing limit alone gets it the pool's 4 at
+    most; a raised pool alone goes to other's guarantee, which research may not borrow. Wave
+    20's line said no raise lifts it (`quota.borrow_raise` was tried alone). The fix now raises
+    both (`quota._raise_with_borrowing`); applied to the stack and planned again, the job is
+    admitted."""
+    import copy
+
+    import yaml
+
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    teams = [
+        {"name": "research", "quota": {"gpus": "2", "borrowingLimit": {"gpus": "0"}}},
+        {"name": "other", "quota": {"gpus": "100"}},
+    ]
+    cfg = {"trainforge:teams": teams, "trainforge:nodePools": stack["trainforge:nodePools"]}
+    wide = job("wide", "research", 6)
+    with pytest.raises(pulumi.RunError) as err:
+        plan([wide], **cfg)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix.startswith("set trainforge:nodePools[0].limits.gpus to "), fix
+    changes = fix.removeprefix("set ").split(" (Karpenter")[0].split(" and ")
+    assert [c.split(" to ")[0] for c in changes] == [
+        "trainforge:nodePools[0].limits.gpus",
+        "trainforge:teams[0].quota.borrowingLimit.gpus",
+    ], fix
+    raised = {k.removeprefix("trainforge:"): v for k, v in copy.deepcopy(cfg).items()}
+    for change in changes:
+        _set_key(raised, *change.split(" to "))
+    after = plan([wide], **{f"trainforge:{k}": v for k, v in raised.items()})
+    assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
+    assert admission(after)[1]["wide"]["state"] == "runs"

@@ -567,10 +567,12 @@ def quota_fix(
         # the model found no raise that lifts it: say so, and what holds it
         at, team = quota.pool_key(inputs.pools, job.pool), quota.team_key(inputs.teams, job.team)
         cap_key = f"{at}.maxSize" if target.pool.kind == "node-group" else f"{at}.limits.{name}"
-        # `quota_raise` tries the borrowing limit alone, where the team sets one
+        # `quota_raise` tries the borrowing limit alone and with the others, where one is set
         mine = next(t for t in inputs.teams if t.name == job.team)
         limited = getattr(mine.quota.borrowing_limit, name, None) is not None
-        borrow = f", nor of {team}.quota.borrowingLimit.{name}," if limited else ""
+        borrow = (
+            f", with or without a raise of {team}.quota.borrowingLimit.{name}," if limited else ""
+        )
         bigger = (
             f"no raise of {team}.quota.{name}, {team}.quota.pools.{job.pool}.{name} or "
             f"{cap_key}, alone or together{borrow} lifts it without taking from another team's "
