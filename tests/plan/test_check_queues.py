@@ -860,3 +860,43 @@ def test_where_only_a_raised_pool_and_borrowing_limit_together_admit_it_the_fix_
     after = plan([wide], **{f"trainforge:{k}": v for k, v in raised.items()})
     assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
     assert admission(after)[1]["wide"]["state"] == "runs"
+
+
+def test_a_declared_trainjob_over_its_quota_with_its_initializers_gets_the_sized_fix(monkeypatch):
+    """A declared TrainJob (backend trainjob) of 3 CPUs with a dataset initializer of 12 CPUs
+    on its pool: team vision may hold 14.4 CPUs in gpu-workloads, each pod set fits alone, both
+    never (Kueue charges a Workload's pod sets together). The finding said the generic "make
+    the job smaller, or give the team more nominal quota": it now says what it needs with its
+    initializers and gives the fix SDK TrainJobs get (`queues.quota_change`, the one function),
+    sized beside the initializer; each alternative applied and planned again is admitted."""
+    import copy
+
+    import yaml
+
+    cpu = {"cpu": "12", "memory": "64Mi"}
+    _with_initializer(
+        monkeypatch, resources={"requests": cpu, "limits": cpu},
+        nodeSelector={"trainforge.io/pool": "gpu-workloads"},  # the trainer's flavor
+    )  # fmt: skip
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    pools = {"nodePools": stack["trainforge:nodePools"]}
+    spec = job("init", "vision", 1, cpu="3", backend="trainjob")
+
+    def run(pools: dict, spec: dict):
+        return plan([spec], teams=TEAMS[:1], **{f"trainforge:{k}": v for k, v in pools.items()})
+
+    (finding,) = [v for v in run(pools, spec).failing if v.rule == Q.RULE_NEVER]
+    assert (
+        "needs 15 cpu in pool gpu-workloads (3 its trainer, 12 its initializers), but team "
+        "queue vision can hold at most 14.4 there" in finding.message
+    ), finding.message
+    assert finding.fix.startswith("use cpu of at most 2.4 per pod, or set "), finding.fix
+    smaller, bigger = finding.fix.removeprefix("use ").split(", or set ")
+    raised = copy.deepcopy(pools)
+    for change in bigger.split(" (Karpenter")[0].split(" and "):
+        _set_key(raised, *change.split(" to "))
+    less = {**spec, "cpu": smaller.removeprefix("cpu of at most ").split(" ")[0]}
+    for fixed, sent in ((raised, spec), (pools, less)):
+        after = run(fixed, sent)
+        assert not [v for v in after.failing if v.rule == Q.RULE_NEVER], after.failing
+        assert admission(after)[1]["init"]["state"] == "runs"

@@ -181,16 +181,25 @@ class Simulation:
                 ns[r] = ns.get(r, Fraction(0)) + sign * need
 
     def can_ever_fit(self, w: Workload) -> str | None:
-        """None, or why the job exceeds what its queue could ever hold in its flavor."""
+        """None, or why the job exceeds what its queue could ever hold in its flavor: its
+        `need`, with what a TrainJob's initializers hold there beside it (`init_need`: Kueue
+        charges a Workload's pod sets together)."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
-        for r, need in w.need.items():
+        beside = w.init_need.get(f, {})
+        for r, need in _summed([w.need, beside]).items():
             most = self.quotas.potential(q, f, r)
             nominal = K.Quotas.nominal(q, f, r)
             if need > most:
+                parts = ""
+                if beside.get(r):
+                    parts = (
+                        f" ({figure(r, w.need.get(r, Fraction(0)))} its trainer, "
+                        f"{figure(r, beside[r])} its initializers)"
+                    )
                 return (
-                    f"needs {figure(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
-                    f"at most {figure(r, most)} there (nominal {figure(r, nominal)}"
+                    f"needs {figure(r, need)} {r} in pool {f}{parts}, but team queue {q.name} "
+                    f"can hold at most {figure(r, most)} there (nominal {figure(r, nominal)}"
                     + (
                         f" + up to {figure(r, most - nominal)} borrowed from cohort {q.cohort}"
                         if q.cohort
@@ -561,13 +570,25 @@ def _placed(
         return None
     if any(len(flavors.get(p.name, ())) > 1 for p in sets):
         return None
+    (mine,) = flavors[main]
+    return mine, others_held(a, sets, main)
+
+
+def others_held(a: K.Assignment, sets: list[K.PodSet], main: str) -> dict[str, dict[str, Fraction]]:
+    """flavor -> what the pod sets of `sets` other than `main` (a TrainJob's initializers) ask
+    there in assignment `a`, each resource in the flavor it took; also of an assignment that
+    stopped at `main` (NoFit: Kueue assigns pod sets in order and stops at the first that gets
+    none, so those before it hold their flavors). One asking nothing holds nothing."""
     held: dict[str, dict[str, Fraction]] = {}
     for p in sets:
-        if p.name != main and flavors.get(p.name):  # one asking nothing holds nothing
-            (f,) = flavors[p.name]
-            held[f] = _summed([held.get(f, {}), p.total()])
-    (mine,) = flavors[main]
-    return mine, held
+        if p.name == main:
+            continue
+        total = p.total()
+        for r, c in a.podsets.get(p.name, {}).items():
+            if total.get(r):
+                per = held.setdefault(c.flavor, {})
+                per[r] = per.get(r, Fraction(0)) + total[r]
+    return held
 
 
 _HARD = {f"requests.{GPU}": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
@@ -820,6 +841,9 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         idle = got.assignment
         if idle.mode == K.NO_FIT:
+            # a TrainJob's initializers come before its trainer (JobSet order) and took their
+            # flavors before it got none: what they hold in its flavor counts with it
+            w.init_need = others_held(idle, sets, ps.name) if wl.checked is not None else {}
             sim = Simulation(m.queues, m.flavors, shared=m.shared)
             why, said = sim.can_ever_fit(w), kueue_refusal(q.name, idle)
             fix = _never_fix(sim, w, dj) if why else ""
@@ -855,10 +879,11 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
 def _never_fix(sim: Simulation, w: Workload, dj: Any) -> str:
     """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`):
-    `quota_change`'s. "": not its pool."""
+    `quota_change`'s, its initializers' part there beside it. "": not its pool."""
     if w.flavor != dj.spec.pool:
         return ""
-    return quota_change(sim.quotas, sim.queues[w.queue or ""], w.need, w.pods, dj.spec, dj.target)
+    q, beside = sim.queues[w.queue or ""], w.init_need.get(dj.spec.pool, {})
+    return quota_change(sim.quotas, q, w.need, w.pods, dj.spec, dj.target, beside=beside)
 
 
 def quota_change(
@@ -869,22 +894,29 @@ def quota_change(
     spec: Any,
     target: Any,
     said: Mapping[str, str] | None = None,
+    beside: Mapping[str, Fraction] | None = None,
 ) -> str:
     """The preview refusal's fix of `pods` pods needing `need` in all, over what queue `q` may
     ever hold in pool `spec.pool` (`wiring.quota_fix`: fewer pods, or the stack keys that the
     quota model, which renders the queues, says lift it; or that none does). "": nothing over.
-    `said`: how the fewer pods are written (`quota_fix`)."""
-    over = [r for r, n in need.items() if n > quotas.potential(q, spec.pool, r)]
+    `said`: how the fewer pods are written (`quota_fix`). `beside`: what the Workload's other
+    pod sets (a TrainJob's initializers, declared or sent by the SDK) hold in the pool with
+    them: Kueue admits the pod sets together, so the raise lifts both and the fewer pods fit
+    beside it. The one fix of a declared job and of an SDK job (`submitted_fix`)."""
+    beside = beside or {}
+    total = _summed([need, beside])
+    over = [r for r, n in total.items() if n > quotas.potential(q, spec.pool, r)]
     if not over or over[0] not in quota.CONFIG_KEY:
         return ""
-    name, total = quota.CONFIG_KEY[over[0]], need[over[0]]
+    r = over[0]
+    name, mine, held = quota.CONFIG_KEY[r], need.get(r, Fraction(0)), beside.get(r, Fraction(0))
     # what one pod asks is within the pool's room: fewer of them fit; else a pod is too big
     room = (target.team.quota_inputs.room(spec.pool) or {}) if target.team.quota_inputs else {}
-    cap = parse_quantity(getattr(target.quota, name) or "0") or total
-    one_fits = total / max(pods, 1) <= room.get(name, cap)
+    cap = parse_quantity(getattr(target.quota, name) or "0") or total[r]
+    one_fits = mine / max(pods, 1) + held <= room.get(name, cap)
     key = "workers" if one_fits else ("gpusPerWorker" if name == "gpus" else name)
-    lift = quota_lift(spec, target, name, total)
-    return quota_fix(spec, target, name, key, total, cap, pods, lift, said=said)
+    lift = quota_lift(spec, target, name, total[r])
+    return quota_fix(spec, target, name, key, mine, cap, pods, lift, said=said, beside=held)
 
 
 def node_fit(spec: Any, pool: PoolFacts) -> str | None:
@@ -964,6 +996,8 @@ def admit_object(
     w.priority = got.priority
     a = got.assignment
     took = {c.flavor for c in a.podsets.get(name, {}).values()}  # its pod set's
+    # what a TrainJob's initializers hold beside it (their flavors are taken before its own)
+    w.init_need = others_held(a, sets, name) if validated else {}
     if a.mode == K.NO_FIT or len(took) != 1:
         w.state, w.reason = "never", kueue_refusal(w.queue, a)
         return out
@@ -1392,7 +1426,8 @@ def submitted_fix(ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction]
     target = contracts[0].target(team.name, pool.name)
     quotas = K.Quotas(m.queues, m.shared)
     need = {r: v * w.pods for r, v in per_pod.items() if v}
-    return quota_change(quotas, q, need, w.pods, spec, target, SDK_SAID)
+    beside = w.init_need.get(pool.name, {})  # its initializers' there (`admit_object`)
+    return quota_change(quotas, q, need, w.pods, spec, target, SDK_SAID, beside)
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:
