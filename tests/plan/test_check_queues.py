@@ -900,3 +900,44 @@ def test_a_declared_trainjob_over_its_quota_with_its_initializers_gets_the_sized
         after = run(fixed, sent)
         assert not [v for v in after.failing if v.rule == Q.RULE_NEVER], after.failing
         assert admission(after)[1]["init"]["state"] == "runs"
+
+
+def test_a_job_admitted_by_preempting_says_it_starts_once_the_preempted_pods_are_gone():
+    """vision-small and nlp-big (3 GPUs, borrowing 1) are admitted in Kueue's first cycle;
+    vision's second job, within vision's nominal quota, reclaims it by preempting nlp-big in
+    the next cycle. The plan said nlp-big was "expected to start after 0 s" (its admission
+    in the instant it was preempted) and that vision-two simply runs: now nlp-big starts when
+    vision-small's hour frees its GPUs, and vision-two's line names the job it preempts and
+    that its pods start once that job's pods are gone, within their terminationGracePeriod
+    Seconds as the emitted pod spec says."""
+    from trainforge.core.pods import pod_templates as walk
+    from trainforge.jobs.backends import SHAPES
+    from trainforge.jobs.duration import duration_text
+
+    result = plan(
+        [
+            job("vision-small", "vision", 1, expectedStepSeconds=36),
+            job("nlp-big", "nlp", 3, expectedStepSeconds=72),
+            job("vision-two", "vision", 1, expectedStepSeconds=36),
+        ]
+    )
+    lines, by_job = admission(result)
+    assert by_job["nlp-big"]["preemptedBy"] == "vision-two"
+    assert by_job["nlp-big"]["expectedStartSeconds"] == 3600  # vision-small's end
+    big = next(ln for ln in lines if ln.startswith("nlp/nlp-big"))
+    assert "; expected to start after 60 min;" in big and "after 0 s" not in big, big
+    assert "after 0 s" not in lines[0]
+    (obj,) = [
+        o for o in result.objects
+        if o.namespace == "nlp" and o.doc.get("metadata", {}).get("name") == "nlp-big"
+        and o.kind == "PyTorchJob"
+    ]  # fmt: skip
+    grace = max(t.spec["terminationGracePeriodSeconds"] for t in walk(obj.doc, SHAPES))
+    assert by_job["vision-two"]["preempts"] == ["nlp-big"]
+    assert by_job["vision-two"]["preemptedStopSeconds"] == grace
+    two = next(ln for ln in lines if ln.startswith("vision/vision-two"))
+    assert (
+        "runs on gpu-workloads within its nominal quota; it preempts nlp-big: its pods start "
+        "once nlp-big's pods are gone, within their terminationGracePeriodSeconds "
+        f"({duration_text(grace)})" in two
+    ), two
