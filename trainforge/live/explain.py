@@ -799,7 +799,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons.append(
                 "  it never waits its turn: only a change of the job (its queue, its size), "
                 "or of the LocalQueue, the ClusterQueue or its flavors, helps"
-                + ("" if K.for_resources(invalid) else " (--stack STACK: the sized fix)")
+                # over what its queue may ever hold: `why --stack` sizes the fix (stack_fix.py)
+                + (" (--stack STACK: the sized fix)" if "maximum capacity" in invalid else "")
             )
         elif held:
             reasons.append(held + ".")
