@@ -729,38 +729,66 @@ def test_prod_s_node_group_fix_applied_to_the_stack_resolves_the_job():
     check_jobs(contract_from_config(parse_config(cfg)), [spec])
 
 
-def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
-    """Team research asks 2 GPUs of a pool of 4 beside a team asking 100, and may borrow none:
-    the split gives it 0, and no raise of its quota.gpus or of the pool's limit (alone or
-    together, each tried on the model) gets it 6. Wave 16 told it to set quota.gpus to 6,
-    which the split scales back to 0: the line says that no raise lifts it, and what holds it."""
+def _two_teams(research: dict, pool):
+    """Team research (`research`: its config) beside team other asking 100 GPUs, on `pool`."""
     from trainforge.platform.published import team_facts
     from trainforge.platform.services_config import parse_services_config
 
-    raw = {"teams": [
-        {"name": "research", "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}},
-        {"name": "other", "quota": {"gpus": "100"}},
-    ]}  # fmt: skip
+    raw = {"teams": [research, {"name": "other", "quota": {"gpus": "100"}}]}
     services = parse_services_config(raw, [])
+    return team_facts(services, pools={pool.name: pool})["research"]
+
+
+def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
+    """Team research, alone in its cohort, asks 2 GPUs of a pool of 4 beside a team asking
+    100, and may borrow none: the split gives it 0, and no raise of its quota.gpus or of the
+    pool's limit (alone or together, with or without its borrowing limit, each tried on the
+    model) gets it 6: what a raised pool adds goes to the other team, outside its cohort.
+    Wave 16 told it to set quota.gpus to 6, which the split scales back to 0: the line says
+    that no raise lifts it, and what holds it."""
+    research = {"name": "research", "cohort": "solo",
+                "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}}  # fmt: skip
     pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4))
-    team = team_facts(services, pools={pool.name: pool})["research"]
+    team = _two_teams(research, pool)
     with pytest.raises(JobConfigError) as err:
         resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
     assert str(err.value).endswith(
         "the job could never start: no raise of trainforge:teams[0].quota.gpus, "
         "trainforge:teams[0].quota.pools.gpu-workloads.gpus or "
-        "trainforge:nodePools[0].limits.gpus, alone or together, nor of "
+        "trainforge:nodePools[0].limits.gpus, alone or together, with or without a raise of "
         "trainforge:teams[0].quota.borrowingLimit.gpus, lifts it without taking from "
         "another team's guarantee: the other teams' guarantees in the pool (scaled with the "
         "team's to what it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, "
         "Quotas)"
-    )
+    ), str(err.value)
     # what the old line offered does not lift it
-    raised = {**raw["teams"][0], "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}
-    services = parse_services_config({"teams": [raised, raw["teams"][1]]}, [])
-    team = team_facts(services, pools={pool.name: pool})["research"]
+    team = _two_teams({**research, "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}, pool)
     with pytest.raises(JobConfigError):
         resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
+
+
+def test_where_only_the_pools_cap_and_the_borrowing_limit_together_lift_it_the_fix_says_both():
+    """The same, research in the other team's cohort: a borrowing limit alone gets it at most
+    the pool's 4 GPUs, and a raised pool alone goes to the other team's guarantee, which
+    research may not borrow (limit 0); wave 20 said no raise lifts it. Together they do: the
+    fix names both keys, applied the job resolves, and each alone is still refused."""
+    research = {"name": "research", "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}}
+    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4))
+    spec = job(workers=6, gpusPerWorker=1)
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(spec, JobTarget(team=_two_teams(research, pool), pool=pool), W)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix == (
+        "set trainforge:nodePools[0].limits.gpus to 8 and "
+        "trainforge:teams[0].quota.borrowingLimit.gpus to 6 (Karpenter counts each of the "
+        "job's nodes at its largest type)"
+    ), fix
+    bigger = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=8))
+    borrows = {**research, "quota": {"gpus": "2", "borrowingLimit": {"gpus": 6}}}
+    resolve_job(spec, JobTarget(team=_two_teams(borrows, bigger), pool=bigger), W)
+    for team, p in ((research, bigger), (borrows, pool)):  # either alone: refused
+        with pytest.raises(JobConfigError):
+            resolve_job(spec, JobTarget(team=_two_teams(team, p), pool=p), W)
 
 
 def _solo_stack(cfg):

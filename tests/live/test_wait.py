@@ -569,3 +569,35 @@ def test_every_read_is_one_the_teams_role_grants(api):
     )
     denied = [p for p in paths if not _allowed(p, rules, cluster)]
     assert denied == []
+
+
+def test_a_job_that_preempts_a_running_one_starts_once_its_pods_are_gone(capsys, api):
+    """gpt-13b at priority 1000 heads ClusterQueue llm (withinClusterQueue LowerPriority):
+    Kueue admits it by preempting bert-sweep (16 GPUs, priority 0), the fewest that make room.
+    `why` said the queue had room now and that what holds it is outside the team's view (the
+    simulation's start at 0 s read as room); it now says it is admitted at the next cycle and
+    that its pods start once bert-sweep's pods are gone, within their terminationGracePeriod
+    Seconds as bert-sweep's own pod spec sets it (330 s: 6 min); the plan's words
+    (`queues.preempt_words`)."""
+    api.routes[CQ]["spec"]["preemption"] = {"withinClusterQueue": "LowerPriority"}
+    for item in api.routes[VIS]["items"]:
+        gpt = "gpt-13b" in item["metadata"]["name"]
+        item["priority"], item["positionInClusterQueue"] = (1000, 0) if gpt else (0, 1)
+    bert = api.routes[f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/bert-sweep"]
+    pod = {"spec": {"terminationGracePeriodSeconds": 330, "containers": [{"name": "pytorch"}]}}
+    for replica in bert["spec"]["pytorchReplicaSpecs"].values():
+        replica["template"] = copy.deepcopy(pod)
+    e = expected(api)
+    assert (e.seconds, e.unknown, e.preempts) == (0, "", [("bert-sweep", 330.0)])
+    code, out, _ = run(
+        capsys, cli.why_main, recorded.PENDING, "-n", NS, "--kubeconfig", api.config,
+        now=lambda: recorded.NOW,
+    )  # fmt: skip
+    assert code == 0
+    said = " ".join(out.split())
+    assert "has room for it now" not in said, out
+    assert (
+        "expected: admitted at Kueue's next scheduling cycle; it preempts bert-sweep: its pods "
+        "start once bert-sweep's pods are gone, within their terminationGracePeriodSeconds "
+        "(6 min), within ClusterQueue llm's nominal quota in flavor efa-training"
+    ) in said, out

@@ -106,6 +106,9 @@ def worked_example(docs: list[dict[str, Any]] | None = None) -> str:
                     else f", resumes at {duration_text(w.running_since)}"
                 )
                 how = (how + ", " if how else "") + f"preempted by {w.preempted_by}{back}"
+            if w.first_preempts:  # Q.preempt_words: its pods start once theirs are gone
+                gone = " and ".join(n for n, _ in w.first_preempts)
+                how = (how + ", " if how else "") + f"once {gone}'s pods are gone"
             lines.append(
                 f"  t={duration_text(j.at)}: {j.team} submits {j.job} "
                 f"({j.gpus} GPUs, {j.hours:g} h) -> starts at {start}"

@@ -825,3 +825,119 @@ def test_a_job_its_queue_cannot_admit_waits_on_kueue_s_quota_not_the_resource_qu
     assert reason.endswith(
         "insufficient unused quota for nvidia.com/gpu in flavor gpu-workloads, 3 more needed)"
     ), reason
+
+
+def test_where_only_a_raised_pool_and_borrowing_limit_together_admit_it_the_fix_says_both():
+    """Team research asks 2 GPUs of dev's gpu-workloads (4 GPUs) beside team other asking 100,
+    and may borrow none: the split gives it 0. A borrowing limit alone gets it the pool's 4 at
+    most; a raised pool alone goes to other's guarantee, which research may not borrow. Wave
+    20's line said no raise lifts it (`quota.borrow_raise` was tried alone). The fix now raises
+    both (`quota._raise_with_borrowing`); applied to the stack and planned again, the job is
+    admitted."""
+    import copy
+
+    import yaml
+
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    teams = [
+        {"name": "research", "quota": {"gpus": "2", "borrowingLimit": {"gpus": "0"}}},
+        {"name": "other", "quota": {"gpus": "100"}},
+    ]
+    cfg = {"trainforge:teams": teams, "trainforge:nodePools": stack["trainforge:nodePools"]}
+    wide = job("wide", "research", 6)
+    with pytest.raises(pulumi.RunError) as err:
+        plan([wide], **cfg)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix.startswith("set trainforge:nodePools[0].limits.gpus to "), fix
+    changes = fix.removeprefix("set ").split(" (Karpenter")[0].split(" and ")
+    assert [c.split(" to ")[0] for c in changes] == [
+        "trainforge:nodePools[0].limits.gpus",
+        "trainforge:teams[0].quota.borrowingLimit.gpus",
+    ], fix
+    raised = {k.removeprefix("trainforge:"): v for k, v in copy.deepcopy(cfg).items()}
+    for change in changes:
+        _set_key(raised, *change.split(" to "))
+    after = plan([wide], **{f"trainforge:{k}": v for k, v in raised.items()})
+    assert not [v for v in after.failing if v.rule == Q.RULE_NEVER]
+    assert admission(after)[1]["wide"]["state"] == "runs"
+
+
+def test_a_declared_trainjob_over_its_quota_with_its_initializers_gets_the_sized_fix(monkeypatch):
+    """A declared TrainJob (backend trainjob) of 3 CPUs with a dataset initializer of 12 CPUs
+    on its pool: team vision may hold 14.4 CPUs in gpu-workloads, each pod set fits alone, both
+    never (Kueue charges a Workload's pod sets together). The finding said the generic "make
+    the job smaller, or give the team more nominal quota": it now says what it needs with its
+    initializers and gives the fix SDK TrainJobs get (`queues.quota_change`, the one function),
+    sized beside the initializer; each alternative applied and planned again is admitted."""
+    import copy
+
+    import yaml
+
+    cpu = {"cpu": "12", "memory": "64Mi"}
+    _with_initializer(
+        monkeypatch, resources={"requests": cpu, "limits": cpu},
+        nodeSelector={"trainforge.io/pool": "gpu-workloads"},  # the trainer's flavor
+    )  # fmt: skip
+    stack = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    pools = {"nodePools": stack["trainforge:nodePools"]}
+    spec = job("init", "vision", 1, cpu="3", backend="trainjob")
+
+    def run(pools: dict, spec: dict):
+        return plan([spec], teams=TEAMS[:1], **{f"trainforge:{k}": v for k, v in pools.items()})
+
+    (finding,) = [v for v in run(pools, spec).failing if v.rule == Q.RULE_NEVER]
+    assert (
+        "needs 15 cpu in pool gpu-workloads (3 its trainer, 12 its initializers), but team "
+        "queue vision can hold at most 14.4 there" in finding.message
+    ), finding.message
+    assert finding.fix.startswith("use cpu of at most 2.4 per pod, or set "), finding.fix
+    smaller, bigger = finding.fix.removeprefix("use ").split(", or set ")
+    raised = copy.deepcopy(pools)
+    for change in bigger.split(" (Karpenter")[0].split(" and "):
+        _set_key(raised, *change.split(" to "))
+    less = {**spec, "cpu": smaller.removeprefix("cpu of at most ").split(" ")[0]}
+    for fixed, sent in ((raised, spec), (pools, less)):
+        after = run(fixed, sent)
+        assert not [v for v in after.failing if v.rule == Q.RULE_NEVER], after.failing
+        assert admission(after)[1]["init"]["state"] == "runs"
+
+
+def test_a_job_admitted_by_preempting_says_it_starts_once_the_preempted_pods_are_gone():
+    """vision-small and nlp-big (3 GPUs, borrowing 1) are admitted in Kueue's first cycle;
+    vision's second job, within vision's nominal quota, reclaims it by preempting nlp-big in
+    the next cycle. The plan said nlp-big was "expected to start after 0 s" (its admission
+    in the instant it was preempted) and that vision-two simply runs: now nlp-big starts when
+    vision-small's hour frees its GPUs, and vision-two's line names the job it preempts and
+    that its pods start once that job's pods are gone, within their terminationGracePeriod
+    Seconds as the emitted pod spec says."""
+    from trainforge.core.pods import pod_templates as walk
+    from trainforge.jobs.backends import SHAPES
+    from trainforge.jobs.duration import duration_text
+
+    result = plan(
+        [
+            job("vision-small", "vision", 1, expectedStepSeconds=36),
+            job("nlp-big", "nlp", 3, expectedStepSeconds=72),
+            job("vision-two", "vision", 1, expectedStepSeconds=36),
+        ]
+    )
+    lines, by_job = admission(result)
+    assert by_job["nlp-big"]["preemptedBy"] == "vision-two"
+    assert by_job["nlp-big"]["expectedStartSeconds"] == 3600  # vision-small's end
+    big = next(ln for ln in lines if ln.startswith("nlp/nlp-big"))
+    assert "; expected to start after 60 min;" in big and "after 0 s" not in big, big
+    assert "after 0 s" not in lines[0]
+    (obj,) = [
+        o for o in result.objects
+        if o.namespace == "nlp" and o.doc.get("metadata", {}).get("name") == "nlp-big"
+        and o.kind == "PyTorchJob"
+    ]  # fmt: skip
+    grace = max(t.spec["terminationGracePeriodSeconds"] for t in walk(obj.doc, SHAPES))
+    assert by_job["vision-two"]["preempts"] == ["nlp-big"]
+    assert by_job["vision-two"]["preemptedStopSeconds"] == grace
+    two = next(ln for ln in lines if ln.startswith("vision/vision-two"))
+    assert (
+        "runs on gpu-workloads within its nominal quota; it preempts nlp-big: its pods start "
+        "once nlp-big's pods are gone, within their terminationGracePeriodSeconds "
+        f"({duration_text(grace)})" in two
+    ), two

@@ -711,10 +711,55 @@ def quota_raise(
     the job's NodeClaims count against each, `launch` by gpus/cpu/memory; a node group's
     `maxSize`), both. A change that takes from another team's guarantee is no fix. CPU and
     memory of a GPU pool follow its GPUs: with Kueue, where no change of the resource itself
-    lifts it, its GPUs are raised by what brings the rest. Last, the team's borrowing limit
-    (`borrow_raise`). None: no such change (other teams' guarantees hold it)."""
+    lifts it, its GPUs are raised by what brings the rest. Then the team's borrowing limit
+    alone (`borrow_raise`), last both together (`_raise_with_borrowing`). None: no such
+    change (other teams' guarantees hold it)."""
     found = _raise_keys(q, resource, need, pool, launch)
-    return found if found is not None else borrow_raise(q, resource, need, pool)
+    if found is not None:
+        return found.lift
+    alone = borrow_raise(q, resource, need, pool)
+    return alone if alone is not None else _raise_with_borrowing(q, resource, need, pool, launch)
+
+
+def _raise_with_borrowing(
+    q: QuotaInputs,
+    resource: str,
+    need: Fraction,
+    pool: str,
+    launch: Mapping[str, Fraction] | None = None,
+) -> Lift | None:
+    """Where neither the team's quota and the pool's cap nor its borrowing limit alone lift
+    it: the quota raise `_raise_keys` finds with no borrowing limit of `resource`, then, on
+    the stack so raised, the least borrowing limit `borrow_raise` finds (the raise alone may
+    already be enough there: no limit change then). Why both: a pool too small for the job
+    needs its cap raised, and what the raise adds to the pool goes to the cohort's share,
+    which the team only reaches past its borrowing limit (Pulumi.pe3.yaml's research, 5 x 4
+    GPUs in l40s: tests/plan/test_check_queues.py). Each step is checked against the model
+    itself (`pool_room`); None where no combination does it."""
+    teams = list(q.teams)
+    team = next(t for t in teams if t.name == q.team)
+    limit = team.quota.borrowing_limit
+    if not q.kueue or getattr(limit, resource, None) is None:
+        return None
+
+    def with_limit(t: TeamConfig, lim: PoolQuota) -> tuple[TeamConfig, ...]:
+        t = t.model_copy(update={"quota": t.quota.model_copy(update={"borrowing_limit": lim})})
+        return tuple(t if x.name == t.name else x for x in teams)
+
+    free = replace(q, teams=with_limit(team, limit.model_copy(update={resource: None})))
+    found = _raise_keys(free, resource, need, pool, launch)
+    if found is None:
+        return None
+    raised = next(t for t in found.teams if t.name == q.team)
+    after = QuotaInputs(q.team, with_limit(raised, limit), found.pools, q.kueue)
+    r = next(r for r in COVERED if CONFIG_KEY[r] == resource)
+    me = next(t for t in after.teams if t.name == q.team)
+    if pool_room(me, after.teams, after.pools)[pool][r] >= need:
+        return found.lift
+    more = borrow_raise(after, resource, need, pool)
+    if more is None:
+        return None
+    return Lift((*found.lift.changes, *more.changes), found.lift.per_gpu)
 
 
 def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Lift | None:
@@ -752,13 +797,23 @@ def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Li
     return Lift(((key, str(now), format_quantity(r, hi * unit)),))
 
 
+@dataclass(frozen=True)
+class _Raised:
+    """`_raise_keys`'s answer: the change, and the teams and pools it makes (what a further
+    change is tried on: `_raise_with_borrowing`)."""
+
+    lift: Lift
+    teams: tuple[TeamConfig, ...]
+    pools: tuple[PoolFacts, ...]
+
+
 def _raise_keys(
     q: QuotaInputs,
     resource: str,
     need: Fraction,
     pool: str,
     launch: Mapping[str, Fraction] | None = None,
-) -> Lift | None:
+) -> _Raised | None:
     """`quota_raise`'s tries of the team's quota and the pool's cap."""
     teams, pools = list(q.teams), list(q.pools)
     launched = {r: Fraction((launch or {}).get(CONFIG_KEY[r], 0)) for r in COVERED}
@@ -797,7 +852,7 @@ def _raise_keys(
         own = _team_raises(teams, team, pools, p, res, extra, part=res == GPU or not follows)
         if kind >= len(own) or not lifts(own[kind][1], ps):
             return None
-        return own[kind][0]
+        return own[kind]
 
     def least(res: str, extra: Fraction, kind: int, ps: list[PoolFacts]):
         """The team's change of `kind` by the least extra (whole units) that lifts it."""
@@ -810,18 +865,22 @@ def _raise_keys(
             low, high = (low, mid) if fits(res, mid * unit, kind, ps) else (mid + 1, high)
         return fits(res, high * unit, kind, ps)
 
-    def first(res: str, extra: Fraction, by_pool) -> tuple[tuple[str, str, str], ...] | None:
+    def done(changes, t: TeamConfig, ps: list[PoolFacts], per: Fraction | None = None):
+        ts = tuple(t if x.name == t.name else x for x in teams)
+        return _Raised(Lift(tuple(changes), per), ts, tuple(ps))
+
+    def first(res: str, extra: Fraction, by_pool, per: Fraction | None = None) -> _Raised | None:
         """The first try that lifts it: the team's keys, the pool's cap, both."""
         for kind in (0, 1):
-            if (changes := least(res, extra, kind, pools)) is not None:
-                return changes
+            if (got := least(res, extra, kind, pools)) is not None:
+                return done(got[0], got[1], pools, per)
         if by_pool is not None:
             changes, ps = by_pool
             if lifts(team, ps):
-                return changes
+                return done(changes, team, ps, per)
             for kind in (0, 1):
                 if (more := least(res, extra, kind, ps)) is not None:
-                    return (*changes, *more)
+                    return done((*changes, *more[0]), more[1], ps, per)
         return None
 
     # cpu/memory set in a GPU pool's `quota.pools` follow no GPUs: raised as they are
@@ -831,7 +890,7 @@ def _raise_keys(
         by_pool = ((raised[0],), [raised[1] if x is p else x for x in pools]) if raised else None
         found = first(r, need - held, by_pool)
         if found is not None:
-            return Lift(found)
+            return found
     each = per_gpu(p) if follows else None
     if not each or not each[r]:
         return None
@@ -853,8 +912,8 @@ def _raise_keys(
                     if more is not None:
                         changes, bigger = (*changes, more[0]), more[1]
             by_pool = (changes, [bigger if x is p else x for x in pools])
-        found = first(GPU, Fraction(gpus), by_pool)
+        found = first(GPU, Fraction(gpus), by_pool, each[r])
         if found is not None:
-            return Lift(found, each[r])
+            return found
         gpus *= 2
     return None

@@ -540,11 +540,15 @@ def quota_fix(
     lift: quota.Lift | None,
     both: bool = False,
     said: Mapping[str, str] | None = None,
+    beside: Fraction = Fraction(0),
 ) -> str:
     """The fix of a job over what its team may hold of `name` (`lift`: `quota_lift`'s): the
     largest `key` that fits, or the stack keys that lift it, or that none does. One text for
     the preview refusal and the plan's never-admitted finding (plan/checks/queues.py, an SDK
-    job's too). `said`: key -> how its smaller value is written (an SDK program's words)."""
+    job's too). `said`: key -> how its smaller value is written (an SDK program's words).
+    `beside`: what the job's other pod sets (a TrainJob's initializers) hold of `name` in its
+    pool with `need` (the pods'), which Kueue admits together: the smaller job fits beside it,
+    and `lift` lifts both."""
     inputs = target.team.quota_inputs if target.team is not None else None
     if lift is not None:
         # the keys the platform's quota model says cap it, and the values that lift it
@@ -567,10 +571,12 @@ def quota_fix(
         # the model found no raise that lifts it: say so, and what holds it
         at, team = quota.pool_key(inputs.pools, job.pool), quota.team_key(inputs.teams, job.team)
         cap_key = f"{at}.maxSize" if target.pool.kind == "node-group" else f"{at}.limits.{name}"
-        # `quota_raise` tries the borrowing limit alone, where the team sets one
+        # `quota_raise` tries the borrowing limit alone and with the others, where one is set
         mine = next(t for t in inputs.teams if t.name == job.team)
         limited = getattr(mine.quota.borrowing_limit, name, None) is not None
-        borrow = f", nor of {team}.quota.borrowingLimit.{name}," if limited else ""
+        borrow = (
+            f", with or without a raise of {team}.quota.borrowingLimit.{name}," if limited else ""
+        )
         bigger = (
             f"no raise of {team}.quota.{name}, {team}.quota.pools.{job.pool}.{name} or "
             f"{cap_key}, alone or together{borrow} lifts it without taking from another team's "
@@ -578,11 +584,11 @@ def quota_fix(
             "it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, Quotas)"
         )
     else:
-        at_least = _setting(name, need, up=True)
+        at_least = _setting(name, need + beside, up=True)
         bigger = f"give team {job.team!r} a quota.{name} of at least {at_least} (trainforge:teams)"
     room = _pool_room(job, target.pool, pods) if key == "workers" else None
-    fit = pool_fit(target, name, cap)
-    smaller = _smaller(key, name, need, fit, pods, room, said)
+    fit = pool_fit(target, name, cap) - beside
+    smaller = _smaller(key, name, need, fit, pods, room, said) if need > 0 and fit > 0 else ""
     if both:  # workers and gpusPerWorker both set: a smaller one of either fits
         other = _smaller("gpusPerWorker", name, need, fit, pods, said=said)
         smaller = " or ".join(x for x in (smaller, other) if x)

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
-from trainforge.live import explain, spend, wait
+from trainforge.live import explain, spend, stack_fix, wait
 from trainforge.live.gather import Gathered, NotFound, cannot_read, gather, poll, rank0_pod
 from trainforge.live.kube import Api, KubeError, LocalError
 from trainforge.plan import kueue as K
@@ -147,13 +147,25 @@ def last_exit_lines(api: Api, g: Gathered, tail: int = 50) -> tuple[dict[str, st
 
 
 def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
-    args = _parser("why", "why a job waits, restarts or failed, in a few lines").parse_args(argv)
+    p = _parser("why", "why a job waits, restarts or failed, in a few lines")
+    p.add_argument(
+        "--stack",
+        help="the stack the cluster runs (Pulumi.<stack>.yaml): a job Kueue never admits gets "
+        "the sized fix the plan prints, in the stack's keys",
+    )
+    p.add_argument("--project-dir", default=".", help="where Pulumi.<stack>.yaml is (default: .)")
+    args = p.parse_args(argv)
 
     def body() -> int:
         api, ns = _connect(args, "why")
         g = gather(api, ns, args.job)
         at = now()
         g.expected = wait.expected_start(api, g, at)
+        if args.stack and K.outlook(g.workload)[0] == K.NEVER:
+            try:
+                g.quota_fix = stack_fix.never_fix(g, Path(args.project_dir), args.stack)
+            except stack_fix.StackUnread as e:
+                raise _Usage(f"trainforge why: {e}") from None
         sys.stdout.write(explain.why(g, at, *last_exit_lines(api, g)))
         return 0
 

@@ -791,11 +791,16 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             )
         elif invalid and K.deactivated(wl):
             reasons.append(invalid + ".")
+        elif invalid and g.quota_fix:  # `why --stack`: the plan's sized fix (stack_fix.py)
+            reasons.append(invalid)
+            reasons.append(f"  it never waits its turn: {g.quota_fix}")
         elif invalid:
             reasons.append(invalid)
             reasons.append(
                 "  it never waits its turn: only a change of the job (its queue, its size), "
                 "or of the LocalQueue, the ClusterQueue or its flavors, helps"
+                # over what its queue may ever hold: `why --stack` sizes the fix (stack_fix.py)
+                + (" (--stack STACK: the sized fix)" if "maximum capacity" in invalid else "")
             )
         elif held:
             reasons.append(held + ".")

@@ -70,6 +70,9 @@ class Gathered:
     notes: list[str] = field(default_factory=list)
     spend: str | None = None  # the status line of its spend so far (live/spend.py)
     expected: Any = None  # a pending job's expected start (live/wait.py Expected)
+    # the sized fix of a Workload Kueue never admits (`why --stack`: live/stack_fix.py); "":
+    # not asked, or no change to name
+    quota_fix: str = ""
 
 
 def find_job(api: Api, namespace: str, name: str, backend: str | None = None) -> Gathered:

@@ -49,6 +49,7 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
+from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.duration import (
     DEADLINE_DETAIL,
     EXPECTED_BASIS,
@@ -69,7 +70,14 @@ from trainforge.live.gather import (
 )
 from trainforge.live.kube import Api, KubeError
 from trainforge.plan import kueue as K
-from trainforge.plan.checks.queues import Queued, amount, queue_start
+from trainforge.plan.checks.queues import (
+    DEFAULT_GRACE,
+    Queued,
+    amount,
+    pods_grace,
+    preempt_words,
+    queue_start,
+)
 
 # what the team's cohort lends is not visible to it: as much as the queue may borrow
 _UNSEEN = Fraction(10**18)
@@ -89,6 +97,8 @@ class Holder:
     ceiling: bool = False  # `seconds` is a ceiling (its activeDeadlineSeconds): it may end sooner
     position: int = -1  # positionInClusterQueue of a waiting one
     priority: int = 0
+    grace: float = float(DEFAULT_GRACE)  # its pods' terminationGracePeriodSeconds
+    reserved: str = ""  # a running one's QuotaReserved time (RFC 3339: sorts as time)
 
 
 @dataclass
@@ -104,6 +114,9 @@ class Expected:
     unknown: str = ""
     cohort: str | None = None
     bound: bool = False  # `seconds` is an upper bound: a job ahead is timed by a ceiling
+    # (job, grace) of each running job its admission preempts: its pods start once theirs
+    # are gone (the plan's `preempt_words`)
+    preempts: list[tuple[str, float]] = field(default_factory=list)
 
 
 # --- reading the queue --------------------------------------------------------------------------
@@ -181,6 +194,8 @@ def _holder(
         return h
     expected, basis = _expected(g.job)
     h.ceiling = basis == DEADLINE_DETAIL
+    h.grace = pods_grace(pod_templates(g.job, build=False))
+    h.reserved = (condition(wl, "QuotaReserved") or {}).get("lastTransitionTime") or ""
     if running:
         m = metrics_of(api, g)
         if m and m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
@@ -363,10 +378,15 @@ def _run(
             "only on quota its cohort lends, which your access does not show"
         )
         return out
-    # what a team sees of its cohort is its own queue: that queue alone
+    # what a team sees of its cohort is its own queue: that queue alone; the running ones in
+    # the order Kueue reserved their quota (the simulation's admission order), by which its
+    # preemption picks the most recently admitted of a priority first, as Kueue's does
+    # (kueue pkg/scheduler/preemption/preemptioncommon CandidatesOrdering: lower priority,
+    # then "admitted more recently first", by the QuotaReserved time; read 2026-12-01)
+    ordered = sorted(out.holders, key=lambda h: (not h.running, h.reserved if h.running else ""))
     ahead = [
-        Queued(h.job, h.need, h.seconds, h.ceiling, h.running, h.position, h.priority)
-        for h in out.holders
+        Queued(h.job, h.need, h.seconds, h.ceiling, h.running, h.position, h.priority, h.grace)
+        for h in ordered
     ]
     at, prio = int(me["positionInClusterQueue"]), int(me.get("priority", 0))
     mine = Queued(wl["metadata"]["name"], need, position=at, priority=prio)
@@ -385,6 +405,7 @@ def _run(
         out.unknown = "it does not fit within 90 days of the jobs ahead ending"
         return out
     out.seconds, out.bound = start.seconds, start.bound
+    out.preempts = list(start.preempts)
     out.at = now + timedelta(seconds=start.seconds)
     return out
 
@@ -403,6 +424,8 @@ def lines(e: Expected) -> list[tuple[str, str]]:
         head = f"start within {duration_text(e.seconds)} (by about {when})"
     else:
         head = f"start after {duration_text(e.seconds)} (about {when})"
+    if e.preempts:  # admitted then, its pods start once the preempted pods are gone
+        head = head.replace("start", "admitted", 1) + f"; {preempt_words(e.preempts)}"
     quota = f"ClusterQueue {e.cluster_queue}'s nominal quota in flavor {e.flavor}"
     out = [("expected", f"{head}, within {quota}")]
     for h in e.holders:

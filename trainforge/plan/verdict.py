@@ -13,7 +13,7 @@ from trainforge.core.contract import GPU_RESOURCE
 from trainforge.jobs.duration import DEADLINE, duration_text
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
-from trainforge.plan.checks.queues import QUEUE_TITLE, amount, start_words
+from trainforge.plan.checks.queues import QUEUE_TITLE, amount, preempt_words, start_words
 from trainforge.plan.cost import row_totals
 from trainforge.plan.diff import change_text, unknown_text
 from trainforge.plan.price_facts import usd as _usd
@@ -145,8 +145,10 @@ def admission(row: dict[str, Any]) -> str:
             f"{text}; {start_words(bool(row.get('expectedStartIsBound')))} {duration_text(start)}"
         )
     lent = row.get("borrowing")
+    stop = row.get("preemptedStopSeconds") or 0.0
+    then = "; " + preempt_words((n, stop) for n in row["preempts"]) if row.get("preempts") else ""
     if not lent:
-        return f"admitted on {row.get('flavor')} within its nominal quota"
+        return f"admitted on {row.get('flavor')} within its nominal quota{then}"
     shown = {k: v for k, v in lent.items() if k == GPU_RESOURCE} or lent
     what = ", ".join(amount(k, Fraction(v)) for k, v in sorted(shown.items()))
     who = row.get("reclaimers") or []
@@ -155,7 +157,9 @@ def admission(row: dict[str, Any]) -> str:
         if who
         else "nobody reclaims it (the cohort's own share)"
     )
-    return f"borrows {what} in pool {row.get('flavor')} from cohort {row.get('cohort')}; {back}"
+    return (
+        f"borrows {what} in pool {row.get('flavor')} from cohort {row.get('cohort')}; {back}{then}"
+    )
 
 
 def _queue_lines(result: Any, pick: Any) -> list[str]:

@@ -35,6 +35,10 @@ from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
 
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
+# a pod's terminationGracePeriodSeconds where its spec sets none: Kubernetes' default
+# (k8s.io/api core/v1 PodSpec.TerminationGracePeriodSeconds, "Defaults to 30 seconds"); the
+# job emitter always sets one (trainforge.jobs.pod.termination_grace)
+DEFAULT_GRACE = 30
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
 RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
 RULE_OWNED = "TRAINFORGE_QUEUE_KUEUE_OWNED_FIELD"
@@ -109,6 +113,12 @@ class Workload:
     # Kueue's QuotaReserved message where no flavor takes it now (`words.message`): what
     # status and why show of it
     kueue_says: str = ""
+    # its pods' terminationGracePeriodSeconds (the most over its pod templates): how long
+    # they may take to stop once preempted
+    grace: float = float(DEFAULT_GRACE)
+    # (job, its grace) of each job its first admission preempted: it was admitted at once,
+    # but its pods start only once theirs are gone (`preempt_words`)
+    first_preempts: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def ends_by(self) -> bool:
@@ -181,16 +191,25 @@ class Simulation:
                 ns[r] = ns.get(r, Fraction(0)) + sign * need
 
     def can_ever_fit(self, w: Workload) -> str | None:
-        """None, or why the job exceeds what its queue could ever hold in its flavor."""
+        """None, or why the job exceeds what its queue could ever hold in its flavor: its
+        `need`, with what a TrainJob's initializers hold there beside it (`init_need`: Kueue
+        charges a Workload's pod sets together)."""
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
-        for r, need in w.need.items():
+        beside = w.init_need.get(f, {})
+        for r, need in _summed([w.need, beside]).items():
             most = self.quotas.potential(q, f, r)
             nominal = K.Quotas.nominal(q, f, r)
             if need > most:
+                parts = ""
+                if beside.get(r):
+                    parts = (
+                        f" ({figure(r, w.need.get(r, Fraction(0)))} its trainer, "
+                        f"{figure(r, beside[r])} its initializers)"
+                    )
                 return (
-                    f"needs {figure(r, need)} {r} in pool {f}, but team queue {q.name} can hold "
-                    f"at most {figure(r, most)} there (nominal {figure(r, nominal)}"
+                    f"needs {figure(r, need)} {r} in pool {f}{parts}, but team queue {q.name} "
+                    f"can hold at most {figure(r, most)} there (nominal {figure(r, nominal)}"
                     + (
                         f" + up to {figure(r, most - nominal)} borrowed from cohort {q.cohort}"
                         if q.cohort
@@ -307,6 +326,10 @@ class Simulation:
         ]
 
     def evict(self, w: Workload, by: Workload, why: str) -> None:
+        if w.started == self.now and len(w.spans) == 1:
+            # admitted and preempted in the same instant (a later scheduling cycle): it never
+            # started; its expected start is its next admission, not this one
+            w.started, w.start_bound = None, False
         self._charge(w, -1)
         w.state, w.borrowing, w.preempted_by, w.preempted_why = "pending", {}, by.job, why
         w.reason = f"preempted by {by.job} ({why})"
@@ -354,6 +377,8 @@ class Simulation:
         for v, why in chosen:
             self.evict(v, w, why)
         self.admit(w)
+        if w.started == self.now and not w.first_preempts:
+            w.first_preempts = [(v.job, v.grace) for v, _ in chosen]
         return True
 
     def victims(self, w: Workload, admitted: list[Workload]) -> list[tuple[Workload, str]]:
@@ -561,13 +586,25 @@ def _placed(
         return None
     if any(len(flavors.get(p.name, ())) > 1 for p in sets):
         return None
+    (mine,) = flavors[main]
+    return mine, others_held(a, sets, main)
+
+
+def others_held(a: K.Assignment, sets: list[K.PodSet], main: str) -> dict[str, dict[str, Fraction]]:
+    """flavor -> what the pod sets of `sets` other than `main` (a TrainJob's initializers) ask
+    there in assignment `a`, each resource in the flavor it took; also of an assignment that
+    stopped at `main` (NoFit: Kueue assigns pod sets in order and stops at the first that gets
+    none, so those before it hold their flavors). One asking nothing holds nothing."""
     held: dict[str, dict[str, Fraction]] = {}
     for p in sets:
-        if p.name != main and flavors.get(p.name):  # one asking nothing holds nothing
-            (f,) = flavors[p.name]
-            held[f] = _summed([held.get(f, {}), p.total()])
-    (mine,) = flavors[main]
-    return mine, held
+        if p.name == main:
+            continue
+        total = p.total()
+        for r, c in a.podsets.get(p.name, {}).items():
+            if total.get(r):
+                per = held.setdefault(c.flavor, {})
+                per[r] = per.get(r, Fraction(0)) + total[r]
+    return held
 
 
 _HARD = {f"requests.{GPU}": GPU, "requests.cpu": "cpu", "requests.memory": "memory"}
@@ -778,6 +815,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             never(w, RULE_NO_OBJECT, no_object(spec.name, target.namespace), obj)
             continue
         w.gang = object_gang(ctx, obj, spec, target.pool)
+        w.grace = pods_grace(pod_templates(obj.doc, runtimes=runtime_docs(ctx)))
         wl = object_workload(obj.doc, spec, limit_ranges(ctx, target.namespace), runtime_docs(ctx))
         w.pods, w.need, ps, sets = wl.pods, dict(wl.need), wl.main, wl.sets
         got = K.admit(m, target.namespace, wl.queue, wl.priority_class, sets, wl.checked)
@@ -820,6 +858,9 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             continue
         idle = got.assignment
         if idle.mode == K.NO_FIT:
+            # a TrainJob's initializers come before its trainer (JobSet order) and took their
+            # flavors before it got none: what they hold in its flavor counts with it
+            w.init_need = others_held(idle, sets, ps.name) if wl.checked is not None else {}
             sim = Simulation(m.queues, m.flavors, shared=m.shared)
             why, said = sim.can_ever_fit(w), kueue_refusal(q.name, idle)
             fix = _never_fix(sim, w, dj) if why else ""
@@ -855,10 +896,11 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
 
 def _never_fix(sim: Simulation, w: Workload, dj: Any) -> str:
     """The fix of a job over what its queue may ever hold in its pool (`can_ever_fit`):
-    `quota_change`'s. "": not its pool."""
+    `quota_change`'s, its initializers' part there beside it. "": not its pool."""
     if w.flavor != dj.spec.pool:
         return ""
-    return quota_change(sim.quotas, sim.queues[w.queue or ""], w.need, w.pods, dj.spec, dj.target)
+    q, beside = sim.queues[w.queue or ""], w.init_need.get(dj.spec.pool, {})
+    return quota_change(sim.quotas, q, w.need, w.pods, dj.spec, dj.target, beside=beside)
 
 
 def quota_change(
@@ -869,22 +911,29 @@ def quota_change(
     spec: Any,
     target: Any,
     said: Mapping[str, str] | None = None,
+    beside: Mapping[str, Fraction] | None = None,
 ) -> str:
     """The preview refusal's fix of `pods` pods needing `need` in all, over what queue `q` may
     ever hold in pool `spec.pool` (`wiring.quota_fix`: fewer pods, or the stack keys that the
     quota model, which renders the queues, says lift it; or that none does). "": nothing over.
-    `said`: how the fewer pods are written (`quota_fix`)."""
-    over = [r for r, n in need.items() if n > quotas.potential(q, spec.pool, r)]
+    `said`: how the fewer pods are written (`quota_fix`). `beside`: what the Workload's other
+    pod sets (a TrainJob's initializers, declared or sent by the SDK) hold in the pool with
+    them: Kueue admits the pod sets together, so the raise lifts both and the fewer pods fit
+    beside it. The one fix of a declared job and of an SDK job (`submitted_fix`)."""
+    beside = beside or {}
+    total = _summed([need, beside])
+    over = [r for r, n in total.items() if n > quotas.potential(q, spec.pool, r)]
     if not over or over[0] not in quota.CONFIG_KEY:
         return ""
-    name, total = quota.CONFIG_KEY[over[0]], need[over[0]]
+    r = over[0]
+    name, mine, held = quota.CONFIG_KEY[r], need.get(r, Fraction(0)), beside.get(r, Fraction(0))
     # what one pod asks is within the pool's room: fewer of them fit; else a pod is too big
     room = (target.team.quota_inputs.room(spec.pool) or {}) if target.team.quota_inputs else {}
-    cap = parse_quantity(getattr(target.quota, name) or "0") or total
-    one_fits = total / max(pods, 1) <= room.get(name, cap)
+    cap = parse_quantity(getattr(target.quota, name) or "0") or total[r]
+    one_fits = mine / max(pods, 1) + held <= room.get(name, cap)
     key = "workers" if one_fits else ("gpusPerWorker" if name == "gpus" else name)
-    lift = quota_lift(spec, target, name, total)
-    return quota_fix(spec, target, name, key, total, cap, pods, lift, said=said)
+    lift = quota_lift(spec, target, name, total[r])
+    return quota_fix(spec, target, name, key, mine, cap, pods, lift, said=said, beside=held)
 
 
 def node_fit(spec: Any, pool: PoolFacts) -> str | None:
@@ -964,6 +1013,8 @@ def admit_object(
     w.priority = got.priority
     a = got.assignment
     took = {c.flavor for c in a.podsets.get(name, {}).values()}  # its pod set's
+    # what a TrainJob's initializers hold beside it (their flavors are taken before its own)
+    w.init_need = others_held(a, sets, name) if validated else {}
     if a.mode == K.NO_FIT or len(took) != 1:
         w.state, w.reason = "never", kueue_refusal(w.queue, a)
         return out
@@ -1184,6 +1235,32 @@ def summary(workloads: list[Workload]) -> str:
     return f"{len(waiting)} of {len(workloads)} job(s) do not start at once: {whys}"
 
 
+def pods_grace(templates: Iterable[Any]) -> float:
+    """The most terminationGracePeriodSeconds over an object's pod templates (each a
+    `PodTemplate`, its `spec` the pod's): how long its pods may take to stop once Kueue
+    preempts it (the kubelet's SIGKILL comes no later)."""
+    return float(
+        max(
+            (t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in templates),
+            default=DEFAULT_GRACE,
+        )
+    )
+
+
+def preempt_words(preempts: Iterable[tuple[str, float]]) -> str:
+    """What a start by preemption means: Kueue admits the job in the cycle it preempts, and
+    its pods start once the preempted jobs' pods are gone (their nodes' GPUs are theirs until
+    then; Kueue releases a Job's quota when it has no active pod, KEP-6143 in kueue's keps/),
+    which takes up to their terminationGracePeriodSeconds."""
+    preempts = list(preempts)
+    names = " and ".join(n for n, _ in preempts)
+    most = max(g for _, g in preempts)
+    return (
+        f"it preempts {names}: its pods start once {names}'s pods are gone, within their "
+        f"terminationGracePeriodSeconds ({duration_text(most)})"
+    )
+
+
 def start_words(bound: bool) -> str:
     """How an expected start is said: "within" where it is an upper bound (a run ahead is
     timed by its ceiling and may end sooner), "after" where every run ahead is an estimate."""
@@ -1196,6 +1273,8 @@ def _waiting_text(w: Workload) -> str:
         return text
     if w.started is not None:
         text += f"; {start_words(w.start_bound)} {duration_text(w.started - w.submitted)}"
+        if w.first_preempts:
+            text += f" ({preempt_words(w.first_preempts)})"
     else:
         text += (
             "; expected start unknown (a job ahead has no expected duration, or it is more "
@@ -1217,17 +1296,20 @@ class Queued:
     running: bool = False
     position: int = 0
     priority: int = 0
+    grace: float = float(DEFAULT_GRACE)  # its pods' terminationGracePeriodSeconds (`pods_grace`)
 
 
 @dataclass(frozen=True)
 class Start:
     """`queue_start`'s answer: seconds from now (None: not within 90 days), whether that is an
-    upper bound (`start_words`), and whether a waiting one fits at once (then what holds it is
-    outside the team's view)."""
+    upper bound (`start_words`), whether a waiting one fits at once without preempting (then
+    what holds it is outside the team's view), and (job, grace) of each job its admission
+    preempts (`preempt_words`: its pods start once theirs are gone)."""
 
     seconds: float | None
     bound: bool
     room_now: bool
+    preempts: tuple[tuple[str, float], ...] = ()
 
 
 def queue_start(queue: K.ClusterQueue, flavor: str, holders: list[Queued], job: Queued) -> Start:
@@ -1241,13 +1323,15 @@ def queue_start(queue: K.ClusterQueue, flavor: str, holders: list[Queued], job: 
         order = i - 10**6 if h.running else h.position
         w = Workload(h.name, queue.name, "", order, queue=queue.name, flavor=flavor)
         w.need, w.priority, w.duration, w.ceiling = h.need, h.priority, h.seconds, h.ceiling
+        w.grace = h.grace
         if h.running:
             s.admit(w)
         items.append(w)
     s.run_timed(items)
     waiting = [w for w, h in zip(items, [*holders, job], strict=True) if not h.running]
     mine = items[-1]
-    return Start(mine.started, mine.start_bound, any(w.started == 0 for w in waiting))
+    room = any(w.started == 0 and not w.first_preempts for w in waiting)
+    return Start(mine.started, mine.start_bound, room, tuple(mine.first_preempts))
 
 
 def _reclaimers(owners: list[str]) -> str:
@@ -1278,6 +1362,8 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
                 text += f", borrowing {lent} from cohort {q.cohort}; " + _reclaimers(owners)
             else:
                 text += " within its nominal quota"
+            if w.first_preempts:
+                text += f"; {preempt_words(w.first_preempts)}"
         else:
             text = _waiting_text(w)
         if w.queue_name == DEFAULT_QUEUE:
@@ -1301,6 +1387,8 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
             "expectedStartIsBound": w.start_bound,  # at the latest, not about then
             "expectedEndSeconds": None if never or w.started is None else w.ends,
             "durationSeconds": w.duration,
+            "preempts": [n for n, _ in w.first_preempts],
+            "preemptedStopSeconds": max((g for _, g in w.first_preempts), default=None),
         })  # fmt: skip
     return Section(QUEUE_TITLE, lines, data)
 
@@ -1366,21 +1454,41 @@ SDK_SAID = {
 
 def submitted_fix(ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction]) -> str:
     """The never-admitted fix of undeclared job `w` (`admit_submitted`), `w.pods` pods each
-    asking `per_pod`: `quota_change`'s on the first flavor of its ClusterQueue its pods may
-    take (a GPU pool where it asks GPUs), sized as a job spec of its pods, the keys named the
-    stack's (the program has none). "": no team, pool or quota change to name."""
+    asking `per_pod`: `workload_fix` on the plan's contracts and rendered queues, fewer pods
+    in the SDK's words."""
     contracts = getattr(ctx.declared, "contracts", None) or []
+    m = K.read(o.doc for o in ctx.objects)
+    return workload_fix(contracts, m, w, per_pod, SDK_SAID)
+
+
+def workload_fix(
+    contracts: list[Any],
+    m: K.Kueue,
+    w: Workload,
+    per_pod: Mapping[str, Fraction],
+    said: Mapping[str, str] | None = None,
+    podset: K.PodSet | None = None,
+) -> str:
+    """The never-admitted fix of a Workload read from its pods (an SDK job in the plan, any
+    job in `trainforge why`), `w.pods` pods each asking `per_pod`, its initializers'
+    `w.init_need` beside them: `quota_change`'s on the first flavor of its ClusterQueue its
+    pods may take (a GPU pool where it asks GPUs), sized as a job spec of its pods, the keys
+    named the stack's (`contracts`: the stack's platform contract). "": no team, pool or
+    quota change to name. `podset`: its pods' pod set, whose node selector, tolerations and
+    topology request rule out flavors (`K.flavor_fits_podset`). The one fix the plan and `why`
+    print."""
     team = next(
         (t for c in contracts for t in c.teams.values() if t.namespace == w.namespace), None
     )
-    m = K.read(o.doc for o in ctx.objects)
     q = m.queues.get(w.queue or "")
     if team is None or q is None or not contracts:
         return ""
     gpus = int(per_pod.get(GPU, 0))
+    pools = {n: p for c in reversed(contracts) for n, p in c.pools.items()}
+    tas = K.only_tas(q, m.flavors)
     pool = next(
-        (p for f in q.flavors if (p := ctx.declared.pool(f)) is not None
-         and (p.gpus_per_node or not gpus)),
+        (p for f in q.flavors if (p := pools.get(f)) is not None and (p.gpus_per_node or not gpus)
+         and (podset is None or K.flavor_fits_podset(podset, m.flavors.get(f), tas, f) is None)),
         None,
     )  # fmt: skip
     if pool is None:
@@ -1392,7 +1500,8 @@ def submitted_fix(ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction]
     target = contracts[0].target(team.name, pool.name)
     quotas = K.Quotas(m.queues, m.shared)
     need = {r: v * w.pods for r, v in per_pod.items() if v}
-    return quota_change(quotas, q, need, w.pods, spec, target, SDK_SAID)
+    beside = w.init_need.get(pool.name, {})  # its initializers' there (`admit_object`)
+    return quota_change(quotas, q, need, w.pods, spec, target, said, beside)
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:

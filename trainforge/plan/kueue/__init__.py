@@ -24,7 +24,7 @@ from trainforge.plan.kueue.objects import (
     quantity,
     read,
 )
-from trainforge.plan.kueue.pending import deactivated, for_resources, held, outlook, refused
+from trainforge.plan.kueue.pending import NEVER, deactivated, for_resources, held, outlook, refused
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import (
     NEVER_ADMITS,
@@ -40,7 +40,7 @@ from trainforge.plan.kueue.workload import (
 )
 
 __all__ = [
-    "FIT", "GPU", "NEVER_ADMITS", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES",
+    "FIT", "GPU", "NEVER", "NEVER_ADMITS", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES",
     "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
     "deactivated", "for_resources", "held", "outlook", "refused",
     "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",

@@ -1,0 +1,119 @@
+"""`trainforge why --stack` of a Workload Kueue never admits prints the sized fix the plan
+prints for the same job on the same stack (one function: plan.checks.queues.workload_fix on
+quota_change), against the fake API server of test_status.py."""
+
+from __future__ import annotations
+
+import copy
+import pathlib
+
+import pytest
+import yaml
+
+from tests.live import recorded
+from tests.live.test_status import FakeApi, run
+from trainforge.jobs.backends import pod_templates
+from trainforge.live import cli
+from trainforge.plan.checks import queues as Q
+from trainforge.plan.core import plan_project
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+JOB = {"name": "speech-ddp", "team": "speech", "pool": "l40s-pool", "workers": 4,
+       "model": "mlp", "steps": 100}  # fmt: skip
+
+
+def _stack() -> dict:
+    """The wave-19 review's stack (tests/jobs/data/quota_solo_cohort.yaml: team speech alone
+    in its cohort, 8 GPUs of l40s-pool by `quota.pools`, borrowing none) with quota.gpus 16:
+    4 workers x 4 GPUs fit the namespace but never the queue in l40s-pool."""
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_solo_cohort.yaml").read_text())
+    cfg["teams"][2]["quota"]["gpus"] = "16"
+    return {f"trainforge:{k}": cfg[k] for k in ("teams", "nodePools", "nodeGroups")}
+
+
+def _routes(result, job_doc: dict, message: str) -> dict:
+    """The cluster as `pulumi up` left it with the job submitted: its PyTorchJob, the
+    Workload Kueue made of it (its pod templates' pod sets, QuotaReserved False with what
+    Kueue says on idle queues), its LocalQueue and ClusterQueue as the plan rendered them."""
+    ns = job_doc["metadata"]["namespace"]
+    name = job_doc["metadata"]["name"]
+    labels = job_doc["metadata"].get("labels") or {}
+    lq_name = labels.get("kueue.x-k8s.io/queue-name", "default")
+    (lq,) = [o.doc for o in result.objects if o.kind == "LocalQueue" and o.namespace == ns
+             and o.doc["metadata"]["name"] == lq_name]  # fmt: skip
+    cq_name = lq["spec"]["clusterQueue"]
+    (cq,) = [o.doc for o in result.objects if o.kind == "ClusterQueue"
+             and o.doc["metadata"]["name"] == cq_name]  # fmt: skip
+    job = copy.deepcopy(job_doc)
+    job["metadata"]["uid"] = "uid-never"
+    job["metadata"]["creationTimestamp"] = "2026-11-25T11:18:00Z"
+    job["status"] = {"conditions": []}
+    sets = [
+        {"name": (t.name or "main").lower(), "count": t.replicas, "template": t.template}
+        for t in pod_templates(job_doc, build=False)
+    ]
+    wl = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+        "metadata": recorded.meta(f"pytorchjob-{name}-1a2b3", ns, "2026-11-25T11:18:01Z",
+                                  labels={"kueue.x-k8s.io/job-uid": "uid-never"}),
+        "spec": {"queueName": lq_name, "podSets": sets},
+        "status": {"conditions": [recorded.cond("QuotaReserved", "False",
+                                                "2026-11-25T11:18:01Z", "Pending", message)]},
+    }  # fmt: skip
+    kueue = recorded.KUEUE
+    return {
+        f"/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs/{name}": job,
+        f"{kueue}/namespaces/{ns}/workloads?labelSelector=kueue.x-k8s.io/job-uid=uid-never": {
+            "kind": "WorkloadList", "items": [wl]},
+        f"{kueue}/namespaces/{ns}/workloads": {"kind": "WorkloadList", "items": [wl]},
+        f"{kueue}/namespaces/{ns}/localqueues/{lq_name}": lq,
+        f"{kueue}/clusterqueues/{cq_name}": cq,
+        f"/api/v1/namespaces/{ns}/pods?labelSelector=trainforge.io/job={name}": {
+            "kind": "PodList", "items": []},
+        f"/api/v1/namespaces/{ns}/events": {"kind": "EventList", "items": []},
+    }  # fmt: skip
+
+
+@pytest.fixture
+def stack_dir(tmp_path) -> pathlib.Path:
+    """A project holding `Pulumi.dev.yaml`: dev's config with `_stack()`'s keys."""
+    (tmp_path / "Pulumi.yaml").write_text((ROOT / "Pulumi.yaml").read_text())
+    dev = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())
+    dev["config"].update(_stack())
+    (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(dev))
+    return tmp_path
+
+
+def test_why_prints_the_plans_sized_fix_for_a_job_kueue_never_admits(capsys, tmp_path, stack_dir):
+    """The plan's never-admitted finding for speech-ddp and `why --stack dev` of the same job
+    submitted to a cluster with the plan's queues say the same fix; without --stack, why
+    says where the sized fix comes from instead of the generic one alone."""
+    result = plan_project(
+        ROOT, "dev", standins=False, config_overrides={**_stack(), "trainforge:jobs": [JOB]}
+    )
+    (finding,) = [v for v in result.failing if v.rule == Q.RULE_NEVER]
+    assert finding.fix.startswith("use workers: 2, or set trainforge:teams[2]"), finding.fix
+    said = finding.message.split("on idle queues Kueue would say: ")[1]
+    (obj,) = [o for o in result.objects if o.kind == "PyTorchJob"
+              and o.doc["metadata"]["name"] == JOB["name"]]  # fmt: skip
+    api = FakeApi(_routes(result, obj.doc, said))
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        argv = [JOB["name"], "-n", obj.namespace, "--kubeconfig", api.config]
+        code, out, err = run(
+            capsys, cli.why_main, *argv, "--stack", "dev", "--project-dir", str(stack_dir),
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+        assert code == 0, err
+        line = next(ln for ln in out.splitlines() if "it never waits its turn" in ln)
+        assert line.split("it never waits its turn: ", 1)[1] == finding.fix, out
+        code, out, _ = run(capsys, cli.why_main, *argv, now=lambda: recorded.NOW)
+        assert code == 0 and "(--stack STACK: the sized fix)" in out, out
+        code, _, err = run(
+            capsys, cli.why_main, *argv, "--stack", "nowhere", "--project-dir", str(stack_dir),
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+        assert code == 2 and err.startswith("trainforge why: --stack nowhere: "), err
+        assert "Traceback" not in err
+    finally:
+        api.httpd.shutdown()

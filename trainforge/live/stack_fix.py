@@ -1,0 +1,80 @@
+"""`trainforge why --stack STACK`: the sized fix of a Workload Kueue never admits, the one the
+plan prints (`queues.workload_fix` on `queues.quota_change`).
+
+Why the stack: the fix names stack keys (`trainforge:teams[2].quota.pools.l40s.gpus`) and
+sizes them with the quota model the ClusterQueues and Cohorts were rendered from
+(trainforge.jobs.quota), which the cluster does not carry; a team reads its own ClusterQueue
+only. So `why` reads the stack's config, builds the platform contract and renders its queues
+as the plan's program does (under the plan's mocks, offline), and reads the Workload's pods
+from the cluster: the same arithmetic, so the plan's line and `why`'s agree.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from trainforge.live.gather import Gathered
+from trainforge.plan import kueue as K
+from trainforge.plan.checks.queues import Workload, workload_fix
+from trainforge.stack import file as stack_file
+
+
+class StackUnread(Exception):
+    """The stack cannot be read or its platform config is refused: the one-line reason."""
+
+
+def stack_queues(root: Path, stack: str) -> tuple[Any, list[dict[str, Any]]]:
+    """The stack's platform contract and its rendered Kueue objects (ClusterQueues, Cohorts,
+    ResourceFlavors), as the plan's program builds them from `Pulumi.<stack>.yaml` in `root`.
+    Raises `StackUnread` with the key and value the config check refuses."""
+    from trainforge.plan.mocks import run_mocked  # noqa: PLC0415
+    from trainforge.platform.published import contract_from_config  # noqa: PLC0415
+    from trainforge.platform.queues import queue_objects  # noqa: PLC0415
+    from trainforge.platform.stack_check import check_stack, engine_config  # noqa: PLC0415
+
+    found: dict[str, Any] = {}
+
+    def program() -> None:
+        checked = check_stack(engine_config(), lookups=False)
+        if checked.platform is None:
+            found["errors"] = checked.errors
+            return
+        contract = found["contract"] = contract_from_config(checked.platform)
+        services = checked.platform.services
+        teams = list(contract.teams.values())
+        if services is None or not services.kueue.enabled or not teams:
+            found["objects"] = []
+            return
+        inputs = teams[0].quota_inputs
+        found["objects"] = queue_objects(inputs.teams, inputs.pools, services.kueue)
+
+    try:
+        config = stack_file.read_stack(root, stack).config
+    except Exception as e:  # a missing or unparsable stack file: its one line
+        raise StackUnread(f"--stack {stack}: {e}") from None
+    run_mocked(program, config, stack=stack)
+    if "contract" not in found:
+        first = (found.get("errors") or ["unreadable"])[0]
+        raise StackUnread(f"--stack {stack}: fix its platform configuration first: {first}")
+    return found["contract"], found["objects"]
+
+
+def never_fix(g: Gathered, root: Path, stack: str) -> str:
+    """The sized fix of `g`'s Workload, which Kueue never admits: its pods as Kueue counts
+    them (`K.workload_podsets`, the namespace's LimitRanges), on the stack's queues; "" where
+    the fix names no change (no team, pool or quota over)."""
+    wl = g.workload or {}
+    contract, objects = stack_queues(root, stack)
+    sets = K.workload_podsets(wl, g.limit_ranges)
+    pods = sum(p.count for p in sets)
+    if not pods:
+        return ""
+    need = K.workload_need(wl, g.limit_ranges)
+    queue = ((g.local_queue or {}).get("spec") or {}).get("clusterQueue")
+    w = Workload(g.name, "", g.namespace, 0, queue=queue)
+    w.pods = pods
+    per_pod = {r: Fraction(v) / pods for r, v in need.items() if v}
+    main = max(sets, key=lambda p: p.count)  # its workers' (a PyTorchJob's Master is one)
+    return workload_fix([contract], K.read(objects), w, per_pod, podset=main)
