@@ -70,32 +70,19 @@ def _stack_name(root: Path, wanted: str | None) -> str:
 
 
 def _contract(root: Path, stack: str) -> tuple[Any, dict[str, Any] | None]:
-    """The platform contract of the stack, as the plan's program builds it (under mocks), and
-    each team's nominal quota per pool (Kueue's split, platform.queues; None without Kueue):
-    team -> pool -> resource -> quantity, zero left out."""
-    from trainforge.plan.mocks import run_mocked  # noqa: PLC0415
+    """The platform contract of the stack, as the plan's program builds it (under mocks,
+    `plan.stack_platform`), and each team's nominal quota per pool (Kueue's split,
+    platform.queues; None without Kueue): team -> pool -> resource -> quantity, zero left out."""
+    from trainforge.plan.stack_platform import StackRefused, stack_platform  # noqa: PLC0415
 
-    found: dict[str, Any] = {}
-
-    def program() -> None:
-        from trainforge.platform.published import contract_from_config  # noqa: PLC0415
-        from trainforge.platform.stack_check import check_stack, engine_config  # noqa: PLC0415
-
-        checked = check_stack(engine_config(), lookups=False)
-        if checked.platform is None:
-            found["errors"] = checked.errors
-            return
-        found["contract"] = contract = contract_from_config(checked.platform)
-        services = checked.platform.services
-        if services is not None and services.kueue.enabled:
-            found["quota"] = _quotas(services.teams, list(contract.pools.values()))
-
-    config = stack_file.read_stack(root, stack).config
-    run_mocked(program, config, stack=stack)
-    if "contract" not in found:
-        first = (found.get("errors") or ["unreadable"])[0]
-        raise _Refused(f"stack {stack}: fix its platform configuration first: {first}")
-    return found["contract"], found.get("quota")
+    try:
+        built = stack_platform(root, stack)
+    except StackRefused as e:
+        raise _Refused(f"stack {stack}: {e}") from None
+    contract = built.contract
+    if built.kueue is None:
+        return contract, None
+    return contract, _quotas(built.platform.services.teams, list(contract.pools.values()))
 
 
 def _quotas(teams: Any, pools: list[Any]) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from typing import Any
 from trainforge.live.gather import Gathered
 from trainforge.plan import kueue as K
 from trainforge.plan.checks.queues import Workload, workload_fix
-from trainforge.stack import file as stack_file
+from trainforge.plan.stack_platform import StackRefused, stack_platform
 
 
 class StackUnread(Exception):
@@ -27,38 +27,19 @@ class StackUnread(Exception):
 
 def stack_queues(root: Path, stack: str) -> tuple[Any, list[dict[str, Any]]]:
     """The stack's platform contract and its rendered Kueue objects (ClusterQueues, Cohorts,
-    ResourceFlavors), as the plan's program builds them from `Pulumi.<stack>.yaml` in `root`.
-    Raises `StackUnread` with the key and value the config check refuses."""
-    from trainforge.plan.mocks import run_mocked  # noqa: PLC0415
-    from trainforge.platform.published import contract_from_config  # noqa: PLC0415
+    ResourceFlavors), as the plan's program builds them from `Pulumi.<stack>.yaml` in `root`
+    (`plan.stack_platform`). Raises `StackUnread` with the key and value the check refuses."""
     from trainforge.platform.queues import queue_objects  # noqa: PLC0415
-    from trainforge.platform.stack_check import check_stack, engine_config  # noqa: PLC0415
-
-    found: dict[str, Any] = {}
-
-    def program() -> None:
-        checked = check_stack(engine_config(), lookups=False)
-        if checked.platform is None:
-            found["errors"] = checked.errors
-            return
-        contract = found["contract"] = contract_from_config(checked.platform)
-        services = checked.platform.services
-        teams = list(contract.teams.values())
-        if services is None or not services.kueue.enabled or not teams:
-            found["objects"] = []
-            return
-        inputs = teams[0].quota_inputs
-        found["objects"] = queue_objects(inputs.teams, inputs.pools, services.kueue)
 
     try:
-        config = stack_file.read_stack(root, stack).config
-    except Exception as e:  # a missing or unparsable stack file: its one line
+        built = stack_platform(root, stack)
+    except StackRefused as e:
         raise StackUnread(f"--stack {stack}: {e}") from None
-    run_mocked(program, config, stack=stack)
-    if "contract" not in found:
-        first = (found.get("errors") or ["unreadable"])[0]
-        raise StackUnread(f"--stack {stack}: fix its platform configuration first: {first}")
-    return found["contract"], found["objects"]
+    teams = list(built.contract.teams.values())
+    if built.kueue is None or not teams:
+        return built.contract, []
+    inputs = teams[0].quota_inputs
+    return built.contract, queue_objects(inputs.teams, inputs.pools, built.kueue)
 
 
 def never_fix(g: Gathered, root: Path, stack: str) -> str:
