@@ -713,13 +713,12 @@ def _pool_raise(
     cap = pool_capacity(p, r)
     lim = packing.limits_of(p)
     if p.kind == "karpenter" and lim:
-        rk = GPU if r == GPU else r
         if cap is not None and limit_nodes(p):
             want = _limits_for(p, r, cap + extra)
         else:  # nodes unknown: its own limit, by `extra`
-            want = {rk: lim[rk] + extra} if rk in lim else {}
-        if rk in lim and launch > max(want.get(rk, Fraction(0)), lim[rk]):
-            want[rk] = launch
+            want = {r: lim[r] + extra} if r in lim else {}
+        if r in lim and launch > max(want.get(r, Fraction(0)), lim[r]):
+            want[r] = launch
         if not want:
             return None
         changes, limits = [], p.limits
