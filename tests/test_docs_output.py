@@ -385,3 +385,15 @@ def test_performance_md_worked_example_figures_are_the_prod_plans():
     assert step in text and f"to {high:.2f} s with the worst MFU" in text
     hours = [run["duration_seconds"] / 3600, *(s / 3600 for s in run["duration_range"])]
     assert f"**{hours[0]:.1f} h ({hours[1]:.1f}-{hours[2]:.1f} h)**" in text
+
+
+def test_rehearsals_md_holds_for_quota_is_what_the_prod_plan_prints():
+    """docs/rehearsals.md quotes what a pool holds for the teams' quotas, and which type the
+    plan assumed (jobs/quota.py `capacity_words`): the prod plan's Scheduling rehearsal line."""
+    doc = " ".join((ROOT / "docs/rehearsals.md").read_text().split())
+    quoted = re.search(r"`(holds for quota: [^`]+)`", doc)
+    assert quoted, "docs/rehearsals.md names no 'holds for quota' line"
+    section = next(
+        s for s in shipped_plan("prod").sections if s.title.startswith("Scheduling rehearsal")
+    )
+    assert any(ln.strip() == quoted[1] for ln in section.lines), (quoted[1], section.lines)

@@ -14,10 +14,11 @@ from trainforge.plan.core import plan_project
 from trainforge.plan.verdict import verdict_lines
 
 # Two teams sharing the dev GPU pool (1 GPU per node, at most 4 GPUs): 2 GPUs each; of
-# the CPU pool (8 nodes within its limits: 61520m and 232504Mi for pods) 30 cores and 100Gi.
+# the CPU pool (8 nodes within its limits: 61520m, and 111264Mi for pods as c5.2xlarge, the
+# type of c5.2xlarge, m5.2xlarge that holds the least: jobs/quota.py `assumed`) 30 cores, 54Gi.
 TEAMS = [
-    {"name": "vision", "quota": {"gpus": "2", "cpu": "30", "memory": "100Gi"}},
-    {"name": "nlp", "quota": {"gpus": "2", "cpu": "30", "memory": "100Gi"}},
+    {"name": "vision", "quota": {"gpus": "2", "cpu": "30", "memory": "54Gi"}},
+    {"name": "nlp", "quota": {"gpus": "2", "cpu": "30", "memory": "54Gi"}},
 ]
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
-from trainforge.core.quantity import parse_quantity
+from trainforge.core.quantity import figure, parse_quantity
 from trainforge.jobs import capacity, packing
 from trainforge.stack.services import PoolQuota, TeamConfig
 
@@ -68,11 +68,20 @@ def _round_up(resource: str, value: Fraction) -> Fraction:
 def limit_nodes(pool: PoolFacts) -> list[tuple[int, capacity.NodeRoom]] | None:
     """Per instance type of the pool: how many nodes of that type alone it may have, and what
     each leaves to pods (`capacity.rooms`: allocatable less the DaemonSets). Karpenter counts a
-    NodeClaim's capacity against the pool's `limits` (`packing.capacity_of`: 16 cpu, 60620Mi
-    for an m7i.4xlarge) and launches none that would pass them (`packing.pack_rooms`), so the
-    limits allow floor(limit / capacity) nodes, fewer cores than the limit for pods; a node
-    group allows maxSize. [] when unbounded; None when the nodes are unknown. One type alone:
-    a mix of types may hold a little more (a guarantee errs low, never past what exists)."""
+    NodeClaim's whole capacity against *every* limit of the pool (`packing.capacity_of`: 16
+    cpu, 60620Mi for an m7i.4xlarge; 192 cpu and 8 GPUs for a p5.48xlarge) and launches none
+    that would pass one (`packing.pack_rooms`), so the limits allow the fewest of
+    floor(limit / capacity) over the limits it sets: whole nodes, fewer GPUs or cores than a
+    limit that is no multiple of a node's; a node group allows maxSize. [] when unbounded;
+    None when the nodes are unknown.
+
+    Upstream: kubernetes-sigs/karpenter 6e7eab7a0f48 (the core karpenter-provider-aws v1.14.1
+    builds with; read 2026-11-30), pkg/controllers/provisioning/scheduling/scheduler.go:
+    `NewScheduler` starts each NodePool's `remainingResources` at its `spec.limits`,
+    `calculateExistingNodeClaims`/`updateRemainingResources` subtract each existing node's
+    `Capacity()`, `addToNewNodeClaim` keeps only the types `filterByRemainingResources` passes
+    (every limited resource of the type's `Capacity` at most what remains) and `subtractMax`
+    takes the largest capacity of the NodeClaim's types off what remains."""
     rs = capacity.rooms(pool)
     if not rs:
         return None
@@ -97,22 +106,40 @@ def _in_room(room: capacity.NodeRoom, resource: str) -> Fraction:
     return Fraction(room.memory_mib * 2**20)
 
 
+def assumed(pool: PoolFacts, resource: str) -> tuple[int, capacity.NodeRoom] | None:
+    """The instance type `pool_capacity` counts and its nodes: of the pool's types (its GPU
+    types, for GPUs), the one whose nodes alone within the limits leave pods the least of
+    `resource`. Why the least, not the best: Karpenter may launch any type of a NodePool (a
+    NodeClaim launches the cheapest of the types that hold its pods: `packing.launch`), each
+    counted whole against the limits, so a pool filled with that type is one the teams' jobs
+    can bring about, and a guarantee has to hold there too (docs/teams.md, "Quotas"). None:
+    unbounded, or no such type known."""
+    counts = limit_nodes(pool)
+    kept = [(n, r) for n, r in counts or () if resource != GPU or r.node.gpus]
+    if not kept:
+        return None
+    return min(kept, key=lambda c: c[0] * _in_room(c[1], resource))
+
+
 def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
-    """The most of `resource` the pool's nodes can ever give pods. CPU and memory: what the
-    nodes its limits allow leave to pods (`limit_nodes`, the best type), or with nodes
-    unknown (a hand-built contract) its `limits` or maxSize x a node's size. GPUs: its
-    `limits.gpus`, or maxSize x the largest type's. None when unbounded or unknown."""
+    """The most of `resource` the pool's nodes are sure to give pods, whatever types Karpenter
+    launches: whole nodes within every limit (and maxSize) x what each leaves to pods (GPUs:
+    its GPUs), for the type that gives the least (`assumed`). A pool of p5.48xlarge with
+    `limits.gpus: 20` holds 16 GPUs; with `limits.cpu: 200` as well, 8. With nodes unknown (a
+    hand-built contract): its `limits`, or maxSize x a node's size. None when unbounded or
+    unknown."""
+    counts = limit_nodes(pool)
+    if counts == []:
+        return None
+    if (least := assumed(pool, resource)) is not None:
+        n, room = least
+        return n * _in_room(room, resource)
     lim = pool.limits
     if resource == GPU:
         if lim.gpus is not None:
             return Fraction(lim.gpus)
         per = max((n.gpus for n in pool.nodes), default=pool.gpus_per_node)
         return None if pool.max_nodes is None or not per else Fraction(per * pool.max_nodes)
-    counts = limit_nodes(pool)
-    if counts:
-        return max(n * _in_room(r, resource) for n, r in counts)
-    if counts == []:
-        return None
     if resource == "cpu":
         if lim.cpu is not None:
             return parse_quantity(lim.cpu)
@@ -127,17 +154,43 @@ def pool_capacity(pool: PoolFacts, resource: str) -> Fraction | None:
 
 
 def held_words(pool: PoolFacts, resource: str) -> str:
-    """How `pool_capacity` came about, for a warning: `16 m7i.4xlarge nodes within its limits
-    x 15670m each`."""
-    if resource == GPU:
-        return "its limits.gpus" if pool.limits.gpus is not None else "its maxSize nodes"
-    counts = limit_nodes(pool)
-    if not counts:
+    """How `pool_capacity` came about, in the plan's words: `16 m7i.4xlarge nodes within its
+    limits x 15700m each`, and with several types which one it assumed: `..., of c5.9xlarge,
+    m5.8xlarge the type that holds the least (Karpenter may launch any)`."""
+    least = assumed(pool, resource)
+    if least is None:
+        if resource == GPU:
+            return "its limits.gpus" if pool.limits.gpus is not None else "its maxSize nodes"
         return "its limits"
-    n, r = max(counts, key=lambda c: c[0] * _in_room(c[1], resource))
+    n, r = least
     allow = "its maxSize" if pool.kind == "node-group" else "its limits"
     each = format_quantity(resource, _in_room(r, resource))
-    return f"{n} {r.node.instance_type} nodes within {allow} x {each} each"
+    words = f"{n} {r.node.instance_type} nodes within {allow} x {each} each"
+    kept = [(c, x) for c, x in limit_nodes(pool) or () if resource != GPU or x.node.gpus]
+    types = ", ".join(x.node.instance_type for _, x in kept)
+    if len({c * _in_room(x, resource) for c, x in kept}) > 1:
+        launch = "the node group" if pool.kind == "node-group" else "Karpenter"
+        words += f", of {types} the type that holds the least ({launch} may launch any)"
+    elif len(kept) > 1:
+        words += f", as many as any of {types} would"
+    return words
+
+
+def capacity_words(pool: PoolFacts) -> str | None:
+    """What the pool holds for the teams' guarantees (`pool_capacity`), and how: a GPU pool's
+    GPUs (its CPU and memory follow them), a CPU pool's cpu and memory, each with the type it
+    assumed; the line the scheduling rehearsal prints per pool. None: no figure (unbounded or
+    nodes unknown)."""
+    kinds = (GPU,) if pool.gpus_per_node else ("cpu", "memory")
+    unit = {GPU: " GPUs", "cpu": " cores", "memory": ""}
+    parts = []
+    for r in kinds:
+        cap = pool_capacity(pool, r)
+        if cap is None:
+            return None
+        name = "" if r == GPU else f"{r} "
+        parts.append(f"{name}{figure(r, cap)}{unit[r]} ({held_words(pool, r)})")
+    return "; ".join(parts)
 
 
 def per_gpu(pool: PoolFacts) -> dict[str, Fraction] | None:
@@ -626,26 +679,64 @@ def node_most(pool: PoolFacts, r: str) -> Fraction:
     return Fraction(mib * 2**20)
 
 
+Change = tuple[str, str, str]  # (key, now, to)
+
+
+def _limits_for(pool: PoolFacts, r: str, target: Fraction) -> dict[str, Fraction]:
+    """By resource: the least Karpenter `limits` (at least the pool's own, only those it sets)
+    under which every type of the pool alone reaches `target` of `r` for pods (`assumed`
+    counts the worst): ceil(target / what a node leaves) whole nodes, each counted at its
+    whole capacity against every limit (`limit_nodes`)."""
+    lim = packing.limits_of(pool)
+    want = dict(lim)
+    for _, room in limit_nodes(pool) or ():
+        per = _in_room(room, r)
+        if not per:
+            continue
+        nodes = math.ceil(target / per)
+        for k, v in packing.capacity_of(room.node).items():
+            if k in want:
+                want[k] = max(want[k], nodes * v)
+    return {k: v for k, v in want.items() if v > lim[k]}
+
+
 def _pool_raise(
     pools: list[PoolFacts], p: PoolFacts, r: str, extra: Fraction, launch: Fraction
-) -> tuple[tuple[str, str, str], PoolFacts] | None:
-    """The pool's own cap of `r` raised by `extra` (to at least `launch`: what the job's
-    NodeClaims count against a Karpenter limit, or a node group's nodes it needs): its
-    Karpenter `limits.<r>`, or a node group's `maxSize` (nodes of its largest type,
-    `pool_capacity`); None where it has no cap."""
+) -> tuple[tuple[Change, ...], PoolFacts] | None:
+    """The pool's cap raised so that it holds `extra` more of `r` (`pool_capacity`), its own
+    limit of `r` at least `launch` (what the job's NodeClaims count against it, or a node
+    group's nodes it needs): a Karpenter pool's `limits`, every one that would stop the nodes
+    first (a GPU pool's `limits.cpu` too where it caps the nodes before `limits.gpus`), or a
+    node group's `maxSize` (nodes of the type `pool_capacity` counts); None where it has no
+    cap."""
     key = pool_key(pools, p.name)
-    limit = getattr(p.limits, CONFIG_KEY[r])
-    if p.kind == "karpenter" and limit is not None:
-        bigger = _round_up(r, max(parse_quantity(str(limit)) + extra, launch))
-        to = format_quantity(r, bigger)
-        raised = replace(
-            p, limits=replace(p.limits, **{CONFIG_KEY[r]: int(bigger) if r == GPU else to})
-        )
-        return (f"{key}.limits.{CONFIG_KEY[r]}", str(limit), to), raised
-    per, cap = node_most(p, r), pool_capacity(p, r)
+    cap = pool_capacity(p, r)
+    lim = packing.limits_of(p)
+    if p.kind == "karpenter" and lim:
+        if cap is not None and limit_nodes(p):
+            want = _limits_for(p, r, cap + extra)
+        else:  # nodes unknown: its own limit, by `extra`
+            want = {r: lim[r] + extra} if r in lim else {}
+        if r in lim and launch > max(want.get(r, Fraction(0)), lim[r]):
+            want[r] = launch
+        if not want:
+            return None
+        changes, limits = [], p.limits
+        for k in (GPU, "cpu", "memory"):
+            if k not in want:
+                continue
+            name = CONFIG_KEY[k]
+            to = format_quantity(k, -(-want[k] // _WHOLE[k]) * _WHOLE[k])
+            now = getattr(p.limits, name)
+            changes.append((f"{key}.limits.{name}", str(now), to))
+            limits = replace(limits, **{name: int(to) if k == GPU else to})
+        return tuple(changes), replace(p, limits=limits)
+    least = assumed(p, r)
+    per = _in_room(least[1], r) if least is not None else node_most(p, r)
     if p.kind == "node-group" and p.max_nodes is not None and per and cap is not None:
-        nodes = max(math.ceil((cap + extra) / per), math.ceil(launch / per))
-        return (f"{key}.maxSize", str(p.max_nodes), str(nodes)), replace(p, max_nodes=nodes)
+        most = node_most(p, r) or per
+        nodes = max(math.ceil((cap + extra) / per), math.ceil(launch / most))
+        return ((f"{key}.maxSize", str(p.max_nodes), str(nodes)),), replace(p, max_nodes=nodes)
     return None
 
 
@@ -887,7 +978,7 @@ def _raise_keys(
     own = dict(team.quota.pools).get(pool)
     if not (follows and q.kueue) or getattr(own, resource, None) is not None:
         raised = _pool_raise(pools, p, r, need - held, launched[r])
-        by_pool = ((raised[0],), [raised[1] if x is p else x for x in pools]) if raised else None
+        by_pool = (raised[0], [raised[1] if x is p else x for x in pools]) if raised else None
         found = first(r, need - held, by_pool)
         if found is not None:
             return found
@@ -900,17 +991,19 @@ def _raise_keys(
         raised = _pool_raise(pools, p, GPU, Fraction(gpus), launched[GPU])
         by_pool = None
         if raised is not None:
-            changes, bigger = (raised[0],), raised[1]
-            limit = getattr(p.limits, CONFIG_KEY[r])
-            cap = pool_capacity(bigger, GPU)
-            if limit is not None and cap is not None:
+            changes, bigger = raised
+            limit = getattr(bigger.limits, CONFIG_KEY[r])
+            cap, have = pool_capacity(bigger, GPU), pool_capacity(bigger, r)
+            if limit is not None and cap is not None and have is not None:
                 # the pool's own limit of the resource would hold it back: at least what follows
-                want = _round_up(r, max(each[r] * cap, launched[r]))
-                if want > parse_quantity(str(limit)):
+                want = _round_up(r, each[r] * cap)
+                if want > have or launched[r] > parse_quantity(str(limit)):
                     more = _pool_raise([bigger if x is p else x for x in pools], bigger, r,
-                                       want - parse_quantity(str(limit)), launched[r])  # fmt: skip
+                                       max(want - have, Fraction(0)), launched[r])  # fmt: skip
                     if more is not None:
-                        changes, bigger = (*changes, more[0]), more[1]
+                        done = {k for k, _, _ in more[0]}
+                        changes = (*(c for c in changes if c[0] not in done), *more[0])
+                        bigger = more[1]
             by_pool = (changes, [bigger if x is p else x for x in pools])
         found = first(GPU, Fraction(gpus), by_pool, each[r])
         if found is not None:

@@ -536,6 +536,18 @@ def _worst_rate(
     return rate, worst, unknown
 
 
+def _cpu_pool_cores(team: TeamFacts, pools: list[PoolFacts]) -> float | None:
+    """The vCPUs the team may hold at once in the CPU-only `pools`: with Kueue, what its
+    ClusterQueue may hold in each (`QuotaInputs.room`: the quota model's `pool_room`, nominal
+    plus borrowable, within what each pool holds); None without Kueue or the model (a
+    hand-built contract), where its namespace quota less the CPU of its GPUs stands in."""
+    q = team.quota_inputs
+    rooms = [q.room(p.name) for p in pools] if q is not None else [None]
+    if any(r is None for r in rooms):
+        return None
+    return float(sum(r["cpu"] for r in rooms if r is not None))
+
+
 def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> QuotaCeiling:
     """`placed`: the pools the team's pods may run on, each with its region (a fleet
     manager's: its workers' pools)."""
@@ -552,7 +564,10 @@ def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> Quota
         if limit is None:
             return QuotaCeiling(None, f"no {unit} quota: unlimited", unlimited=True)
         amount = float(parse_quantity(limit))
-        if not gpu and gpu_pools and team.quota.gpus is not None:
+        cores = None if gpu else _cpu_pool_cores(team, [p for p, _ in pools_])
+        if cores is not None:
+            amount = min(amount, cores)
+        elif not gpu and gpu_pools and team.quota.gpus is not None:
             # the CPU that comes with the GPUs (what a node leaves to pods, per GPU) is paid
             # in the GPU nodes' price
             per_gpu = [r.cpu_m / 1000 / r.node.gpus for p in gpu_pools for r in capacity.rooms(p)

@@ -10,7 +10,7 @@ from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.quantity import figure, parse_quantity
-from trainforge.jobs import capacity, packing
+from trainforge.jobs import capacity, packing, quota
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 
 RULE = "TRAINFORGE_JOB_CANNOT_SCHEDULE"
@@ -45,6 +45,10 @@ def _pool_lines(pool: PoolFacts) -> tuple[list[str], dict[str, Any]]:
     )
     lines = [head]
     data: dict[str, Any] = {"kind": pool.kind, "daemonsets": [d.name for d in ds], "nodes": []}
+    if (held := quota.capacity_words(pool)) is not None:
+        # what the teams' guarantees in the pool add up to at most (docs/teams.md, "Quotas")
+        lines.append(f"  holds for quota: {held}")
+        data["quotaCapacity"] = held
     for r in rooms:
         n = r.node
         extra = "".join(f", {k} {v}" for k, v in (("GPUs", n.gpus), ("EFA", n.efa)) if v)
