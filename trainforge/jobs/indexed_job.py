@@ -85,6 +85,8 @@ def torchrun_env(job: JobSpec) -> tuple[dict[str, Any], ...]:
 
 
 def launch(job: JobSpec) -> pod.Launch:
+    from trainforge.jobs import restarts  # noqa: PLC0415 - restarts reads the emitters
+
     env = pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT)
     if job.entrypoint is not None and job.entrypoint.kind == "command":
         env += torchrun_env(job)
@@ -93,7 +95,7 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         port_name=PORT_NAME,
         rendezvous_env=env,
-        on_exit=failures.told(lambda c: outcome(job, c)),
+        on_exit=restarts.on_exit(job),
     )
 
 

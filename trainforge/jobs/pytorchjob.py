@@ -63,7 +63,9 @@ def run_policy(job: JobSpec) -> dict[str, Any]:
 
 
 def launch(job: JobSpec) -> pod.Launch:
-    return dataclasses.replace(LAUNCH, on_exit=failures.told(lambda c: outcome(job, c)))
+    from trainforge.jobs import restarts  # noqa: PLC0415 - restarts reads the emitters
+
+    return dataclasses.replace(LAUNCH, on_exit=restarts.on_exit(job))
 
 
 def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:

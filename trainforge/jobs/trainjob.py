@@ -83,12 +83,14 @@ def master_addr(job: JobSpec) -> str:
 
 
 def launch(job: JobSpec) -> pod.Launch:
+    from trainforge.jobs import restarts  # noqa: PLC0415 - restarts reads the emitters
+
     return pod.Launch(
         container=CONTAINER,
         port=MASTER_PORT,
         declare_port=False,
         rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
-        on_exit=failures.told(lambda c: outcome(job, c)),
+        on_exit=restarts.on_exit(job),
     )
 
 
