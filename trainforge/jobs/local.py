@@ -777,6 +777,11 @@ def launch(
     # SIGHUP too: in a group of its own, the launcher no longer gets a closed terminal's
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     ledger_dir = _ledger_dir(cmd, env)
+    # the ranks' exit records, read where they write them: under the bundled runtime's
+    # --checkpoint-dir too, which its environment does not name (its verdict was blind to them)
+    from trainforge.training.contract import CHECKPOINT_DIR  # noqa: PLC0415
+
+    seen = {**env, CHECKPOINT_DIR: ledger_dir} if ledger_dir else env
     try:
         done = 0
         while not stopped:
@@ -786,24 +791,24 @@ def launch(
             proc = subprocess.Popen(cmd, env=env, cwd=cwd, process_group=0)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
-            if code and not stopped and _succeeded(ledger_dir, env, started, success_ranks):
-                line = succeeded_line(code, exit_name(code, env, started), job)
+            if code and not stopped and _succeeded(ledger_dir, seen, started, success_ranks):
+                line = succeeded_line(code, exit_name(code, seen, started), job)
                 print(line, file=sys.stderr, flush=True)
                 job_ended(ledger_dir, since=started, finished=True)
                 return 0
             if code and not stopped:  # rank 0's exit 0 did not end the job
                 job_ended(ledger_dir, since=started, finished=False)
             retry = _restarts(code, on, outcome)
-            no_gpu = no_gpu_failure(env, started) if gpus and code != 0 and not stopped else None
+            no_gpu = no_gpu_failure(seen, started) if gpus and code != 0 and not stopped else None
             if no_gpu is not None:
                 print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
                 return code
-            if cpu_pool and code != 0 and not stopped and no_gpu_failure(env, started):
-                name = exit_name(code, env, started)
+            if cpu_pool and code != 0 and not stopped and no_gpu_failure(seen, started):
+                name = exit_name(code, seen, started)
                 print(f"run-local: exit {code}{name}: {cpu_pool}", file=sys.stderr, flush=True)
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
-                    name = exit_name(code, env, started)
+                    name = exit_name(code, seen, started)
                     line = _stop_line(code, on, retry, recreations, outcome, name, capped)
                     print(line, file=sys.stderr, flush=True)
                 return code
