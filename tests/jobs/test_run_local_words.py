@@ -51,6 +51,11 @@ config:
     team: research
     pool: training-workloads
     workers: 2
+  - name: bundled-2proc
+    team: research
+    pool: training-workloads
+    workers: 2
+    procsPerWorker: 2
   - name: bundled-ij
     team: research
     pool: training-workloads
@@ -141,8 +146,11 @@ sys.exit(202)
 """
 
 
+# bundled-2proc: rank 1 is the Master pod's second process, so the Master failed (its exit
+# record, under the runtime's --checkpoint-dir, which run-local did not read there)
 @pytest.mark.parametrize(
-    ("job", "rc", "finished"), [("bundled", 0, True), ("bundled-ij", 202, False)]
+    ("job", "rc", "finished"),
+    [("bundled", 0, True), ("bundled-2proc", 202, False), ("bundled-ij", 202, False)],
 )
 def test_the_bundled_runtime_ends_by_its_backends_rule_and_the_ledger_agrees(
     project, monkeypatch, capsys, job, rc, finished
