@@ -217,3 +217,23 @@ def test_a_pods_ctrl_c_line_does_not_promise_a_torchrun_restart(tmp_path):
         "process alone; one sent to torchrun stops every worker instead and the pod exits 130: "
         "the pod is re-created" in lines[0]
     ), lines[0]
+
+
+def test_only_a_workers_lost_peer_carries_the_masters_success(monkeypatch):
+    """A Worker pod's hang or bug is its own: the Master's exit 0 does not cause it, so its
+    line says the controller's words alone; its lost peer may be that exit, and says both.
+    The Master's pod (PET_NODE_RANK 0) never does: its failure is the Master's."""
+    from trainforge.jobs.restarts import on_exit
+    from trainforge.jobs.spec import parse_job
+    from trainforge.training import exits
+
+    for name in ("TRAINFORGE_RUN_LOCAL", "TORCHELASTIC_RESTART_COUNT", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    job = parse_job({"name": "j", "team": "research", "pool": "cpu", "workers": 2}, "t")
+    monkeypatch.setenv("TRAINFORGE_ON_EXIT", on_exit(job))
+    said = "once the Master has exited 0 the job has succeeded"
+    for pod, reason, told in (("1", exits.PEER_LOST, True), ("1", exits.HANG, False),
+                              ("0", exits.PEER_LOST, False)):  # fmt: skip
+        monkeypatch.setenv("PET_NODE_RANK", pod)
+        line = exits.exit_line(reason, rank=int(pod), step=None, detail="x")
+        assert (said in line) is told, (pod, line)

@@ -71,9 +71,6 @@ def test_the_launchers_ctrl_c_line_says_the_same_as_the_workers(monkeypatch):
 
     job = parse_job({"name": "j", "team": "research", "pool": "cpu"}, "t")
     monkeypatch.setenv(ON_EXIT, on_exit(job))
-    # the Master's pod: a Worker's also says what follows once the Master has exited 0
-    # (tests/jobs/test_run_local_words.py)
-    monkeypatch.setenv("PET_NODE_RANK", "0")
     pod_words = outcome(job, exits.INTERRUPTED.code).words
     in_pod = stopped_line(signal.SIGINT)
     assert in_pod.endswith(f"exiting with 130 ({pod_words})"), in_pod

@@ -635,9 +635,10 @@ def after_success(rank: int | None = None) -> str | None:
     has, whatever its Workers do: restarts.after_success), for a failure outside the Master's
     pod: the pod's PET_NODE_RANK (the operator's) where set, else the failed `rank` (this
     process's RANK by default) is not 0. None where not told (the job succeeds only when
-    every pod has), or for the Master's own failure. A rank cannot know whether the Master's
-    exit 0 came first (its own failure is often that exit's lost connection), so the line
-    says both."""
+    every pod has), or for the Master's own failure. Said beside a lost peer (peer_lost),
+    the failure a Master's exit 0 causes in its Workers: a rank cannot know whether that exit
+    came first, so the line says both; other failures of a Worker say the controller's words
+    alone (run-local's verdict says how the job ended: jobs/local.succeeded_line)."""
     from trainforge.training.contract import ON_EXIT  # noqa: PLC0415 - contract imports config
 
     value = os.environ.get(ON_EXIT)
@@ -715,9 +716,9 @@ def exit_line(
         retry = f"{then}, unless another rank's cause stops the job first"
     else:
         retry = then
-    # a Worker's exit may follow its Master's exit 0, which ended the job
+    # a Worker that lost its peer may have lost it to its Master's exit 0, which ended the job
     succeeded = after_success() if then is not None and in_pod is None else None
-    if succeeded is not None and reason is not SUCCESS:
+    if succeeded is not None and reason is PEER_LOST:
         retry = f"{retry}; but {succeeded}"
     if counted:
         retry = f"{retry}; {counted}"
