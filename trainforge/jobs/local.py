@@ -838,10 +838,10 @@ def _ledger_dir(cmd: list[str], env: dict[str, str]) -> str | None:
 
 
 def _succeeded(where: str | None, env: dict[str, str], since: float, ranks: int) -> bool:
-    """Whether the job's backend ends it Succeeded (restarts.SUCCESS_RULE) though the local launcher
-    failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0 marked
-    the attempt begun since `since` finished in the run ledger and none of them left an exit
-    record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
+    """Whether the job's backend ends it Succeeded (restarts.SUCCESS_RULE) though the local
+    launcher failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0
+    marked the attempt begun since `since` finished in the run ledger and none of them left an
+    exit record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
     import json  # noqa: PLC0415
 
     from trainforge.training.ledger import LEDGER_DIR, RUN_FILE  # noqa: PLC0415

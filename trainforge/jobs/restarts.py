@@ -115,8 +115,9 @@ SUCCESS_RULE: dict[str, str] = {"pytorchjob": "master", "trainjob": "all", "inde
 
 
 def success_rule(job: JobSpec | None) -> str:
-    """The rule ("master", "any" or "all": SUCCESS_RULE) for `job`'s backend (the platform's default, a
-    PyTorchJob, where it names none or there is no job); "any" for an elastic PyTorchJob."""
+    """The rule ("master", "any" or "all": SUCCESS_RULE) for `job`'s backend (the platform's
+    default, a PyTorchJob, where it names none or there is no job); "any" for an elastic
+    PyTorchJob."""
     if job is not None and job.elastic is not None:
         return "any"
     return SUCCESS_RULE[(job.backend if job is not None else None) or "pytorchjob"]
