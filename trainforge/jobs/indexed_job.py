@@ -32,7 +32,7 @@ from typing import Any
 from trainforge.core import failures
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import pod
+from trainforge.jobs import pod, success
 from trainforge.jobs.pod import labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
@@ -85,8 +85,6 @@ def torchrun_env(job: JobSpec) -> tuple[dict[str, Any], ...]:
 
 
 def launch(job: JobSpec) -> pod.Launch:
-    from trainforge.jobs import restarts  # noqa: PLC0415 - restarts reads the emitters
-
     env = pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT)
     if job.entrypoint is not None and job.entrypoint.kind == "command":
         env += torchrun_env(job)
@@ -95,7 +93,7 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         port_name=PORT_NAME,
         rendezvous_env=env,
-        on_exit=restarts.on_exit(job),
+        on_exit=success.told(job, outcome),
     )
 
 

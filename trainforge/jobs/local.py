@@ -529,10 +529,10 @@ CONTROLLER_ENV: dict[str, dict[str, str]] = {
 
 def success_ranks(job: JobSpec | None, workers: int) -> int:
     """The local ranks whose exit 0 alone ends the job Succeeded by its backend's rule
-    (restarts.success_rule): a PyTorchJob's Master pod's (ranks 0 .. procs-1, as `pod_wrapper`
+    (success.success_rule): a PyTorchJob's Master pod's (ranks 0 .. procs-1, as `pod_wrapper`
     splits them), an elastic one's first pod's (any Worker); 0 where every pod must succeed.
     No job (a run without a stack): rank 0's process, by the default backend's rule."""
-    from trainforge.jobs.restarts import success_rule  # noqa: PLC0415
+    from trainforge.jobs.success import success_rule  # noqa: PLC0415
 
     if success_rule(job) == "all":
         return 0
@@ -838,7 +838,7 @@ def _ledger_dir(cmd: list[str], env: dict[str, str]) -> str | None:
 
 
 def _succeeded(where: str | None, env: dict[str, str], since: float, ranks: int) -> bool:
-    """Whether the job's backend ends it Succeeded (restarts.SUCCESS_RULE) though the local
+    """Whether the job's backend ends it Succeeded (success.SUCCESS_RULE) though the local
     launcher failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0
     marked the attempt begun since `since` finished in the run ledger and none of them left an
     exit record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
@@ -864,7 +864,7 @@ def succeeded_line(code: int, name: str, job: JobSpec | None) -> str:
     the other pods (failures.clean_pod_words: its cleanPodPolicy), in the terms of the backend
     in use; with no stack (`job` None) there are no pods, only rank 0's process."""
     from trainforge.core.failures import clean_pod_words  # noqa: PLC0415
-    from trainforge.jobs.restarts import success_rule  # noqa: PLC0415
+    from trainforge.jobs.success import success_rule  # noqa: PLC0415
 
     fix = "Make every rank end the same way (the same collectives on each)"
     if job is None:

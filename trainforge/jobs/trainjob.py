@@ -18,7 +18,7 @@ from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.core.versions import TRAINER_VERSION
-from trainforge.jobs import pod, tenancy
+from trainforge.jobs import pod, success, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.indexed_job import podmonitor_manifest  # noqa: F401 - the JobSet's Job's
 from trainforge.jobs.pod import labels
@@ -83,14 +83,12 @@ def master_addr(job: JobSpec) -> str:
 
 
 def launch(job: JobSpec) -> pod.Launch:
-    from trainforge.jobs import restarts  # noqa: PLC0415 - restarts reads the emitters
-
     return pod.Launch(
         container=CONTAINER,
         port=MASTER_PORT,
         declare_port=False,
         rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
-        on_exit=restarts.on_exit(job),
+        on_exit=success.told(job, outcome),
     )
 
 

@@ -632,7 +632,7 @@ def next_step(code: int) -> str | None:
 def after_success(rank: int | None = None) -> str | None:
     """What follows a failure instead of `next_step` if its job has succeeded already: told
     in TRAINFORGE_ON_EXIT's `succeeded` part (a PyTorchJob, which succeeds once its Master
-    has, whatever its Workers do: restarts.after_success), for a failure outside the Master's
+    has, whatever its Workers do: jobs.success.after_success), for a failure outside the Master's
     pod: the pod's PET_NODE_RANK (the operator's) where set, else the failed `rank` (this
     process's RANK by default) is not 0. None where not told (the job succeeds only when
     every pod has), or for the Master's own failure. Said beside a lost peer (peer_lost),
