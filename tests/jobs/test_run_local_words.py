@@ -237,3 +237,40 @@ def test_only_a_workers_lost_peer_carries_the_masters_success(monkeypatch):
         monkeypatch.setenv("PET_NODE_RANK", pod)
         line = exits.exit_line(reason, rank=int(pod), step=None, detail="x")
         assert (said in line) is told, (pod, line)
+
+
+SLOW = """\
+import time
+import torch.distributed as dist
+dist.init_process_group("gloo")
+print("up", dist.get_rank(), flush=True)
+time.sleep(120)
+"""
+
+
+def test_run_locals_ctrl_c_restarts_nothing_and_says_no_torchrun_restart(tmp_path):
+    """`run-local slow.py --workers 2 --max-restarts 1`, then a Ctrl-C (SIGINT to run-local):
+    torchrun, which has a restart left, restarts no worker (it got the signal too), run-local
+    re-creates nothing, and no line says torchrun restarts."""
+    (tmp_path / "slow.py").write_text(SLOW)
+    cmd = [sys.executable, "-m", "trainforge", "run-local", "slow.py", "--workers", "2",
+           "--max-restarts", "1"]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    ups = 0
+    for line in proc.stdout:
+        ups += line.startswith("up ")
+        if ups == 2:
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    assert not [x for x in out.splitlines() if x.startswith("up ")], out  # no restart
+    lines = _lines(err, "trainforge exit: interrupted")
+    assert len(lines) == 2, err[-3000:]
+    for line in lines:
+        assert "[a stop you asked for: run-local re-creates nothing after a Ctrl-C;" in line
+    assert "torchrun restarts" not in err and "re-creating it" not in err, err[-3000:]
