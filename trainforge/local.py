@@ -377,6 +377,7 @@ def _launch_user_code(
         capped=budget.capped,
         cpu_pool=cpu_pool_no_gpu(job) if job is not None else None,
         success_ranks=success,
+        job=job,
     )
     # A write in the working directory fails in the pods (a read-only mount), so a run that
     # made one is not the pods' run: said, and a success becomes the pods' exit 1.
@@ -503,7 +504,8 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     b = adhoc_budget(ns.max_restarts, ns.pod_restarts)
     line = adhoc_line(run.workers, b)
     world = f"{run.workers} process(es) (world {run.workers})"
-    return _launch_user_code(what, world, line, run, b, success=success_ranks(job, run.workers))
+    # no stack, no controller: rank 0's process ends the run (`success_ranks(None)`), said so
+    return _launch_user_code(what, world, line, run, b, success=success_ranks(None, run.workers))
 
 
 def training_config(training_args: list[str], workers: int) -> Any:
@@ -602,9 +604,11 @@ def main(argv: list[str] | None = None) -> int:
     env.setdefault(
         "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.checkpoint.grace_period)))
     )
-    from trainforge.jobs.local import launch
+    from trainforge.jobs.local import launch, success_ranks
 
     capped = stack_job is not None and b.capped  # run-local's own cap, not the cluster's
+    # the job ends by its backend's rule, as a job of your own code does (no stack: rank 0's)
     return launch(
-        cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job), capped=capped
-    )
+        cmd, env, recreations=ns.pod_restarts, on=on, outcome=_outcome_of(stack_job),
+        capped=capped, success_ranks=success_ranks(stack_job, ns.workers), job=stack_job,
+    )  # fmt: skip

@@ -166,6 +166,39 @@ class Outcome:
         return f"{what}, {counted} against {self.budget}"
 
 
+# What the training operator does with a job's pods once the job has finished (Succeeded or
+# Failed), by its runPolicy.cleanPodPolicy: kubeflow/trainer tag v1.9.4 (4445c12a, read
+# 2026-11-30) pkg/controller.v1/common/job.go ReconcileJobs: a finished job's pods are only
+# cleaned up (CleanUpResources), never re-created; DeletePodsAndServices deletes none under
+# None, the Running and Pending ones under Running, every one under All (pytorch_defaults.go
+# defaults an unset policy to None; the platform's emitter writes the job's, default Running).
+CLEAN_POD_WORDS = {
+    "None": "by cleanPodPolicy None the operator leaves every pod as it is",
+    "Running": (
+        "by cleanPodPolicy Running the operator deletes the pods still running or pending and "
+        "keeps the finished ones"
+    ),
+    "All": "by cleanPodPolicy All the operator deletes every pod",
+}
+
+
+def clean_pod_words(clean_pod_policy: str) -> str:
+    """What the operator does with a finished job's pods (CLEAN_POD_WORDS)."""
+    return CLEAN_POD_WORDS.get(clean_pod_policy, f"by cleanPodPolicy {clean_pod_policy}")
+
+
+def after_success_words(rule: str, clean_pod_policy: str) -> str:
+    """What a PyTorchJob's controller does once the job has succeeded while some of its pods
+    have not (`rule` "master": its Master's exit 0 ends it; "any", an elastic one: any
+    Worker's): no pod is re-created, and its pods are cleaned up by `clean_pod_policy`. A
+    Worker pod's exit line says it (TRAINFORGE_ON_EXIT's `succeeded` part); no ';' in it."""
+    who = "the Master" if rule == "master" else "any Worker"
+    return (
+        f"once {who} has exited 0 the job has succeeded: no pod is re-created, and "
+        f"{clean_pod_words(clean_pod_policy)}"
+    )
+
+
 def pytorchjob_outcome(restart_policy: str, code: int, *, disrupted: bool = False) -> Outcome:
     """Training operator v1.9.4 (ReconcilePods, PastBackoffLimit) for a pod of a replica with
     `restart_policy` whose container exited `code`. `disrupted`: the pod itself failed
@@ -281,19 +314,34 @@ def exit_class(code: int) -> str:
     return RETRYABLE if operator_retries(code) else PERMANENT
 
 
-def on_exit_value(permanent: Outcome, retryable: Outcome) -> str:
+SUCCEEDED = "succeeded"  # ON_EXIT's part for a job that can succeed before all its pods have
+
+
+def on_exit_value(permanent: Outcome, retryable: Outcome, succeeded: str | None = None) -> str:
     """The contract variable's value (trainforge.training.contract.ON_EXIT): what the job's
-    controller does after a pod exits with a code of each class."""
-    return f"{PERMANENT}={permanent.words};{RETRYABLE}={retryable.words}"
+    controller does after a pod exits with a code of each class, and (`succeeded`, for a
+    PyTorchJob: `after_success_words`) what it does instead once the job has succeeded, which
+    a Worker pod's exit may follow (its Master's exit 0 ends the job). No ';' in the words."""
+    value = f"{PERMANENT}={permanent.words};{RETRYABLE}={retryable.words}"
+    return value + (f";{SUCCEEDED}={succeeded}" if succeeded else "")
 
 
-def told(outcome: Callable[[int], Outcome]) -> str:
+def told(outcome: Callable[[int], Outcome], succeeded: str | None = None) -> str:
     """`on_exit_value` of a job whose controller answers `outcome(code)` for a pod that exited
     `code`: what it does after a permanent (1) and after a retryable exit (137)."""
-    return on_exit_value(outcome(PERMANENT_EXIT_CODES[0]), outcome(KILLED))
+    return on_exit_value(outcome(PERMANENT_EXIT_CODES[0]), outcome(KILLED), succeeded)
+
+
+def _on_exit_parts(value: str) -> dict[str, str]:
+    return dict(part.split("=", 1) for part in value.split(";") if "=" in part)
 
 
 def on_exit_words(value: str, code: int) -> str | None:
     """What `on_exit_value` says the controller does after exit `code` (None: not said)."""
-    said = dict(part.split("=", 1) for part in value.split(";") if "=" in part)
-    return said.get(exit_class(code)) or None
+    return _on_exit_parts(value).get(exit_class(code)) or None
+
+
+def on_exit_succeeded(value: str) -> str | None:
+    """What `on_exit_value` says the controller does once the job has succeeded (None: the
+    job succeeds only when every pod has, so no failed pod follows its success)."""
+    return _on_exit_parts(value).get(SUCCEEDED) or None

@@ -32,7 +32,7 @@ from typing import Any
 from trainforge.core import failures
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import pod
+from trainforge.jobs import pod, success
 from trainforge.jobs.pod import labels
 from trainforge.jobs.spec import JobSpec, RunPolicySpec
 
@@ -93,7 +93,7 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         port_name=PORT_NAME,
         rendezvous_env=env,
-        on_exit=failures.told(lambda c: outcome(job, c)),
+        on_exit=success.told(job, outcome),
     )
 
 

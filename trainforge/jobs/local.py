@@ -527,27 +527,17 @@ CONTROLLER_ENV: dict[str, dict[str, str]] = {
 }
 
 
-# When each backend's controller marks the job succeeded, read at its pinned tag (2026-11-30):
-# - "master": the training operator v1.9.4 (kubeflow/trainer tag v1.9.4, 4445c12a,
-#   pkg/controller.v1/pytorch/pytorchjob_controller.go UpdateJobStatus: "when master is
-#   succeed, the job is finished", whatever its Workers do), for a PyTorchJob with a Master;
-# - "any": the same function without a Master (an elastic PyTorchJob: Worker only,
-#   pytorchjob.py): succeeded once any Worker completed (`ElasticPolicy != nil && succeeded > 0`);
-# - "all": an Indexed Job is complete "when there is one successfully completed Pod for each
-#   index" (batch/v1 JobSpec.completionMode; indexed_job.py sets no successPolicy), and a
-#   TrainJob's JobSet succeeds by its default successPolicy, operator All (kubernetes-sigs/
-#   jobset v0.12.0, f22e565a, pkg/webhooks/jobset_webhook.go Default; Trainer v2.2.1's
-#   torch-distributed runtime sets none) over its one child Job, Indexed, completions numNodes.
-SUCCESS_RULE: dict[str, str] = {"pytorchjob": "master", "trainjob": "all", "indexed-job": "all"}
-
-
-def success_ranks(job: JobSpec, workers: int) -> int:
+def success_ranks(job: JobSpec | None, workers: int) -> int:
     """The local ranks whose exit 0 alone ends the job Succeeded by its backend's rule
-    (SUCCESS_RULE): a PyTorchJob's Master pod's (ranks 0 .. procs-1, as `pod_wrapper` splits
-    them), an elastic one's first pod's (any Worker); 0 where every pod must succeed."""
-    rule = "any" if job.elastic is not None else SUCCESS_RULE[job.backend or "pytorchjob"]
-    if rule == "all":
+    (success.success_rule): a PyTorchJob's Master pod's (ranks 0 .. procs-1, as `pod_wrapper`
+    splits them), an elastic one's first pod's (any Worker); 0 where every pod must succeed.
+    No job (a run without a stack): rank 0's process, by the default backend's rule."""
+    from trainforge.jobs.success import success_rule  # noqa: PLC0415
+
+    if success_rule(job) == "all":
         return 0
+    if job is None:
+        return 1
     return job.procs if workers % job.procs == 0 else 1
 
 
@@ -747,6 +737,7 @@ def launch(
     capped: bool = False,
     cpu_pool: str | None = None,
     success_ranks: int = 0,
+    job: JobSpec | None = None,
 ) -> int:
     """Run the job's launcher as the job's one local "pod", relaying SIGTERM/SIGINT/SIGHUP to it
     (torchrun relays them to the workers and waits their grace period), and re-create it as
@@ -760,7 +751,9 @@ def launch(
     cap (restarts.LOCAL_CAP), where the cluster counts none. `cpu_pool`: what the pods of a job
     without GPUs say instead of this machine's fix for want of a GPU (`cpu_pool_no_gpu`).
     `success_ranks`: the ranks whose exit 0 alone ends the job Succeeded (`success_ranks`);
-    the run ledger's attempt is then finished only where the job is (ledger.job_ended)."""
+    the run ledger's attempt is then finished only where the job is (ledger.job_ended).
+    `job`: the stack's job whose backend's rule that is, for the line that says so (None: a
+    run without a stack, ended by rank 0's process: `succeeded_line`)."""
     from trainforge.training.ledger import job_ended  # noqa: PLC0415
 
     if importlib.util.find_spec("torch") is None:  # the launcher and the workers import it
@@ -784,6 +777,11 @@ def launch(
     # SIGHUP too: in a group of its own, the launcher no longer gets a closed terminal's
     old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
     ledger_dir = _ledger_dir(cmd, env)
+    # the ranks' exit records, read where they write them: under the bundled runtime's
+    # --checkpoint-dir too, which its environment does not name (its verdict was blind to them)
+    from trainforge.training.contract import CHECKPOINT_DIR  # noqa: PLC0415
+
+    seen = {**env, CHECKPOINT_DIR: ledger_dir} if ledger_dir else env
     try:
         done = 0
         while not stopped:
@@ -793,24 +791,24 @@ def launch(
             proc = subprocess.Popen(cmd, env=env, cwd=cwd, process_group=0)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
-            if code and not stopped and _succeeded(ledger_dir, env, started, success_ranks):
-                line = _succeeded_line(code, exit_name(code, env, started))
+            if code and not stopped and _succeeded(ledger_dir, seen, started, success_ranks):
+                line = succeeded_line(code, exit_name(code, seen, started), job)
                 print(line, file=sys.stderr, flush=True)
                 job_ended(ledger_dir, since=started, finished=True)
                 return 0
             if code and not stopped:  # rank 0's exit 0 did not end the job
                 job_ended(ledger_dir, since=started, finished=False)
             retry = _restarts(code, on, outcome)
-            no_gpu = no_gpu_failure(env, started) if gpus and code != 0 and not stopped else None
+            no_gpu = no_gpu_failure(seen, started) if gpus and code != 0 and not stopped else None
             if no_gpu is not None:
                 print(stand_in_line(code, no_gpu, gpus), file=sys.stderr, flush=True)
                 return code
-            if cpu_pool and code != 0 and not stopped and no_gpu_failure(env, started):
-                name = exit_name(code, env, started)
+            if cpu_pool and code != 0 and not stopped and no_gpu_failure(seen, started):
+                name = exit_name(code, seen, started)
                 print(f"run-local: exit {code}{name}: {cpu_pool}", file=sys.stderr, flush=True)
             if code == 0 or stopped or not retry or done >= recreations:
                 if code != 0 and not stopped:
-                    name = exit_name(code, env, started)
+                    name = exit_name(code, seen, started)
                     line = _stop_line(code, on, retry, recreations, outcome, name, capped)
                     print(line, file=sys.stderr, flush=True)
                 return code
@@ -840,10 +838,10 @@ def _ledger_dir(cmd: list[str], env: dict[str, str]) -> str | None:
 
 
 def _succeeded(where: str | None, env: dict[str, str], since: float, ranks: int) -> bool:
-    """Whether the job's backend ends it Succeeded (SUCCESS_RULE) though the local launcher
-    failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0 marked
-    the attempt begun since `since` finished in the run ledger and none of them left an exit
-    record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
+    """Whether the job's backend ends it Succeeded (success.SUCCESS_RULE) though the local
+    launcher failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0
+    marked the attempt begun since `since` finished in the run ledger and none of them left an
+    exit record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
     import json  # noqa: PLC0415
 
     from trainforge.training.ledger import LEDGER_DIR, RUN_FILE  # noqa: PLC0415
@@ -860,13 +858,36 @@ def _succeeded(where: str | None, env: dict[str, str], since: float, ranks: int)
     return not any(int(r.get("rank", -1)) < ranks for r in _exit_records(env, since))
 
 
-def _succeeded_line(code: int, name: str) -> str:
-    """run-local's word where the job succeeded though a rank outside its Master failed."""
+def succeeded_line(code: int, name: str, job: JobSpec | None) -> str:
+    """run-local's word where the job succeeded though a rank outside the ones that end it
+    (`success_ranks`) failed: who ended it and by which rule, what the cluster then does with
+    the other pods (failures.clean_pod_words: its cleanPodPolicy), in the terms of the backend
+    in use; with no stack (`job` None) there are no pods, only rank 0's process."""
+    from trainforge.core.failures import clean_pod_words  # noqa: PLC0415
+    from trainforge.jobs.success import success_rule  # noqa: PLC0415
+
+    fix = "Make every rank end the same way (the same collectives on each)"
+    if job is None:
+        return (
+            f"run-local: exit {code}{name} of a rank other than 0; rank 0's process exited 0, "
+            "and with no stack run-local ends the run by the platform's default backend's rule "
+            "(a PyTorchJob has succeeded once its Master has, whatever its Workers do): the "
+            f"run ends with exit 0 and is not re-run. {fix}"
+        )
+    if success_rule(job) == "any":
+        who = (
+            "pod 0 (a Worker: an elastic PyTorchJob has no Master) exited 0, and the training "
+            "operator marks an elastic PyTorchJob Succeeded once any Worker succeeds"
+        )
+    else:
+        who = (
+            "pod 0 (the Master) exited 0, and the training operator marks a PyTorchJob "
+            "Succeeded once its Master succeeds (whatever its Workers do)"
+        )
     return (
-        f"run-local: exit {code}{name} of a rank outside pod 0; pod 0 (the Master) exited 0, "
-        "and the training operator marks a PyTorchJob Succeeded once its Master succeeds "
-        "(whatever its Workers do): the job ends Succeeded, no pod is re-created, as the "
-        "cluster would. Make every rank end the same way (the same collectives on each)"
+        f"run-local: exit {code}{name} of a rank outside pod 0; {who}: the job ends Succeeded, "
+        f"no pod is re-created, and {clean_pod_words(job.run_policy.clean_pod_policy)}, as the "
+        f"cluster would. {fix}"
     )
 
 
@@ -969,6 +990,7 @@ def run_local(
         gpus=job.gpus_per_worker or 0,
         cpu_pool=cpu_pool_no_gpu(job),
         success_ranks=success_ranks(job, run.workers),
+        job=job,
     )
 
 

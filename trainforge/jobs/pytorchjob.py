@@ -19,7 +19,7 @@ from typing import Any
 
 from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
-from trainforge.jobs import pod
+from trainforge.jobs import pod, success
 from trainforge.jobs.spec import JobSpec
 
 BACKEND = "pytorchjob"
@@ -63,7 +63,7 @@ def run_policy(job: JobSpec) -> dict[str, Any]:
 
 
 def launch(job: JobSpec) -> pod.Launch:
-    return dataclasses.replace(LAUNCH, on_exit=failures.told(lambda c: outcome(job, c)))
+    return dataclasses.replace(LAUNCH, on_exit=success.told(job, outcome))
 
 
 def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Outcome:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 
 from trainforge.core import failures
 from trainforge.core.pods import KILLED, RetryInputs
+from trainforge.jobs import success
 from trainforge.jobs.entrypoint import not_local, user_code_runner
 from trainforge.jobs.spec import JobSpec
 from trainforge.training.ledger import NO_PROGRESS_LIMIT
@@ -101,8 +102,9 @@ def outcome(job: JobSpec, code: int, *, disrupted: bool = False) -> failures.Out
 def on_exit(job: JobSpec) -> str:
     """The value of the pod's TRAINFORGE_ON_EXIT (trainforge.training.contract.ON_EXIT, set
     by the emitter's `launch`): what the controller does after a permanent and after a
-    retryable exit of the job's pods."""
-    return failures.told(lambda code: outcome(job, code))
+    retryable exit of the job's pods, and once the job has succeeded (success.told, which
+    the emitters call with their own `outcome`)."""
+    return success.told(job, outcome)
 
 
 def budget(job: JobSpec) -> RestartBudget:

@@ -18,7 +18,7 @@ from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
 from trainforge.core.versions import TRAINER_VERSION
-from trainforge.jobs import pod, tenancy
+from trainforge.jobs import pod, success, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.indexed_job import podmonitor_manifest  # noqa: F401 - the JobSet's Job's
 from trainforge.jobs.pod import labels
@@ -88,7 +88,7 @@ def launch(job: JobSpec) -> pod.Launch:
         port=MASTER_PORT,
         declare_port=False,
         rendezvous_env=pod.static_rendezvous_env(job, master_addr(job), MASTER_PORT),
-        on_exit=failures.told(lambda c: outcome(job, c)),
+        on_exit=success.told(job, outcome),
     )
 
 

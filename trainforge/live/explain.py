@@ -336,7 +336,15 @@ def told_on_exit(g: Gathered, pod: dict | None = None) -> str | None:
         policies = {r.get("restartPolicy") for r in replicas if isinstance(r, dict)}
         if len(policies) == 1 and None not in policies:
             (policy,) = policies
-            return failures.told(lambda code: failures.pytorchjob_outcome(str(policy), code))
+            # what follows a Worker's exit once the job has succeeded: its Master's (an
+            # elastic one's any Worker's) exit 0 ends it, and the operator cleans up by
+            # cleanPodPolicy, which it defaults to None (v1.9.4 pytorch_defaults.go)
+            rule = "any" if spec.get("elasticPolicy") else "master"
+            clean = str((spec.get("runPolicy") or {}).get("cleanPodPolicy") or "None")
+            return failures.told(
+                lambda code: failures.pytorchjob_outcome(str(policy), code),
+                failures.after_success_words(rule, clean),
+            )
         return None
     if g.backend == "indexed-job":
         return failures.told(

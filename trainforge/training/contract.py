@@ -45,11 +45,13 @@ HANG_TIMEOUT = "TRAINFORGE_HANG_TIMEOUT"
 RETRY_ON = "TRAINFORGE_RETRY_ON"
 # What the job's controller does after a pod exits, for each class of exit code (the
 # operator's: permanent 1-127, retryable 128-255), in words: "permanent=the job fails;
-# retryable=the pod is re-created, not counted against backoffLimit". The emitter sets it in
-# its pods from the model
-# of its own objects (its `launch`: trainforge.core.failures.told over its `outcome`); the exit
-# line prints it (trainforge.training.exits.exit_line). run-local sets it for a
-# stack's job as its pods get it (jobs/local.py), not for an ad-hoc run.
+# retryable=the pod is re-created, not counted against backoffLimit", and for a PyTorchJob,
+# which succeeds once its Master has, ";succeeded=once the Master has exited 0 the job has
+# succeeded: no pod is re-created, and by cleanPodPolicy ..." (a Worker's exit may follow it).
+# The emitter sets it in its pods from the model of its own objects (its `launch`:
+# trainforge.jobs.restarts.on_exit over its `outcome`); the exit line prints it
+# (trainforge.training.exits.exit_line). run-local sets it for a stack's job as its pods get
+# it (jobs/local.py), not for an ad-hoc run.
 ON_EXIT = "TRAINFORGE_ON_EXIT"
 MLFLOW_TRACKING_URI = "MLFLOW_TRACKING_URI"
 # Set by `trainforge run-local` alone (never in a pod, not one of CONTRACT_VARIABLES): its

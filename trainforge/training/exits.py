@@ -629,6 +629,26 @@ def next_step(code: int) -> str | None:
     return failures.on_exit_words(value, code) if value else None
 
 
+def after_success(rank: int | None = None) -> str | None:
+    """What follows a failure instead of `next_step` if its job has succeeded already: told
+    in TRAINFORGE_ON_EXIT's `succeeded` part (a PyTorchJob, which succeeds once its Master
+    has, whatever its Workers do: jobs.success.after_success), for a failure outside the Master's
+    pod: the pod's PET_NODE_RANK (the operator's) where set, else the failed `rank` (this
+    process's RANK by default) is not 0. None where not told (the job succeeds only when
+    every pod has), or for the Master's own failure. Said beside a lost peer (peer_lost),
+    the failure a Master's exit 0 causes in its Workers: a rank cannot know whether that exit
+    came first, so the line says both; other failures of a Worker say the controller's words
+    alone (run-local's verdict says how the job ended: jobs/local.succeeded_line)."""
+    from trainforge.training.contract import ON_EXIT  # noqa: PLC0415 - contract imports config
+
+    value = os.environ.get(ON_EXIT)
+    pod = os.environ.get("PET_NODE_RANK")
+    who = pod if pod is not None else str(rank) if rank is not None else os.environ.get("RANK")
+    if not value or who in ("0", None):
+        return None
+    return failures.on_exit_succeeded(value)
+
+
 def run_local_stop(code: int) -> str | None:
     """What follows a Ctrl-C (exit `code` 130) of a process `trainforge run-local` started
     (contract.RUN_LOCAL, which it alone sets; never a pod): the SIGINT reaches run-local too,
@@ -671,6 +691,18 @@ def exit_line(
         retry = "done"
     elif reason is INTERRUPTED and (stop := run_local_stop(reason.code)) is not None:
         retry = stop  # in a pod, 130 takes the branches below like any code >= 128
+        then = None  # run-local's own stop: nothing of the controller's follows
+    elif in_pod is not None and reason is INTERRUPTED:
+        # torchrun restarts a group whose worker died of a SIGINT sent to it alone; one sent
+        # to torchrun itself (kill -INT, a terminal's Ctrl-C) makes it stop every worker with
+        # that signal and exit, restarting none (torch 2.13.0 torch/distributed/elastic/
+        # agent/server/api.py run(): SignalException -> _shutdown(e.sigval)); the worker
+        # cannot tell which, so the line says both
+        after = then or ("retryable" if reason.retryable else "permanent")
+        retry = (
+            f"{in_pod} if the SIGINT reached this process alone; one sent to torchrun stops "
+            f"every worker instead and the pod exits 130: {after}"
+        )
     elif in_pod is not None:
         retry = in_pod
     elif then is None:
@@ -684,6 +716,10 @@ def exit_line(
         retry = f"{then}, unless another rank's cause stops the job first"
     else:
         retry = then
+    # a Worker that lost its peer may have lost it to its Master's exit 0, which ended the job
+    succeeded = after_success() if then is not None and in_pod is None else None
+    if succeeded is not None and reason is PEER_LOST:
+        retry = f"{retry}; but {succeeded}"
     if counted:
         retry = f"{retry}; {counted}"
     return (

@@ -119,7 +119,7 @@ def verdict(
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
-        why = f"{root.label}, {_then(code)}"
+        why = f"{root.label}, {_then(code, rank if root is exits.PEER_LOST else 0)}"
     else:  # only other signals' deaths, foreign codes or teardown kills: the first failure's
         rank, code = min(
             [(r, c) for r, c, _ in candidates] or followers,
@@ -163,11 +163,15 @@ def stopped_line(signum: int) -> str:
     )
 
 
-def _then(code: int) -> str:
+def _then(code: int, rank: int | None = None) -> str:
     """What the job's controller does after exit `code`, where the pod was told
     (exits.next_step); else the code's class (the operator's: retryable 128-255, permanent
-    1-127)."""
+    1-127). `rank`: the rank of a lost peer (peer_lost) the pod exits with, whose Master's
+    exit 0 may have ended the job (exits.after_success; the pod's PET_NODE_RANK where set,
+    else this rank, tells a Worker's from the Master's: run-local's one launcher runs all)."""
     then = exits.next_step(code)
+    if then is not None and rank and (succeeded := exits.after_success(rank)) is not None:
+        then = f"{then}; but {succeeded}"  # a Worker pod's, after its Master's exit 0
     return then or ("retryable" if failures.operator_retries(code) else "permanent")
 
 
