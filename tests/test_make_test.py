@@ -171,3 +171,27 @@ def test_make_test_sends_each_document_s_commands_as_a_unit_and_every_other_file
     }
     option.dist = "load"
     assert pytest_xdist_make_scheduler(config, Log()) is None  # another --dist: xdist's
+
+
+def test_the_schedule_replay_sends_what_make_test_sends_on_a_simulated_clock(tmp_path):
+    """bench/suite_schedule.py (docs/performance.md, wave 21): a junit XML's seconds replayed
+    through make test's scheduler. The documents of tests/test_docs_run.py go to both workers
+    (12 s each way), where xdist's plain file scheduler keeps the file whole on one (24 s)."""
+    from tests.conftest import load_script
+
+    bench = load_script("bench/suite_schedule.py", "suite_schedule")
+    docs = "tests/test_docs_run.py::test_doc_command_runs"
+    ids = [f"{docs}[README.md:a]", f"{docs}[README.md:b]", f"{docs}[jobs.md:c]"]
+    ids += [f"{docs}[jobs.md:d]", "tests/test_cli.py::t1", "tests/test_cli.py::t2"]
+    cases = "".join(
+        f'<testcase classname="{i.split("::")[0][:-3].replace("/", ".")}" '
+        f'name="{i.split("::", 1)[1]}" time="{t}"/>'
+        for i, t in zip(ids, [6, 6, 6, 6, 0.5, 0.5], strict=True)
+    )
+    (tmp_path / "d.xml").write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
+    took = bench.durations(tmp_path / "d.xml")
+    assert took[ids[0]] == 6 and took[ids[4]] == 0.5  # junit's names back to node ids
+    ends, _ = bench.replay(ids, took, plain=False, workers=2)
+    assert sorted(ends) == [12.0, 13.0]
+    ends, _ = bench.replay(ids, took, plain=True, workers=2)
+    assert sorted(ends) == [1.0, 24.0]
