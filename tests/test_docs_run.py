@@ -1,14 +1,14 @@
 """Every offline command in README.md and docs/ runs, as a newcomer would type it.
 
 `tests/test_docs_commands.py` checks that the commands name real stacks, jobs and flags; this
-file executes them, in document order, in a scratch copy of the project (the docs' `/tmp/...`
-paths point into the scratch folder). A training run's length is only a matter of time, so a
-bundled-runtime run gets `--steps 3` appended (argparse: the last value wins), unless its
-comment states how long it takes (`# ~40 s`): then it runs as written and must finish within
-SLACK x that; everything else runs exactly as written. Commands that cannot run offline or need an earlier step's output
-are listed in NOT_RUN with the reason; any new command runs by default, so a doc cannot drift
-from the code again. A command whose documented outcome is a failure (EXPECTED_FAILURE) must
-fail with its documented exit code.
+file executes them, in document order, in a scratch copy of the project per document (the
+docs' `/tmp/...` paths point into the scratch folder). A training run's length is only a matter
+of time, so a bundled-runtime run gets `--steps 3` appended (argparse: the last value wins),
+unless its comment states how long it takes (`# ~40 s`): then it runs as written and must
+finish within SLACK x that; everything else runs exactly as written. Commands that cannot run
+offline or need an earlier step's output are listed in NOT_RUN with the reason; any new command
+runs by default, so a doc cannot drift from the code again. A command whose documented outcome
+is a failure (EXPECTED_FAILURE) must fail with its documented exit code.
 """
 
 from __future__ import annotations
@@ -158,9 +158,19 @@ def test_most_doc_commands_run():
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory) -> Path:
-    """A copy of the project as a newcomer has it: program, stacks, examples."""
-    return project_files(tmp_path_factory.mktemp("project"))
+def scratches(tmp_path_factory):
+    """A copy of the project as a newcomer has it (program, stacks, examples), one per
+    document, as a function of the document: a doc's commands run in order in its own copy,
+    as a reader of that doc alone types them, and `make test` may run each document on
+    either worker (tests/conftest.py, SPLIT_FILES)."""
+    made: dict[str, Path] = {}
+
+    def scratch(doc: str) -> Path:
+        if doc not in made:
+            made[doc] = project_files(tmp_path_factory.mktemp(f"project-{doc}"))
+        return made[doc]
+
+    return scratch
 
 
 def runs_user_code(tokens: list[str]) -> bool:
@@ -217,7 +227,8 @@ BASE_PLANS: dict[tuple[str, bytes], Path] = {}
 
 
 @pytest.mark.parametrize(("doc", "cmd"), RUNNABLE, ids=[f"{d}:{c[:70]}" for d, c in RUNNABLE])
-def test_doc_command_runs(doc: str, cmd: str, scratch: Path, capsys, shipped_cli_run) -> None:
+def test_doc_command_runs(doc: str, cmd: str, scratches, capsys, shipped_cli_run) -> None:
+    scratch = scratches(doc)
     (scratch / "tmp").mkdir(exist_ok=True)
     argv, env = argv_and_env(cmd, scratch)
     if "--diff" in argv:  # the base branch's plan, made by the doc's previous step

@@ -108,3 +108,90 @@ def test_xdist_sends_the_files_in_collection_order_not_by_test_count():
     # the first file to each worker, then a second to the one left with <= 2 pending tests
     assert list(dict.fromkeys(sent)) == ["tests/long.py", "tests/many.py", "tests/mid.py"]
     assert list(scheduler.workqueue) == ["tests/last.py"]
+
+
+def test_make_test_sends_each_document_s_commands_as_a_unit_and_every_other_file_whole():
+    """`make test`'s scheduler (conftest's pytest_xdist_make_scheduler, xdist's own file
+    scheduler with tests/test_docs_run.py in parts): each document's commands go to one worker,
+    in document order, and the documents to either worker, so the file no longer holds one
+    worker for all of them; every other file still goes whole, in collection order."""
+    from types import SimpleNamespace
+
+    from tests.conftest import pytest_configure, pytest_xdist_make_scheduler
+
+    docs = "tests/test_docs_run.py"
+    collection = [
+        f"{docs}::test_most_doc_commands_run",
+        f"{docs}::test_doc_command_runs[README.md:python -m trainforge plan --stack dev]",
+        f"{docs}::test_doc_command_runs[README.md:python -m trainforge run-local --stack dev x]",
+        f"{docs}::test_doc_command_runs[jobs.md:python -m trainforge import a.yaml --out j]",
+        f"{docs}::test_doc_command_runs[jobs.md:python -m trainforge plan --program j/p.py]",
+        "tests/long.py::t[a:b]",
+        "tests/long.py::t[c:d]",
+        "tests/last.py::t",
+    ]
+    sent: dict[str, list[str]] = {}
+
+    class Node:
+        shutting_down = False
+
+        def __init__(self, name: str) -> None:
+            self.gateway = SimpleNamespace(id=name)
+
+        def send_runtest_some(self, indexes: list[int]) -> None:
+            sent.setdefault(self.gateway.id, []).extend(collection[i] for i in indexes)
+
+        def shutdown(self) -> None:
+            self.shutting_down = True
+
+    option = SimpleNamespace(loadscopereorder=True, tx=["2*popen"], dist="loadfile")
+    config = SimpleNamespace(option=option, getvalue=lambda name: getattr(option, name))
+    pytest_configure(config)
+
+    class Log:
+        def __getattr__(self, name: str):
+            return self
+
+        def __call__(self, *args: object) -> None:
+            pass
+
+    scheduler = pytest_xdist_make_scheduler(config, Log())
+    gw0, gw1 = Node("gw0"), Node("gw1")
+    for node in (gw0, gw1):
+        scheduler.add_node(node)
+        scheduler.add_node_collection(node, collection)
+    scheduler.schedule()
+    for index in range(len(collection)):  # each worker finishes what it has, in order
+        node = gw0 if collection[index] in sent["gw0"] else gw1
+        scheduler.mark_test_complete(node, index)
+    # each part and each other file whole on one worker, in order, the parts first
+    assert sent == {
+        "gw0": [collection[0], *collection[3:5], collection[7]],
+        "gw1": [*collection[1:3], *collection[5:7]],
+    }
+    option.dist = "load"
+    assert pytest_xdist_make_scheduler(config, Log()) is None  # another --dist: xdist's
+
+
+def test_the_schedule_replay_sends_what_make_test_sends_on_a_simulated_clock(tmp_path):
+    """bench/suite_schedule.py (docs/performance.md, wave 21): a junit XML's seconds replayed
+    through make test's scheduler. The documents of tests/test_docs_run.py go to both workers
+    (12 s each way), where xdist's plain file scheduler keeps the file whole on one (24 s)."""
+    from tests.conftest import load_script
+
+    bench = load_script("bench/suite_schedule.py", "suite_schedule")
+    docs = "tests/test_docs_run.py::test_doc_command_runs"
+    ids = [f"{docs}[README.md:a]", f"{docs}[README.md:b]", f"{docs}[jobs.md:c]"]
+    ids += [f"{docs}[jobs.md:d]", "tests/test_cli.py::t1", "tests/test_cli.py::t2"]
+    cases = "".join(
+        f'<testcase classname="{i.split("::")[0][:-3].replace("/", ".")}" '
+        f'name="{i.split("::", 1)[1]}" time="{t}"/>'
+        for i, t in zip(ids, [6, 6, 6, 6, 0.5, 0.5], strict=True)
+    )
+    (tmp_path / "d.xml").write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
+    took = bench.durations(tmp_path / "d.xml")
+    assert took[ids[0]] == 6 and took[ids[4]] == 0.5  # junit's names back to node ids
+    ends, _ = bench.replay(ids, took, plain=False, workers=2)
+    assert sorted(ends) == [12.0, 13.0]
+    ends, _ = bench.replay(ids, took, plain=True, workers=2)
+    assert sorted(ends) == [1.0, 24.0]

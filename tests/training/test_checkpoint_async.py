@@ -344,3 +344,29 @@ def test_async_staging_that_does_not_fit_in_dev_shm_saves_synchronously_and_says
     line = next(line for line in logs if "saving synchronously" in line)
     assert "--async-checkpoint needs 0.00 GiB of /dev/shm" in line and "shmSize" in line
     cm.close()
+
+
+def test_a_run_that_reaches_no_periodic_save_starts_no_checkpoint_process(tmp_path) -> None:
+    """DCP's process writes only the async periodic saves (the final and SIGTERM saves are
+    synchronous). A run whose --steps end before its first periodic save (the README's
+    `run-local --stack dev gpt-small-fsdp --steps 5`: every 500) spawned it on every rank
+    anyway, a fresh interpreter importing torch beside the training; it no longer does. The
+    run that reaches one still starts it at set-up (tests/training/test_gpu_check.py's dry
+    run: `setup_checkpoint_start_s` of its async run)."""
+    from trainforge.training.checkpoint import CheckpointConfig, periodic_saves_possible
+
+    every = CheckpointConfig(directory="d", every=5, async_save=True)
+    assert periodic_saves_possible(every, 5) and periodic_saves_possible(every, None)
+    assert not periodic_saves_possible(every, 4)
+    assert not periodic_saves_possible(dataclasses.replace(every, every=0), 5)
+
+    args = ["--model", "mlp", "--steps", "2", "--dataset-size", "64", "--batch-size", "8"]
+    args += ["--checkpoint-dir", str(tmp_path / "ckpt"), "--checkpoint-every", "4"]
+    args += ["--async-checkpoint", "--output-dir", str(tmp_path / "out")]
+    proc = _python("-m", "trainforge.training", *args)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "saved" in out and "step_000002 (final)" in out, out[-4000:]
+    assert "checkpoint background process" not in out, out[-4000:]  # DCP's own log line
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "checkpoint_start_s" not in summary["setup_phases"], summary["setup_phases"]

@@ -199,6 +199,7 @@ class CheckpointManager:
         mirror: Any | None = None,
         global_batch: int | None = None,
         data: dict[str, Any] | None = None,
+        last_step: int | None = None,
     ) -> None:
         config.validate()
         self.config = config
@@ -256,7 +257,9 @@ class CheckpointManager:
         # set-up), so that the start overlaps the restore and the first steps.
         global _early_start
         self._writer_start: _WriterStart | None = None
-        if self.root is not None and config.async_save and self._writer_process():
+        # Not for a run that can reach no periodic save (`last_step`: the runtime's --steps).
+        wanted = config.async_save and periodic_saves_possible(config, last_step)
+        if self.root is not None and wanted and self._writer_process():
             self._writer_start, _early_start = _early_start or _WriterStart.begin(), None
 
     # -- helpers --------------------------------------------------------------------------
@@ -846,15 +849,29 @@ def _all_ranks(flag: bool, group: Any) -> bool:
 _early_start: _WriterStart | None = None
 
 
-def start_writer(config: CheckpointConfig) -> bool:
+def periodic_saves_possible(config: CheckpointConfig, last_step: int | None) -> bool:
+    """Whether a run that ends at step ``last_step`` (the runtime's --steps; None: not known,
+    as for your own code's manager, which may save when it likes) can reach a periodic save.
+
+    DCP's checkpoint process writes only the async periodic saves: the final and the SIGTERM
+    saves are synchronous (``force_sync``). A run shorter than its first periodic save (the
+    README's `run-local --stack dev gpt-small-fsdp --steps 5`: every 500) or one with
+    --checkpoint-every 0 never hands that process a save, so starting it (a fresh interpreter
+    importing torch on every rank, ~3-4 CPU s each, beside the ranks' training) is waste."""
+    return last_step is None or 0 < config.every <= last_step
+
+
+def start_writer(config: CheckpointConfig, last_step: int | None = None) -> bool:
     """Begin starting DCP's checkpoint process now, for the `CheckpointManager` this process
     creates next with ``config``: the runtime calls it as soon as its process group exists, so
     that the start (a fresh interpreter importing torch, seconds) also overlaps the model's
-    build. Collective (every rank, same place). Nothing unless async saves are configured and
-    will be written in DCP's process (`CheckpointManager._writer_process`). True if it began."""
+    build. Collective (every rank, same place). Nothing unless async saves are configured, can
+    come in a run that ends at ``last_step`` (`periodic_saves_possible`) and will be written in
+    DCP's process (`CheckpointManager._writer_process`). True if it began."""
     global _early_start
     distributed = dist.is_available() and dist.is_initialized()
     wanted = config.directory and config.async_save and distributed
+    wanted = wanted and periodic_saves_possible(config, last_step)
     if _early_start is None and wanted and _writer_process_allowed():
         _early_start = _WriterStart.begin()
         return True
@@ -1156,12 +1173,15 @@ class Checkpointing:
         log: LogFn = print,
         global_batch: int | None = None,
         data: dict[str, Any] | None = None,
+        last_step: int | None = None,
     ) -> None:
         from trainforge.training.preemption import PreemptionHandler
 
         self.config = config
         self.log = log
-        self.manager = CheckpointManager(config, log=log, global_batch=global_batch, data=data)
+        self.manager = CheckpointManager(
+            config, log=log, global_batch=global_batch, data=data, last_step=last_step
+        )
         # SIGTERM handling needs somewhere to save; without a directory the default
         # (immediate termination) is the honest behaviour.
         self.preemption = (

@@ -227,7 +227,7 @@ def _train(
     lap("dataset_s")
     # --async-checkpoint: DCP's checkpoint process starts in the background while the model
     # builds (a fresh interpreter importing torch: seconds), not inside the first save's write
-    if ckpt_mod.start_writer(cfg.checkpoint):
+    if ckpt_mod.start_writer(cfg.checkpoint, last_step=cfg.steps):
         lap("checkpoint_start_s")  # DCP's import (here, not at the first save) and the thread
 
     def device_ready() -> None:  # parallelize's first allocation on the device comes next
@@ -306,7 +306,11 @@ def _train(
     # the newest complete checkpoint; the data position follows from the step.
     order_inputs = {f: getattr(cfg, f) for f in data_order.DATA_FIELDS}  # saved, compared
     checkpointing = ckpt_mod.Checkpointing(
-        cfg.checkpoint, log=log_all, global_batch=global_batch, data=order_inputs
+        cfg.checkpoint,
+        log=log_all,
+        global_batch=global_batch,
+        data=order_inputs,
+        last_step=cfg.steps,
     )
     try:
         with _watched(watchdog, "restore"):
