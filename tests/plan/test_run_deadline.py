@@ -100,7 +100,8 @@ def test_the_object_records_the_cut_run_for_status(cut_plan):
         (Duration(4000, "expectedStepSeconds", "x"), 3600, 3600, 4000, None),
         (Duration(4000, "expectedStepSeconds", "x"), 4000, 4000, None, None),
         (Duration(4000, "expectedStepSeconds", "x"), None, 4000, None, None),
-        (Duration(3000, "estimate", "x", 2000, 5000), 3600, 3000, None, 3600),
+        (Duration(3000, "estimate", "x", 2000, 5000), 3600, 3000, None, 5000),
+        (Duration(4000, "estimate", "x", 3000, 5000), 3600, 3600, 4000, 3600),
         (Duration(3600, "activeDeadlineSeconds", "x"), 3600, 3600, None, None),
     ],
 )

@@ -179,12 +179,10 @@ def cut_at_deadline(d: Duration, deadline: int | None) -> Duration:
     Kubernetes' Job controller). A run the model or the user times longer is cut there: the
     figure is the deadline (what the nodes cost, what a job queued behind waits) and `needs`
     keeps the run's own length for the plan's finding (estimates.RULE_DEADLINE)."""
-    if deadline is None or d.ceiling or d.seconds is None:
-        return d
-    high = min(d.high, deadline) if d.high is not None else None
-    if d.seconds <= deadline:
-        return d if high == d.high else replace(d, high=high)
+    if deadline is None or d.ceiling or d.seconds is None or d.seconds <= deadline:
+        return d  # a range reaching past the deadline stays the model's: the likely run fits
     low = min(d.low, deadline) if d.low is not None else None
+    high = min(d.high, deadline) if d.high is not None else None
     return replace(d, seconds=float(deadline), low=low, high=high, needs=d.seconds)
 
 
