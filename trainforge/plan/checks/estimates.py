@@ -1,7 +1,8 @@
 """Plan reports: each declared job's memory per GPU, throughput and expected duration
 (`trainforge.jobs.estimate`, with the component's warnings; a job that cannot fit is refused
 at preview by `wiring.resolve_job`), and its restart budget (`trainforge.jobs.restarts`, also
-what `trainforge run-local` applies), to read before a failure, not after.
+what `trainforge run-local` applies), to read before a failure, not after. Its one finding:
+a run the job's own activeDeadlineSeconds cuts (TF_RUN_PAST_DEADLINE, `deadline_findings`).
 """
 
 from __future__ import annotations
