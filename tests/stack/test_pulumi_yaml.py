@@ -127,3 +127,37 @@ def test_import_quotes_a_learning_rate_so_the_stack_keeps_it_a_string(tmp_path, 
     )
     [job] = read_stack(tmp_path, "s").config["trainforge:jobs"]
     assert job["entrypoint"]["command"][3] == "3e-5"
+
+
+def _shipped_yaml() -> list[tuple[str, str]]:
+    """(where, text) of every YAML a user copies into a stack: the shipped stacks and
+    examples, and the YAML blocks of the docs."""
+    import re
+    import subprocess
+
+    files = subprocess.run(
+        ["git", "ls-files", "Pulumi.*.yaml", "examples/*.yaml", "examples/*.yml"],
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    out = [(f, (ROOT / f).read_text()) for f in files]
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        blocks = re.findall(r"```ya?ml\n(.*?)```", doc.read_text(), re.S)
+        out += [(f"{doc.name} yaml block {i + 1}", b) for i, b in enumerate(blocks)]
+    return out
+
+
+def test_what_we_ship_reads_the_same_in_yaml_1_1_and_as_pulumi_reads_it():
+    """A stack, example or doc snippet with `lr: 3e-5` or `enabled: yes` means one thing to the
+    reader's editor (YAML 1.1) and another to `pulumi up`: quote it, or write true/false."""
+    from trainforge.stack.file import load_yaml
+
+    differ = []
+    for where, text in _shipped_yaml():
+        try:
+            old = load_yaml(text, where, all_documents=True)
+            new = load_yaml(text, where, all_documents=True, pulumi=True)
+        except (StackFileError, ValueError):
+            continue  # a fragment that is no YAML on its own (`...` elisions)
+        if repr(old) != repr(new):
+            differ.append(where)
+    assert not differ, differ
