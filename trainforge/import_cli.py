@@ -16,14 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
 from trainforge.jobs.fetches import RULE as FETCH_RULE
 from trainforge.jobs.importer import Imported, ImportProblem, import_workload
 from trainforge.jobs.local import image_dir
 from trainforge.stack import file as stack_file
+from trainforge.stack import pulumi_yaml
 
 PROG = "trainforge import"
 
@@ -325,7 +324,8 @@ def render(
     lines = [
         f"# trainforge import {file}: {result.source} -> stack {stack}",
         f"# Add under trainforge:jobs in Pulumi.{stack}.yaml:",
-        yaml.safe_dump([result.entry], sort_keys=False, width=100).rstrip(),
+        # as Pulumi reads the stack file: `--lr, "3e-5"` stays quoted, or it would be a number
+        pulumi_yaml.dump([result.entry], sort_keys=False, width=100).rstrip(),
     ]
     if result.files:
         head = "written" if out is not None else "nothing written; run again with --out DIR"

@@ -37,10 +37,28 @@ class Duration:
     low: float | None = None
     high: float | None = None
     hardware: str = ""  # what an estimate ran on ("2 x A10G"); "" for the other sources
+    # the run's length without its deadline, where the deadline cuts it (`seconds` is then
+    # the deadline: the controller fails the job there; `cut_at_deadline`)
+    needs: float | None = None
 
     @property
     def ceiling(self) -> bool:
         return self.source == DEADLINE
+
+    @property
+    def cut(self) -> bool:
+        """The job's own deadline ends the run before its steps do."""
+        return self.needs is not None
+
+    @property
+    def cut_note(self) -> str:
+        """` (cut at its activeDeadlineSeconds 3600: the run needs ~67 min)`, or ""."""
+        if self.needs is None or self.seconds is None:
+            return ""
+        return (
+            f" (cut at its {DEADLINE} {self.seconds:.0f}: the run needs "
+            f"~{duration_text(self.needs)})"
+        )
 
 
 def duration_text(seconds: float) -> str:
@@ -151,17 +169,35 @@ DURATION_SOURCES: list[Callable[[JobSpec, PoolFacts], Duration | None]] = [
 ]
 
 
+def cut_at_deadline(d: Duration, deadline: int | None) -> Duration:
+    """`d` as the job's controller lets it run: no longer than its `activeDeadlineSeconds`.
+
+    Why: every backend fails the job at its deadline, counted from the start (kubeflow/trainer
+    v1.9.4 pkg/controller.v1/common/job.go:211, PastActiveDeadline -> the PyTorchJob fails;
+    v2.2.1 pkg/controller/trainjob_controller.go reconcileDeadline -> the TrainJob fails with
+    DeadlineExceeded and its JobSet is deleted; a batch/v1 Job's own activeDeadlineSeconds,
+    Kubernetes' Job controller). A run the model or the user times longer is cut there: the
+    figure is the deadline (what the nodes cost, what a job queued behind waits) and `needs`
+    keeps the run's own length for the plan's finding (estimates.RULE_DEADLINE)."""
+    if deadline is None or d.ceiling or d.seconds is None or d.seconds <= deadline:
+        return d  # a range reaching past the deadline stays the model's: the likely run fits
+    low = min(d.low, deadline) if d.low is not None else None
+    high = min(d.high, deadline) if d.high is not None else None
+    return replace(d, seconds=float(deadline), low=low, high=high, needs=d.seconds)
+
+
 def expected_duration(job: JobSpec, pool: PoolFacts, instance_type: str | None = None) -> Duration:
     """The job's expected run on `pool`; with `instance_type`, on the nodes of that type
     (`PoolFacts.only`: its GPU and bandwidth), the type a mixed pool launches for the job
     (trainforge.plan.cost picks it, as Karpenter does). Without, on the pool's shared
-    figures: the slowest GPU of a mixed pool."""
+    figures: the slowest GPU of a mixed pool. Never longer than the job's deadline
+    (`cut_at_deadline`)."""
     if instance_type is not None:
         pool = pool.only(instance_type)
     for source in DURATION_SOURCES:
         found = source(job, pool)
         if found is not None:
-            return found
+            return cut_at_deadline(found, job.run_policy.active_deadline_seconds)
     return Duration(
         None,
         "unknown",

@@ -499,7 +499,7 @@ def expected_duration_annotations(
     if obj is not None:
         most = packing.templates_limit(t.template for t in pods.pod_templates(obj, {}))
     d = duration.launch_duration(job, pool, most)
-    out = {duration.EXPECTED_BASIS: d.detail}
+    out = {duration.EXPECTED_BASIS: d.detail + d.cut_note}
     if d.seconds is not None:
         out[duration.EXPECTED_SECONDS] = f"{d.seconds:.0f}"
     return out

@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainforge.stack import pulumi_yaml
+
 SECRET = "[secret]"
 DEFAULT_PROJECT = "trainforge"
 
@@ -171,7 +173,7 @@ def _load(path: pathlib.Path) -> Any:
             "file as UTF-8"
         ) from None
     try:
-        return load_yaml(text, path.name)
+        return load_yaml(text, path.name, pulumi=True)
     except DuplicateKeyError as e:
         raise StackFileError(str(e)) from None
 
@@ -184,7 +186,7 @@ class DuplicateKeyError(ValueError):
         self.line, self.what = line, what
 
 
-def load_yaml(text: str, name: str, *, all_documents: bool = False) -> Any:
+def load_yaml(text: str, name: str, *, all_documents: bool = False, pulumi: bool = False) -> Any:
     """`text` as YAML with its mistakes refused in one line naming `name`, line and column.
 
     Why not `yaml.safe_load`: YAML 1.1 as PyYAML reads it keeps the last of two equal keys in a
@@ -195,10 +197,17 @@ def load_yaml(text: str, name: str, *, all_documents: bool = False) -> Any:
 
     libyaml's parser when built in (a stack with a hundred jobs: ~10x faster) with the same
     constructors, so the same data; a syntax error is reported by the Python parser, whose
-    messages name the line and column as users have always seen them."""
+    messages name the line and column as users have always seen them.
+
+    `pulumi`: plain scalars as `pulumi up` reads them (Go's yaml.v3, trainforge.stack.pulumi_yaml:
+    `3e-5` a number, `yes` a string), for stack and project files; Kubernetes manifests
+    (`trainforge import`) keep PyYAML's reading."""
     import yaml  # noqa: PLC0415 - only readers of files need it
 
     def loader_for(base: type) -> type:
+        if pulumi:
+            base = pulumi_yaml.with_pulumi_scalars(base)
+
         class _Unique(base):  # type: ignore[misc, valid-type]
             def construct_mapping(self, node: Any, deep: bool = False) -> Any:
                 seen: dict[Any, Any] = {}
@@ -233,12 +242,15 @@ def load_yaml(text: str, name: str, *, all_documents: bool = False) -> Any:
         return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader
 
     try:
-        return load(fast)
-    except yaml.YAMLError:
         try:
-            return load(slow)
-        except yaml.YAMLError as e:
-            raise StackFileError(_yaml_error(name, e)) from e
+            return load(fast)
+        except yaml.YAMLError:
+            try:
+                return load(slow)
+            except yaml.YAMLError as e:
+                raise StackFileError(_yaml_error(name, e)) from e
+    except pulumi_yaml.NotForPulumi as e:
+        raise StackFileError(f"{name}: {e}") from None
 
 
 def _yaml_error(name: str, e: Any) -> str:

@@ -196,7 +196,7 @@ def _row(j: C.JobCost, c: C.JobCost | None, worker: list[str]) -> list[str]:
         STARTS[j.admission],
         ceiling + usd(c.run_cost if c else None),
         ceiling + ("unknown" if run is None else duration_text(run)),
-        duration.source,
+        duration.source + (f", cut at {DEADLINE}" if duration.cut else ""),
         choice.types if choice else _no_node(c),
         str(choice.node_count) if choice else "-",
         usd(c.hourly if c else None),
@@ -215,7 +215,10 @@ def _run_lines(c: C.JobCost | None, head: str, pad: str) -> list[str]:
         return []
     reason = c.choice.reason if c.choice else c.why_no_node
     indent = " " * (len(head.split(":", 1)[0]) + len(pad))
-    out = [f"  {pad}{head}; {reason}", f"  {indent}  duration: {c.duration.detail}"]
+    out = [
+        f"  {pad}{head}; {reason}",
+        f"  {indent}  duration: {c.duration.detail}{c.duration.cut_note}",
+    ]
     if launch := c.launch_line():
         out.append(f"  {indent}  {launch}")
     return out

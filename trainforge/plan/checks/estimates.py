@@ -1,22 +1,30 @@
 """Plan reports: each declared job's memory per GPU, throughput and expected duration
 (`trainforge.jobs.estimate`, with the component's warnings; a job that cannot fit is refused
 at preview by `wiring.resolve_job`), and its restart budget (`trainforge.jobs.restarts`, also
-what `trainforge run-local` applies), to read before a failure, not after.
+what `trainforge run-local` applies), to read before a failure, not after. Its one finding:
+a run the job's own activeDeadlineSeconds cuts (TF_RUN_PAST_DEADLINE, `deadline_findings`).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import fields
 from typing import Any
 
-from trainforge.jobs.duration import Duration, duration_text
+from trainforge.jobs.duration import Duration, duration_text, job_steps, launch_duration
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, memory_unit, warnings
 from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
-from trainforge.plan.check_types import CheckResult, PlanContext, Section
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
 
-RULES: dict[str, str] = {}  # reports only: nothing to waive
+# a run the job's own deadline cuts (duration.cut_at_deadline): its controller fails it there
+RULE_DEADLINE = "TF_RUN_PAST_DEADLINE"
+RULES: dict[str, str] = {
+    RULE_DEADLINE: "raise the job's runPolicy.activeDeadlineSeconds above its run (the finding "
+    "names the least), or give it fewer steps; or waive TF_RUN_PAST_DEADLINE for the job with "
+    "the reason (a resubmission continues from its checkpoints)"
+}
 TITLE = "Memory per GPU and expected duration (trainforge.jobs.estimate)"
 RESTART_TITLE = "Restart budget per job (trainforge.jobs.restarts)"
 
@@ -85,7 +93,7 @@ def _other_duration(e: JobEstimate, d: Duration) -> str:
         "unknown" if d.seconds is None else ("<= " if d.ceiling else "") + duration_text(d.seconds)
     )
     model = f"; the estimate: {duration_text(e.duration_seconds)}" if e.duration_seconds else ""
-    return f"  duration: {text} ({d.detail}, what the Cost and the queue use{model})"
+    return f"  duration: {text}{d.cut_note} ({d.detail}, what the Cost and the queue use{model})"
 
 
 _BYTES = ("memory", "memory_total", "memory_capacity", "host_memory_per_pod")
@@ -134,10 +142,61 @@ def _run_on(timed_on: str, run: JobEstimate | None, cost: Any) -> dict[str, Any]
             "duration_range": span, "duration_source": d.source}  # fmt: skip
 
 
+def _resubmission(job: JobSpec, done: int) -> str:
+    """Whether a resubmission continues the run the deadline cut, from what the job says."""
+    if job.entrypoint is not None:
+        return (
+            "whether a resubmission continues is up to its own code's checkpoints (the "
+            "runtime's checkpoint settings do not apply to it)"
+        )
+    every, resume = job.checkpoint.every, job.checkpoint.resume
+    if resume == "never":
+        return "checkpoint.resume is never, so a resubmission starts again at step 0"
+    last = done // every * every
+    if last == 0:
+        return (
+            f"it checkpoints every {every} steps, none before the cut, so a resubmission starts "
+            "again at step 0"
+        )
+    return (
+        f"its checkpoints (every {every} steps, checkpoint.resume {resume}) let a resubmission "
+        f"continue from step {last:,}, with a new deadline"
+    )
+
+
+def deadline_findings(ctx: PlanContext) -> list[Finding]:
+    """A job whose run (the Cost's and the queue's figure, `queues.job_run`) its own
+    activeDeadlineSeconds cuts: the controller fails it there, before its last step."""
+    out: list[Finding] = []
+    fleet = bool(getattr(ctx, "fleet_workers", None))
+    for dj in ctx.declared.jobs if ctx.declared else []:
+        job = dj.spec
+        d = launch_duration(job, dj.target.pool) if fleet else queues.job_run(ctx, dj).duration
+        if not d.cut or d.needs is None or d.seconds is None:
+            continue
+        deadline, steps = int(d.seconds), job_steps(job)
+        done = int(steps * d.seconds / d.needs)
+        wl = dj.emitted.workload
+        ident = f"{dj.target.namespace}/{wl['kind']}/{wl['metadata']['name']}"
+        message = (
+            f"job {job.name}: its run needs ~{duration_text(d.needs)} ({d.detail}), but its "
+            f"runPolicy.activeDeadlineSeconds is {deadline} ({duration_text(deadline)}): the "
+            f"{wl['kind']}'s controller fails it at the deadline, after about {done:,} of "
+            f"{steps:,} steps; {_resubmission(job, done)}"
+        )
+        fix = (
+            f"raise runPolicy.activeDeadlineSeconds to at least {math.ceil(d.needs)} (the run; "
+            f"add a margin for slow steps), or run at most ~{done:,} steps under this deadline"
+        )
+        out.append(Finding(ident, RULE_DEADLINE, message, fix, names=frozenset({dj.resource_name})))
+    return out
+
+
 def check(ctx: PlanContext) -> CheckResult:
     declared = ctx.declared
     if declared is None or not declared.jobs:
         return CheckResult()
+    findings = deadline_findings(ctx)
     lines: list[str] = []
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
@@ -167,8 +226,9 @@ def check(ctx: PlanContext) -> CheckResult:
         f"{dj.target.namespace}/{dj.spec.name}: {launch_line(dj.spec)}" for dj in declared.jobs
     ]
     return CheckResult(
+        findings,
         sections=[
             Section(TITLE, lines, data),
             Section(RESTART_TITLE, restarts, [_restart_data(dj.spec) for dj in declared.jobs]),
-        ]
+        ],
     )

@@ -808,7 +808,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
             w.duration, w.ceiling, w.duration_note = _longest_run(where)
         else:
             run = job_run(ctx, dj).duration
-            w.duration, w.ceiling = run.seconds, run.ceiling
+            w.duration, w.ceiling, w.duration_note = run.seconds, run.ceiling, run.cut_note
         workloads.append(w)
         obj = workload_object(ctx, spec.name, target.namespace)
         if obj is None:
