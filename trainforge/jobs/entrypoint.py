@@ -53,6 +53,7 @@ from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
 from trainforge.training import shadowing
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
+from trainforge.training.torchrun_env import TORCHRUN_ENV
 
 RUNTIME_MODULE = "trainforge.training"
 # Runs the user's script or module with the runtime's exit classification and run ledger
@@ -353,6 +354,9 @@ def contract_env(
         out.append(
             {"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": str(job.checkpoint.grace_period)}
         )
+        # a restart of the worker group gets a store of its own, whatever your code calls
+        # (plain `torchrun` in your image reads it too; trainforge.training.torchrun_env)
+        out += [{"name": k, "value": v} for k, v in TORCHRUN_ENV.items()]
     else:
         # The operator sets RANK and WORLD_SIZE per pod but no local rank; one process per pod.
         out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]

@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from trainforge.core import failures
-from trainforge.training import exits
+from trainforge.training import exits, torchrun_env
 from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV, checkpoint_dir
 
 # A record older than this before the first failure torchrun saw belongs to an earlier attempt.
@@ -272,6 +272,8 @@ def _signal_name(num: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = argv if argv is not None else sys.argv[1:]
+    # before torchrun reads it: every restart of the worker group gets a store of its own
+    torchrun_env.apply(os.environ)
     with tempfile.TemporaryDirectory(prefix="trainforge-exits-") as local:
         os.environ[LOCAL_EXITS_ENV] = local  # torchrun's workers inherit it
         try:
