@@ -27,18 +27,19 @@ from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.training.torchrun_env import TORCHRUN_ENV
 
-# the review's rev/jobs/llama-ft/train.py, failing once on attempt 0 (its rl2 variant)
+# the review's rev/jobs/llama-ft/train.py, failing once on attempt 0 (its rl2 variant); one
+# f-string per line, so the two ranks' lines do not interleave word by word
 FLAKY = """\
 import os, torch, torch.distributed as dist
 attempt = int(os.environ["TORCHELASTIC_RESTART_COUNT"])
 dist.init_process_group("gloo")
-print("attempt", attempt, "rank", dist.get_rank(), "world", dist.get_world_size(), flush=True)
+print(f"attempt {attempt} rank {dist.get_rank()} world {dist.get_world_size()}", flush=True)
 t = torch.ones(1)
 dist.all_reduce(t)
 if attempt == 0 and dist.get_rank() == 1:
     raise RuntimeError("simulated transient failure on the first attempt")
 dist.barrier()
-print("done attempt", attempt, "rank", dist.get_rank(), "sum", t.item(), flush=True)
+print(f"done attempt {attempt} rank {dist.get_rank()} sum {t.item()}", flush=True)
 dist.destroy_process_group()
 """
 ELASTIC = {"preset": "elastic", "workers": 2}
