@@ -103,3 +103,28 @@ def test_a_job_cannot_turn_the_shared_store_back_on():
         parse_job(raw, "t")
     line = str(err.value)
     assert "\n" not in line.strip() and "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" in line
+
+
+@pytest.mark.parametrize(
+    ("command", "gets_it"),
+    [
+        (["torchrun", "--nproc-per-node", "2", "--max-restarts", "3", "train.py"], True),
+        (["python", "-m", "torch.distributed.run", "--max-restarts=3", "train.py"], True),
+        (["python", "train.py"], False),
+    ],
+)
+def test_a_command_that_is_torchrun_gets_the_launch_config(command, gets_it):
+    """A `command` job's own torchrun restarts in the pod too (its `--max-restarts`), so it
+    gets the variable; a command that is not torchrun does not need it. Watched fail with
+    `starts_torchrun` left out of contract_env."""
+    t = target(CPU_POOL, backends=BACKENDS)
+    raw = {
+        **script_job("c", "x.py", workers=2),
+        "pool": CPU_POOL.name,
+        "image": "registry.example/team/train:1.0",
+        "entrypoint": {"command": command},
+    }
+    job = resolve_job(parse_job(raw, "t"), t, "t")
+    assert not job.uses_torchrun
+    env = {e["name"]: e.get("value") for e in entrypoint.contract_env(job, t)}
+    assert ({k: env.get(k) for k in TORCHRUN_ENV} == TORCHRUN_ENV) is gets_it
