@@ -4,7 +4,7 @@ The review imported a PyTorchJob with `elasticPolicy` (preset elastic, maxRestar
 script calls `dist.init_process_group("gloo")` itself and raises once on attempt 0: run-local
 promised "torchrun restarts in the pod 10", then the restarted workers never printed again
 (or failed "Gloo connectFullMesh failed ... Connection refused" on every restart). Cause:
-torch >= 2.4's c10d rendezvous hands every restart the agent's one shared TCPStore, and plain
+torch's c10d (after 2.3) rendezvous hands every restart the agent's one shared TCPStore, and plain
 `env://` code reuses the dead attempt's keys (trainforge/training/torchrun_env.py). The launch
 config sets TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1 wherever torchrun runs: in the pods'
 environment (jobs.entrypoint.contract_env) and in trainforge.training.launch (run-local).

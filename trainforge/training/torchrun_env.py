@@ -2,8 +2,9 @@
 config that the pods (``jobs.entrypoint.contract_env``) and ``trainforge.training.launch``
 (run-local, and the pods that ship the runtime library) both apply.
 
-Why ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``: since torch 2.4 (pytorch#128096, "Share
-TCPStore by default when using c10d rdzv handler") the c10d rendezvous, which an elastic job
+Why ``TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1``: since pytorch#128096 ("Share
+TCPStore by default when using c10d rdzv handler", June 2024: after 2.3, which the
+report in pytorch#135712 says still worked) the c10d rendezvous, which an elastic job
 and ``--standalone`` use, hands its workers the agent's own TCPStore as MASTER_ADDR:MASTER_PORT
 and keeps that one store for every restart of the worker group
 (torch/distributed/elastic/rendezvous/dynamic_rendezvous.py, ``next_rendezvous``: the shared
@@ -17,10 +18,15 @@ which the shared store contradicts (pytorch#135712, "TORCH_DISABLE_SHARE_RDZV_TC
 not compatible with torchelastic restarts"; read 2026-12-01 in torch 2.13.0's installed source).
 With the variable set, each rendezvous round publishes a fresh free port of the rank-0 node
 (``RendezvousStoreInfo.build``) and worker rank 0 starts a new store there for that attempt:
-every restart starts from empty keys, as before torch 2.4, whatever the code calls. Torch
-releases before 2.4 ignore the variable and never shared the store. The static rendezvous (a
+every restart starts from empty keys, as before that change, whatever the code calls. Torch
+releases before it ignore the variable and never shared the store. The static rendezvous (a
 multi-pod job that is not elastic, ``--master-addr``) always shares its store, but that
 launcher gets no in-pod restarts (a failure re-creates the pods: a fresh torchrun).
+
+The bundled runtime used to prefix the store with TORCHELASTIC_RESTART_COUNT instead; that
+count is each agent's own (pytorch#135712's root cause), so after one pod's restart the pods of
+a multi-pod elastic job counted 1 and 0 (seen in a two-agent run at 2026-12-01: rank 1
+"attempt 1", rank 0 "attempt 0", same round) and would have waited on different keys.
 """
 
 from __future__ import annotations
