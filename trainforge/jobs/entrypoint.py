@@ -38,7 +38,7 @@ from typing import Any
 from trainforge.core import versions
 from trainforge.core.contract import JobTarget, TeamFacts, fsx_claim_name
 from trainforge.core.errors import JobConfigError
-from trainforge.jobs import codeship, images, reach
+from trainforge.jobs import codeship, images, reach, torchrun_args
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT, CodeBundle
 from trainforge.jobs.image_facts import (
     DECLARED_SOURCE,
@@ -53,6 +53,7 @@ from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
 from trainforge.training import shadowing
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
+from trainforge.training.torchrun_env import TORCHRUN_ENV
 
 RUNTIME_MODULE = "trainforge.training"
 # Runs the user's script or module with the runtime's exit classification and run ledger
@@ -338,6 +339,15 @@ def python_path(job: JobSpec, ships_runtime: bool) -> str | None:
     return ":".join(parts) or None
 
 
+def starts_torchrun(job: JobSpec) -> bool:
+    """A `command` job whose command is torchrun itself (`torchrun ...`, `python -m
+    torch.distributed.run ...`): its own `--max-restarts` restart in the pod too."""
+    entry = job.entrypoint
+    if entry is None or entry.kind != "command":
+        return False
+    return torchrun_args.launcher_args([str(a) for a in (*entry.command, *entry.args)]) is not None
+
+
 def contract_env(
     job: JobSpec, target: JobTarget, ships_runtime: bool = True
 ) -> list[dict[str, Any]]:
@@ -356,6 +366,10 @@ def contract_env(
     else:
         # The operator sets RANK and WORLD_SIZE per pod but no local rank; one process per pod.
         out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]
+    if job.uses_torchrun or starts_torchrun(job):
+        # a restart of the worker group gets a store of its own, whatever your code calls
+        # (plain `torchrun` in your image reads it too; trainforge.training.torchrun_env)
+        out += [{"name": k, "value": v} for k, v in TORCHRUN_ENV.items()]
     out += [{"name": k, "value": v} for k, v in contract_variables(job, target)]
     return out
 

@@ -52,6 +52,7 @@ from trainforge.stack.services import ClaimName
 from trainforge.training import config as runtime
 from trainforge.training.contract import CONTRACT_VARIABLES
 from trainforge.training.timeouts import MAX_HANG_TIMEOUT_S, MIN_HANG_TIMEOUT_S, STARTUP_MULTIPLE
+from trainforge.training.torchrun_env import TORCHRUN_ENV
 
 Strategy = Literal["ddp", "fsdp"]
 Preset = Literal["ddp", "fsdp", "elastic"]
@@ -92,6 +93,9 @@ RESERVED_ENV = {
     # torchrun's SIGKILL delay after SIGTERM: it must be the checkpoint grace period
     # (`checkpoint.gracePeriod`), or a preempted job is killed mid-checkpoint.
     "TORCH_ELASTIC_SHUTDOWN_TIMEOUT",
+    # torchrun's launch config (trainforge.training.torchrun_env): without it a torchrun
+    # restart reuses the dead attempt's store keys and never regroups
+    *TORCHRUN_ENV,
     *CONTRACT_VARIABLES,
 }
 PATH_RULE = (

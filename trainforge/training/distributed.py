@@ -17,7 +17,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -64,27 +63,6 @@ def group_timeout() -> datetime.timedelta | None:
     return _GROUP_TIMEOUT
 
 
-def restart_safe_init_kwargs() -> dict[str, Any]:
-    """Extra ``init_process_group`` kwargs that make torchrun restarts work (empty otherwise).
-
-    torchrun (2.13, c10d rendezvous) hands every restart attempt the *same* agent TCPStore
-    with no per-attempt key prefix, so the new workers read the dead attempt's gloo/NCCL
-    connection keys and fail with "Gloo connectFullMesh failed ... Connection refused".
-    Prefixing the store with TORCHELASTIC_RESTART_COUNT gives each attempt clean keys.
-    """
-    attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT")
-    if attempt is None or "MASTER_ADDR" not in os.environ:
-        return {}
-    from torch.distributed.rendezvous import rendezvous
-
-    store, rank, world_size = next(rendezvous("env://"))
-    return {
-        "store": dist.PrefixStore(f"trainforge/attempt_{attempt}", store),
-        "rank": rank,
-        "world_size": world_size,
-    }
-
-
 def init_distributed(timeout_s: float | None = None) -> DistEnv:
     """Initialise the default process group; NCCL when CUDA is present, gloo otherwise (but a
     pod given GPUs that CUDA cannot see fails instead: `_refuse_cpu_in_a_gpu_pod`).
@@ -127,14 +105,11 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
     if not dist.is_initialized():
         _bind_defaults_before_the_group()
         if "MASTER_ADDR" in os.environ:
-            # checkpoint hook: torchrun restarts need a per-attempt store prefix
-            kwargs = restart_safe_init_kwargs()
-            if kwargs:
-                dist.init_process_group(backend, timeout=timeout, **kwargs)
-            else:
-                dist.init_process_group(
-                    backend, init_method="env://", rank=rank, world_size=world_size, timeout=timeout
-                )
+            # as any code does: a torchrun restart regroups through the launch config, which
+            # gives each attempt a store of its own (trainforge/training/torchrun_env.py)
+            dist.init_process_group(
+                backend, init_method="env://", rank=rank, world_size=world_size, timeout=timeout
+            )
         elif world_size == 1:
             dist.init_process_group(
                 backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout

@@ -31,15 +31,17 @@ if __name__ == "__main__":  # first: before any import a file of yours could sha
     refuse_at_start(argv=sys.argv[1:])  # its ledger: --checkpoint-dir, else the contract's
 
 import json
+import logging
 import os
 import signal
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 from trainforge.core import failures
-from trainforge.training import exits
+from trainforge.training import exits, torchrun_env
 from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV, checkpoint_dir
 
 # A record older than this before the first failure torchrun saw belongs to an earlier attempt.
@@ -274,8 +276,113 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+# How long after torchrun's SIGTERM a worker that is still running gets a line of its own.
+NOTICE_AFTER_S = 5.0
+# torchrun's loggers (torch 2.13): "Sending process %s closing signal %s" and "Received %s
+# death signal, shutting down workers"
+TORCHRUN_PROCESS_LOGGER = "torch.distributed.elastic.multiprocessing.api"
+TORCHRUN_AGENT_LOGGER = "torch.distributed.elastic.agent.server.api"
+# torchrun's wait before SIGKILL when it stops a failed or restarting worker group: fixed
+# (PContext.close's and LocalElasticAgent._shutdown's default `timeout: int = 30`, which
+# `_stop_workers` and a failed group's teardown use); only the agent's own signal waits
+# TORCH_ELASTIC_SHUTDOWN_TIMEOUT (agent/server/api.py `run`: `self._shutdown_timeout`).
+TORCHRUN_TEARDOWN_S = 30
+
+
+class ShutdownNotice(logging.Filter):
+    """Says why torchrun is quiet while it stops a worker that does not leave.
+
+    Why: torchrun logs "Sending process N closing signal SIGTERM", then waits before its
+    "Unable to shutdown process ... via 15" and SIGKILL: a worker blocked in a native call
+    (a collective, a store wait) runs no Python SIGTERM handler until that call returns, and
+    the review at 1969f598 waited 90 s (its grace period) in silence. A worker still running
+    NOTICE_AFTER_S after the SIGTERM gets one line saying how long torchrun waits and why;
+    one that leaves at once (the usual case) gets none. A filter on torchrun's own loggers,
+    so the line follows what torchrun really does, and every record goes through."""
+
+    def __init__(self, grace_s: int, after_s: float = NOTICE_AFTER_S) -> None:
+        super().__init__()
+        self.grace_s = grace_s
+        self.after_s = after_s
+        self.signalled = False  # the launcher itself got SIGTERM/SIGINT: torchrun waits grace_s
+        self._timed: set[str] = set()  # torchrun may log one SIGTERM twice (two closes)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = str(record.msg)
+        args = record.args if isinstance(record.args, tuple) else ()
+        if msg.startswith("Received") and "death signal" in msg:
+            self.signalled = True
+        elif (
+            msg.startswith("Sending process")
+            and len(args) == 2
+            and getattr(args[1], "name", str(args[1])) == "SIGTERM"
+        ):
+            wait = self.grace_s if self.signalled else TORCHRUN_TEARDOWN_S
+            key = f"{args[0]}:{self.signalled}"
+            if wait > self.after_s and key not in self._timed:
+                self._timed.add(key)
+                timer = threading.Timer(self.after_s, self._still_running, (args[0], wait))
+                timer.daemon = True
+                timer.start()
+        return True
+
+    def _still_running(self, pid: object, wait: int) -> None:
+        if not _alive(int(str(pid))):
+            return
+        why = (
+            "TORCH_ELASTIC_SHUTDOWN_TIMEOUT = checkpoint.gracePeriod, the time a save gets"
+            if self.signalled
+            else "torchrun's fixed wait when it stops a failed or restarting worker group"
+        )
+        print(
+            f"trainforge launch: worker process {pid} is still running {self.after_s:g} s after "
+            f"SIGTERM; torchrun SIGKILLs it {wait} s after the SIGTERM ({why}): code blocked in "
+            "a native call (a collective, a store wait) runs no SIGTERM handler until the call "
+            "returns",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _alive(pid: int) -> bool:
+    """The worker has not exited (a zombie has: torchrun has not reaped it yet)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return False
+        return True
+    return state != "Z"
+
+
+def shutdown_grace(argv: list[str]) -> int:
+    """The seconds torchrun waits after relaying its own SIGTERM, read as torchrun reads them:
+    its parser's `--shutdown-timeout`, else TORCH_ELASTIC_SHUTDOWN_TIMEOUT, else 30
+    (torch/distributed/launcher/api.py LaunchConfig, 2.13)."""
+    from torch.distributed.run import parse_args  # noqa: PLC0415
+
+    try:
+        flag = parse_args(argv).shutdown_timeout
+    except SystemExit:  # torchrun itself says what is wrong with its flags
+        flag = None
+    raw = str(flag) if flag is not None else os.environ.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "30")
+    return int(raw) if raw.strip().isdigit() else TORCHRUN_TEARDOWN_S
+
+
+def notice_slow_shutdowns(grace_s: int) -> ShutdownNotice:
+    """Attach a ShutdownNotice to torchrun's loggers (what `_launch` does)."""
+    notice = ShutdownNotice(grace_s)
+    for name in (TORCHRUN_PROCESS_LOGGER, TORCHRUN_AGENT_LOGGER):
+        logging.getLogger(name).addFilter(notice)
+    return notice
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = argv if argv is not None else sys.argv[1:]
+    # before torchrun reads it: every restart of the worker group gets a store of its own
+    torchrun_env.apply(os.environ)
     with tempfile.TemporaryDirectory(prefix="trainforge-exits-") as local:
         os.environ[LOCAL_EXITS_ENV] = local  # torchrun's workers inherit it
         try:
@@ -292,6 +399,7 @@ def _launch(argv: list[str], local: str) -> int:
         from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
         from torch.distributed.run import main as torchrun_main
 
+    notice_slow_shutdowns(shutdown_grace(argv))
     try:
         torchrun_main(argv)
     except ChildFailedError as e:
