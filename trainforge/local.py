@@ -599,11 +599,12 @@ def main(argv: list[str] | None = None) -> int:
         from trainforge.training.contract import ON_EXIT
 
         env[ON_EXIT] = on_exit(stack_job)
-    # checkpoint hook: torchrun SIGKILLs workers this long after relaying a SIGTERM (default
-    # 30 s); give them the whole --grace-period to checkpoint, as the PyTorchJob pods do.
-    env.setdefault(
-        "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, round(cfg.checkpoint.grace_period)))
-    )
+    # torchrun as the job's pods run it (trainforge.training.torchrun_env): the whole
+    # --grace-period to checkpoint after a SIGTERM, a fresh store per restart
+    from trainforge.training.torchrun_env import torchrun_env
+
+    for name, value in torchrun_env(cfg.checkpoint.grace_period).items():
+        env.setdefault(name, value)
     from trainforge.jobs.local import launch, success_ranks
 
     capped = stack_job is not None and b.capped  # run-local's own cap, not the cluster's

@@ -128,3 +128,7 @@ def test_a_command_that_is_torchrun_gets_the_launch_config(command, gets_it):
     assert not job.uses_torchrun
     env = {e["name"]: e.get("value") for e in entrypoint.contract_env(job, t)}
     assert ({k: env.get(k) for k in TORCHRUN_ENV} == TORCHRUN_ENV) is gets_it
+    # and the whole checkpoint grace period to save on SIGTERM, as our own torchrun gets it
+    # (torchrun_env: one table; docs/jobs.md "wherever torchrun runs")
+    grace = str(job.checkpoint.grace_period)
+    assert (env.get("TORCH_ELASTIC_SHUTDOWN_TIMEOUT") == grace) is gets_it

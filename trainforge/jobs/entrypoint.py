@@ -53,7 +53,7 @@ from trainforge.stack.jobs import FLAG_OF
 from trainforge.training import contract as c
 from trainforge.training import shadowing
 from trainforge.training.timeouts import DEFAULT_HANG_TIMEOUT_S, Timeouts
-from trainforge.training.torchrun_env import TORCHRUN_ENV
+from trainforge.training.torchrun_env import torchrun_env
 
 RUNTIME_MODULE = "trainforge.training"
 # Runs the user's script or module with the runtime's exit classification and run ledger
@@ -356,20 +356,15 @@ def contract_env(
     path = python_path(job, ships_runtime)
     if path:
         out.append({"name": "PYTHONPATH", "value": path})
-    if job.uses_torchrun:
-        # torchrun forwards SIGTERM to its workers and SIGKILLs them after this many seconds
-        # (30 by default): give them the whole checkpoint grace period. An environment
-        # variable rather than --shutdown-timeout, which torchrun releases before 2.12 refuse.
-        out.append(
-            {"name": "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", "value": str(job.checkpoint.grace_period)}
-        )
-    else:
+    if job.uses_torchrun or starts_torchrun(job):
+        # wherever the pod runs torchrun (ours, or plain `torchrun` in your image or command):
+        # the whole grace period to save on SIGTERM, and a store of its own for each restart
+        # of the worker group, whatever your code calls (trainforge.training.torchrun_env)
+        env = torchrun_env(job.checkpoint.grace_period)
+        out += [{"name": k, "value": v} for k, v in env.items()]
+    if not job.uses_torchrun:
         # The operator sets RANK and WORLD_SIZE per pod but no local rank; one process per pod.
         out += [{"name": "LOCAL_RANK", "value": "0"}, {"name": "LOCAL_WORLD_SIZE", "value": "1"}]
-    if job.uses_torchrun or starts_torchrun(job):
-        # a restart of the worker group gets a store of its own, whatever your code calls
-        # (plain `torchrun` in your image reads it too; trainforge.training.torchrun_env)
-        out += [{"name": k, "value": v} for k, v in TORCHRUN_ENV.items()]
     out += [{"name": k, "value": v} for k, v in contract_variables(job, target)]
     return out
 

@@ -49,6 +49,7 @@ from trainforge.core import failures
 from trainforge.core.contract import fsx_claim_name
 from trainforge.core.errors import JobConfigError
 from trainforge.stack import file as stack_file
+from trainforge.training.torchrun_env import torchrun_env
 
 # The job model (trainforge.jobs.spec: pydantic, ~0.4 CPU s to import) is imported where a
 # job is parsed, so `trainforge run-local` without a stack (its launcher, `--dry-run`) never
@@ -663,7 +664,7 @@ def user_code_run(
         paths.append(os.environ["PYTHONPATH"])
     if paths:
         env["PYTHONPATH"] = os.pathsep.join(paths)
-    env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] = str(job.checkpoint.grace_period)
+    env.update(torchrun_env(job.checkpoint.grace_period))  # as the job's pods run torchrun
     env.setdefault("PYTHONUNBUFFERED", "1")
     n = workers if workers is not None else local_processes(job)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(n, 1))))

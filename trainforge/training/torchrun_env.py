@@ -35,6 +35,18 @@ import os
 
 # name -> value; a job's `env` may not set these (stack.jobs.RESERVED_ENV)
 TORCHRUN_ENV: dict[str, str] = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+# torchrun forwards SIGTERM to its workers and SIGKILLs them this many seconds later (30 by
+# default, torch/distributed/elastic/agent/server/api.py `_shutdown_timeout`): the job's whole
+# checkpoint grace period, so a save can finish. A variable rather than --shutdown-timeout,
+# which torchrun releases before 2.12 refuse.
+SHUTDOWN_TIMEOUT = "TORCH_ELASTIC_SHUTDOWN_TIMEOUT"
+
+
+def torchrun_env(grace_period: float) -> dict[str, str]:
+    """Everything a torchrun that trainforge starts is given, for a job whose checkpoint grace
+    period is `grace_period` seconds: the pods (jobs.entrypoint.contract_env, wherever the pod
+    runs torchrun) and run-local (jobs.local, trainforge.local) read this one table."""
+    return {SHUTDOWN_TIMEOUT: str(max(1, round(grace_period))), **TORCHRUN_ENV}
 
 
 def apply(env: dict[str, str] | os._Environ[str]) -> None:
