@@ -483,8 +483,10 @@ def _checkpoint_line(run: Run) -> str:
                 f"; not counted: {len(other)} other entr{'y' if len(other) == 1 else 'ies'} "
                 f"there ({shown}): a checkpoint is named step_<N> (a step_<N>.pt file, as "
                 "examples/plain saves and resumes from, or the step_NNNNNN folder trainforge's "
-                "CheckpointManager writes and its restore resumes from): name yours so, and "
-                "your code resumes only from the files it loads itself"
+                "CheckpointManager writes and its restore resumes from): name yours so, as "
+                "the wrapper your code runs under reads its progress from them (a newer one "
+                "resets its no_progress count), and your code resumes only from the files it "
+                "loads itself"
             )
     elif ckpts:
         where = " (recorded in metrics.jsonl; the checkpoint directory is not here)"

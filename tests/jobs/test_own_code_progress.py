@@ -105,14 +105,29 @@ def test_a_checkpoint_under_another_name_is_named_where_the_job_stops(project):
         "not read as progress: last.pt (a checkpoint is named step_<N>, e.g. step_<N>.pt: "
         "name yours so)"
     ) in out
+    # and `trainforge report` says the same of the folder, by the same rule
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    rep = subprocess.run(
+        [sys.executable, "-m", "trainforge", "report", "runs/myjob-train"],
+        cwd=project,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (
+        "checkpoints: 0 in runs/myjob-train/checkpoints; not counted: 1 other entry there (last.pt)"
+        in rep.stdout
+    ), rep.stdout
+    assert "as the wrapper your code runs under reads its progress from them" in rep.stdout
 
 
 def test_two_scripts_named_train_py_get_their_own_run_folders(project):
     """The review's `run-local examples/plain/train.py`, then `run-local myjob3/train.py`:
     one `runs/train`, where the second resumed from the first's checkpoint. Now each script's
     folder is its path in the project, the first line names it, and running one again resumes
-    it. Broken on purpose (`name = path.stem` in adhoc_job): the second said `resumed from
-    step 4`."""
+    it. Broken on purpose (`name = path.stem` in adhoc_job): both were `runs/train`, and the
+    second was refused (without that refusal it resumed from the first's step 4)."""
     (project / "other").mkdir()
     shutil.copy(SCRIPT, project / "other" / "train.py")
     first = _run(project, "myjob/train.py", "--", "--steps", "4")

@@ -283,5 +283,5 @@ def test_the_python_api_says_the_same_download(project, monkeypatch, capsys):
     monkeypatch.setattr(jl, "launch", lambda cmd, *a, **kw: launched.append(cmd) or 0)
     assert jl.run_local(job, root) == 0 and launched
     (note,) = capsys.readouterr().err.splitlines()
-    assert note.startswith("run-local: ft: note: ft/ft.py:7: transformers.AutoModel")
+    assert note.startswith("run-local: ft-ft: note: ft/ft.py:7: transformers.AutoModel")
     assert "a team namespace's NetworkPolicies block it" in note
