@@ -161,3 +161,35 @@ def test_a_folder_that_holds_another_scripts_run_is_refused(project):
         "checkpoints and run ledger); run it from another directory, or move or delete that "
         "folder"
     )
+
+
+def test_torchruns_restarts_count_as_attempts_as_the_lines_say(project):
+    """`--max-restarts 7` (torchrun restarts its processes in the pod, as an elastic job's
+    maxRestarts does): each process torchrun starts begins an attempt, so 5 failed ones from
+    one checkpoint stop the job as pod re-creations do, which the run-local line and the
+    plan's restart line (restarts.ledger_stop) say. Broken on purpose (ledger_stop without
+    its torchrun clause): the line did not say it."""
+    proc = _run(
+        project, "myjob/train.py", "--max-restarts", "7", "--",
+        "--steps", "40", "--save-every", "2", "--crash-at", "3",
+    )  # fmt: skip
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 4, out[-3000:]
+    assert "at most 7 times (--max-restarts)" in out
+    assert "from one checkpoint (the newest step_<N> in the checkpoint directory when each " in out
+    assert "began), torchrun's restarts counted as attempts\n" in out
+    assert "trainforge exit: no_progress code=4 (rank 0): 5 attempts in a row failed" in out
+
+    from trainforge.jobs.restarts import describe
+    from trainforge.jobs.spec import parse_job
+
+    elastic = parse_job(
+        {"name": "j", "team": "research", "pool": "cpu", "preset": "elastic",
+         "elastic": {"minWorkers": 1, "maxWorkers": 3, "maxRestarts": 4},
+         "entrypoint": {"script": "myjob/train.py"}},
+        "t",
+    )  # fmt: skip
+    assert "(the operator does not count ExitCode re-creations against backoffLimit; your " \
+        "code's wrapper stops after 5 failed attempts in a row from one checkpoint (the newest " \
+        "step_<N> in the checkpoint directory when each began; its ledger on the team's FSx), " \
+        "torchrun's restarts counted as attempts)" in describe(elastic)  # fmt: skip
