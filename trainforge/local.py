@@ -460,7 +460,15 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     contract variables, run ledger and report as a job's own code (jobs.local.adhoc_job)."""
     from trainforge.core.errors import JobConfigError
     from trainforge.jobs.fetches import cluster_note
-    from trainforge.jobs.local import adhoc_job, job_fetches, success_ranks, user_code_run
+    from trainforge.jobs.local import (
+        adhoc_job,
+        adhoc_target,
+        check_run_dir,
+        claim_run_dir,
+        job_fetches,
+        success_ranks,
+        user_code_run,
+    )
 
     p = argparse.ArgumentParser(prog="trainforge run-local SCRIPT", add_help=False)
     p.add_argument("--workers", type=int, default=1)
@@ -476,6 +484,8 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
             return 2
     try:
         job, project = adhoc_job(target, module=module, workers=ns.workers, project_dir=".")
+        run_dir, owner = project / "runs" / job.name, adhoc_target(target, module, project)
+        check_run_dir(run_dir, owner)  # another script's folder: refused before any write
         run = user_code_run(
             job,
             project,
@@ -489,6 +499,8 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
         # what its code downloads, which a team namespace's pods cannot (no stack: the
         # platform's own policies), said before it runs as `--stack` says it
         fetched = job_fetches(job, project, "run-local")
+        if not ns.dry_run:
+            claim_run_dir(run_dir, owner)
     except JobConfigError as e:
         print(f"trainforge run-local: error: {e}", file=sys.stderr)
         return 2

@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import statistics
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from trainforge.training.layout import other_entries, saved_checkpoints
 
 INSTALL_HINT = "pip install 'trainforge[report]' (matplotlib==3.11.2)"
 
@@ -189,9 +190,6 @@ def _finite(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
-STEP_NAME = re.compile(r"^step[_-]?(\d+)")
-
-
 def find_checkpoint_dir(run_dir: Path, summary: dict[str, Any] | None) -> Path | None:
     """The run's checkpoint directory: the runtime's --checkpoint-dir from summary.json,
     RUN_DIR/checkpoints (run-local), or the pod layout's sibling (`<fsx>/runs/<ns>/<job>` ->
@@ -209,25 +207,15 @@ def find_checkpoint_dir(run_dir: Path, summary: dict[str, Any] | None) -> Path |
 
 
 def list_checkpoints(folder: Path) -> list[Checkpoint]:
-    out = []
-    for p in folder.iterdir():
-        m = STEP_NAME.match(p.name)
-        if m is None or p.name.startswith("."):
-            continue
-        complete = not p.is_dir() or (p / ".metadata").is_file() or not any(p.glob("*.distcp"))
-        out.append(Checkpoint(int(m.group(1)), p.name, complete))
-    return sorted(out, key=lambda c: c.step)
+    """The run's checkpoints, by the one naming rule (training/layout.saved_checkpoints)."""
+    return [Checkpoint(c.step, c.name, c.complete) for c in saved_checkpoints(folder)]
 
 
 def foreign_entries(folder: Path) -> list[str]:
     """Names in the checkpoint directory that `list_checkpoints` does not count (not step_<N>,
     not hidden: the ledger's .trainforge, a save's temporary file): a checkpoint of your own
     code under another name, which neither this report nor trainforge's restore reads."""
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if not p.name.startswith(".") and not STEP_NAME.match(p.name)
-    )
+    return other_entries(folder)
 
 
 def _read_metrics(metrics: Path) -> tuple[list[Attempt], int]:
@@ -495,8 +483,10 @@ def _checkpoint_line(run: Run) -> str:
                 f"; not counted: {len(other)} other entr{'y' if len(other) == 1 else 'ies'} "
                 f"there ({shown}): a checkpoint is named step_<N> (a step_<N>.pt file, as "
                 "examples/plain saves and resumes from, or the step_NNNNNN folder trainforge's "
-                "CheckpointManager writes and its restore resumes from): name yours so, and "
-                "your code resumes only from the files it loads itself"
+                "CheckpointManager writes and its restore resumes from): name yours so, as "
+                "the wrapper your code runs under reads its progress from them (a newer one "
+                "resets its no_progress count), and your code resumes only from the files it "
+                "loads itself"
             )
     elif ckpts:
         where = " (recorded in metrics.jsonl; the checkpoint directory is not here)"

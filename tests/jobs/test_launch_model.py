@@ -187,7 +187,9 @@ def test_the_ad_hoc_and_stack_paths_print_the_restart_line_they_run_with(
     assert adhoc == (
         "1 local torchrun x 2 processes (no stack, so no pods), restarts: torchrun restarts its "
         "processes at most 1 time (--max-restarts); the torchrun is re-run on exit >= 128, at "
-        "most 3 times (--pod-restarts)"
+        "most 3 times (--pod-restarts); your code's wrapper stops after 5 failed attempts in a "
+        "row from one checkpoint (the newest step_<N> in the checkpoint directory when each "
+        "began), torchrun's restarts counted as attempts"
     )
     # what the line says is what runs: one torchrun of 2 processes, its restarts, re-runs
     assert seen["cmd"].count("trainforge.training.launch") == 1
@@ -214,7 +216,9 @@ def test_the_ad_hoc_line_counts_what_it_runs():
     assert adhoc_line(1, adhoc_budget(0, 1)) == (
         "1 local torchrun x 1 process (no stack, so no pods), restarts: torchrun restarts its "
         "process at most 0 times (--max-restarts); the torchrun is re-run on exit >= 128, at "
-        "most 1 time (--pod-restarts)"
+        "most 1 time (--pod-restarts); your code's wrapper stops after 5 failed attempts in a "
+        "row from one checkpoint (the newest step_<N> in the checkpoint directory when each "
+        "began)"
     )
 
 

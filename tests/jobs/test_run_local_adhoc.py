@@ -73,7 +73,7 @@ def test_a_plain_ddp_script_runs_on_2_ranks_with_no_stack(plain_run):
     project, proc = plain_run
     assert "run-local: user_code/train.py: 2 process(es) (world 2)" in proc.stdout
     assert "done: 4 steps" in proc.stdout
-    run = project / "runs" / "train"
+    run = project / "runs" / "user-code-train"
     # the contract: checkpoints and metrics where TRAINFORGE_* said, the code a read-only copy
     assert (run / "checkpoints" / "step_4.pt").is_file()
     assert (run / "code" / "train.py").is_file()
@@ -216,7 +216,7 @@ def test_a_file_that_shadows_a_start_up_module_is_one_line_before_anything_runs(
         "before your code runs (your code's directory is first on sys.path, so they would "
         "import your file instead); rename it, e.g. my_random.py, and your imports of it"
     )
-    assert proc.stdout == "" and not (project / "runs" / "train" / "code").exists()
+    assert proc.stdout == "" and not (project / "runs" / "user-code-train" / "code").exists()
 
 
 def test_argv_split():
@@ -283,5 +283,5 @@ def test_the_python_api_says_the_same_download(project, monkeypatch, capsys):
     monkeypatch.setattr(jl, "launch", lambda cmd, *a, **kw: launched.append(cmd) or 0)
     assert jl.run_local(job, root) == 0 and launched
     (note,) = capsys.readouterr().err.splitlines()
-    assert note.startswith("run-local: ft: note: ft/ft.py:7: transformers.AutoModel")
+    assert note.startswith("run-local: ft-ft: note: ft/ft.py:7: transformers.AutoModel")
     assert "a team namespace's NetworkPolicies block it" in note

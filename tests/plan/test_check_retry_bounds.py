@@ -88,7 +88,7 @@ def test_wrapped_user_code_on_a_pytorchjob_is_exitcode_bounded_by_its_wrapper():
 
 def test_a_wrapper_that_never_stops_would_not_bound(monkeypatch):
     """The rehearsal runs the wrapper's own check: break it and the bound disappears."""
-    monkeypatch.setattr("trainforge.training.usercode.no_progress", lambda ledger: None)
+    monkeypatch.setattr("trainforge.training.usercode.start_check", lambda ledger: None)
     assert ledger_bound(cap=20, user_code=True) is None
     _, result, _ = plan(**WRAPPED_CODE)
     assert [f.rule for f in result.findings] == [RULE]

@@ -30,6 +30,7 @@ its pods do: run here in that directory when this machine has it, else refused (
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import posixpath
@@ -1001,9 +1002,55 @@ ADHOC_TEAM = ADHOC_POOL = "local"
 
 
 def _adhoc_name(stem: str) -> str:
-    """A job name (a DNS label) from a script, module or function name."""
-    name = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")[:50].strip("-")
+    """A job name (a DNS label) from a script's path in the project, a module's or a
+    function's dotted name: the run folder `runs/<name>`. A name cut to 50 characters ends in
+    a hash of the whole, so two long paths that share their first characters stay apart."""
+    name = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-")
+    if len(name) > 50:
+        digest = hashlib.sha256(stem.encode()).hexdigest()[:8]
+        name = f"{name[:41].strip('-')}-{digest}"
     return name or "run"
+
+
+# In an ad-hoc run's folder: which script, module or function it belongs to (`claim_run_dir`)
+ADHOC_OWNER = ".trainforge-target"
+
+
+def adhoc_target(target: str, module: bool = False, project_dir: Path | str = ".") -> str:
+    """What an ad-hoc run is of, as its folder records it: a script's path in the project,
+    `-m MODULE`, or `pkg.mod:func` (the same string for the same code, run after run)."""
+    if module:
+        return f"-m {target}"
+    path = Path(target).expanduser()
+    if not path.is_file():
+        return target
+    path, project = path.resolve(), Path(project_dir).resolve()
+    return (path.relative_to(project) if path.is_relative_to(project) else path).as_posix()
+
+
+def check_run_dir(run_dir: Path, target: str) -> None:
+    """Refuse, in one line, an ad-hoc run of `target` (adhoc_target) whose folder `run_dir`
+    (`runs/<name>`) holds the run of another script, module or function: both would share its
+    checkpoints and run ledger, and the second would load the first's checkpoint (a state_dict
+    error in your code, reported as your bug). The same target resumes there, as before; a
+    folder that records no owner (an older run-local's) is taken as it is."""
+    try:
+        had = (run_dir / ADHOC_OWNER).read_text(encoding="utf-8").strip()
+    except OSError:
+        return
+    if had and had != target:
+        raise JobConfigError(
+            "SCRIPT",
+            target,
+            f"its run folder {run_dir} holds the run of {had} (its checkpoints and run "
+            "ledger); run it from another directory, or move or delete that folder",
+        )
+
+
+def claim_run_dir(run_dir: Path, target: str) -> None:
+    """Record in `run_dir` that it is `target`'s run (read by `check_run_dir`)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / ADHOC_OWNER).write_text(target + "\n", encoding="utf-8")
 
 
 def adhoc_job(
@@ -1015,7 +1062,11 @@ def adhoc_job(
     pod (the same code copy, contract variables, launcher and run ledger: `user_code_run`).
 
     A script's project is this directory when the script is inside it, else the script's own
-    directory (the code shipped is the script's directory either way)."""
+    directory (the code shipped is the script's directory either way). The job's name, and so
+    its run folder `runs/<name>`, is the script's path in the project (`examples/plain/
+    train.py`: examples-plain-train), or the module's or function's dotted name: two scripts
+    named train.py keep their checkpoints and run ledgers apart (`check_run_dir` refuses the
+    rare two whose names still meet)."""
     from trainforge.jobs.spec import parse_job  # noqa: PLC0415 - see JobSpec's import
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
@@ -1024,10 +1075,10 @@ def adhoc_job(
     raw: dict[str, Any] = {"team": ADHOC_TEAM, "pool": ADHOC_POOL, "workers": workers}
     if module:
         raw["entrypoint"] = {"module": target, "codeDir": "."}  # this directory, shipped
-        name = target.rsplit(".", 1)[-1]
+        name = target
     elif re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_]\w*", target) and not Path(target).exists():
         raw["entrypoint"] = {"function": _import_function(target, project)}
-        name = target.rsplit(":", 1)[-1]
+        name = target.replace(":", "-")
     else:
         path = Path(target).expanduser()
         if not path.is_file():
@@ -1040,7 +1091,7 @@ def adhoc_job(
         if not path.is_relative_to(project):
             project = path.parent
         raw["entrypoint"] = {"script": path.relative_to(project).as_posix()}
-        name = path.stem
+        name = "-".join(path.relative_to(project).with_suffix("").parts)
     raw["name"] = _adhoc_name(name)
     return parse_job(raw, "run-local"), project
 

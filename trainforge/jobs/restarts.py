@@ -137,14 +137,9 @@ def budget(job: JobSpec) -> RestartBudget:
         return RestartBudget(in_pod, again, "any", bound)
     if backend == "pytorchjob":
         if job.entrypoint is None:
-            stop = (
-                f"the runtime stops after {NO_PROGRESS_LIMIT} failed attempts from one checkpoint"
-            )
+            stop = ledger_stop(own_code=False, in_pod=in_pod)
         elif user_code_runner(job):
-            stop = (
-                f"your code's wrapper stops after {NO_PROGRESS_LIMIT} failed attempts in a "
-                "row (its ledger on the team's FSx)"
-            )
+            stop = ledger_stop(own_code=True, in_pod=in_pod, where="its ledger on the team's FSx")
         else:
             stop = "set runPolicy.activeDeadlineSeconds to bound them"
         return RestartBudget(
@@ -160,6 +155,25 @@ def budget(job: JobSpec) -> RestartBudget:
         # together reach backoffLimit + 1 failures after ceil((limit + 1) / N) attempts
         bound += f" counts the failed pods of all {job.workers} pods together ({again} each)"
     return RestartBudget(in_pod, again, "retryable", bound)
+
+
+def ledger_stop(*, own_code: bool, in_pod: int, where: str = "") -> str:
+    """The run ledger's stop in words, as `RunLedger.attempts_without_progress` counts it: the
+    runtime (or, `own_code`, the wrapper your code runs under: usercode.start_check) exits 4
+    (no_progress) on the attempt after NO_PROGRESS_LIMIT failed ones in a row that started from
+    one checkpoint; an attempt that started from a newer one made progress and the count
+    begins again. Every process torchrun starts begins an attempt, so with `in_pod` restarts
+    torchrun's count too, deliberately: a rank that fails again and again from one checkpoint
+    is no closer to finishing whoever restarts it. `where`: where the ledger must be."""
+    who = "your code's wrapper" if own_code else "the runtime"
+    seen = ["the newest step_<N> in the checkpoint directory when each began"] if own_code else []
+    say = "; ".join([*seen, where] if where else seen)
+    out = f"{who} stops after {NO_PROGRESS_LIMIT} failed attempts in a row from one checkpoint" + (
+        f" ({say})" if say else ""
+    )
+    if in_pod:
+        out += ", torchrun's restarts counted as attempts"
+    return out
 
 
 def local_budget(
@@ -246,8 +260,11 @@ def adhoc_line(workers: int, b: RestartBudget) -> str:
     times = "time" if b.in_pod == 1 else "times"
     again = "time" if b.local_recreations == 1 else "times"
     rerun = _RERUN[b.on] + (f", at most {b.local_recreations} {again}" if b.on != "none" else "")
-    return (
+    line = (
         f"1 local torchrun x {workers} {procs} (no stack, so no pods), restarts: torchrun "
         f"restarts its {procs} at most {b.in_pod} {times} (--max-restarts); the torchrun is "
         f"{rerun} (--pod-restarts)"
     )
+    if b.in_pod or b.local_recreations:  # with no restart at all there is no count to say
+        line += f"; {ledger_stop(own_code=True, in_pod=b.in_pod)}"
+    return line

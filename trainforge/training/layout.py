@@ -26,6 +26,61 @@ class CheckpointSaveError(Exception):
     complete checkpoint."""
 
 
+# Any code's checkpoint, by the name docs/jobs.md asks your own code to give it: `step_<N>`
+# (a `step_<N>.pt` file as examples/plain saves, or the `step_NNNNNN` folder
+# CheckpointManager writes; `step-<N>`, `step<N>` too). Hidden names (a save's `.tmp` file,
+# the ledger's `.trainforge`) are none. What `trainforge report` counts and what your code's
+# wrapper reads its progress from (usercode.py): one rule.
+OWN_STEP_RE = re.compile(r"^step[_-]?(\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class SavedCheckpoint:
+    step: int
+    name: str
+    complete: bool  # a DCP folder with shards but without `.metadata` was cut short
+
+
+def saved_checkpoints(folder: str | Path | None) -> list[SavedCheckpoint]:
+    """The checkpoints in `folder` named by `OWN_STEP_RE`, oldest step first ([] where the
+    folder is not there or cannot be read). Never raises: it is read by bookkeeping."""
+    if not folder:
+        return []
+    out = []
+    try:
+        for p in Path(folder).iterdir():
+            m = OWN_STEP_RE.match(p.name)
+            if m is None or p.name.startswith("."):
+                continue
+            complete = (
+                not p.is_dir() or (p / METADATA_FILE).is_file() or not any(p.glob("*.distcp"))
+            )
+            out.append(SavedCheckpoint(int(m.group(1)), p.name, complete))
+    except OSError:
+        return []
+    return sorted(out, key=lambda c: (c.step, c.name))
+
+
+def newest_saved(folder: str | Path | None) -> SavedCheckpoint | None:
+    """The newest complete checkpoint in `folder` (`saved_checkpoints`), None where none."""
+    done = [c for c in saved_checkpoints(folder) if c.complete]
+    return done[-1] if done else None
+
+
+def other_entries(folder: str | Path) -> list[str]:
+    """Names in `folder` that `saved_checkpoints` does not count (not step_<N>, not hidden):
+    a checkpoint of your own code under another name, which neither `trainforge report` nor
+    your code's wrapper reads as progress."""
+    try:
+        return sorted(
+            p.name
+            for p in Path(folder).iterdir()
+            if not p.name.startswith(".") and not OWN_STEP_RE.match(p.name)
+        )
+    except OSError:
+        return []
+
+
 def step_dir_name(step: int) -> str:
     return f"step_{step:06d}"
 

@@ -119,6 +119,16 @@ class Attempt:
     finished: bool = False
     exit: dict[str, Any] | None = None  # {"reason", "code", "rank", "step", "detail"}
     continued_from: int | None = None  # the finished run's last step this attempt continued
+    # your code's wrapper (usercode.py): the newest step_<N> checkpoint in the directory when
+    # the attempt began (0: none), what code that resumes from its newest checkpoint starts
+    # from; the runtime's attempts leave it None and note `resumed_step` instead
+    checkpoint_at_start: int | None = None
+
+    @property
+    def start(self) -> int | None:
+        """The step this attempt started from: the step its restore resumed from, else the
+        newest checkpoint the wrapper saw (None: it died before either was known)."""
+        return self.resumed_step if self.resumed_step is not None else self.checkpoint_at_start
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Attempt:
@@ -268,16 +278,22 @@ class RunLedger:
         return self.attempts[-2].exit if len(self.attempts) > 1 else None
 
     def attempts_without_progress(self, resumed_step: int | None) -> int:
-        """Failed attempts in a row, right before this one, that resumed from this step or
-        died before resuming at all (an OOM kill while loading: no progress either). With
-        None (before this attempt has resumed), only those that never resumed count.
+        """Failed attempts in a row, right before this one, that started from this step
+        (`Attempt.start`: the step the runtime's restore resumed from, or for your own code
+        the newest step_<N> checkpoint its wrapper saw when it began) or died before that was
+        known (an OOM kill while loading: no progress either). With None (before this attempt
+        has resumed), only those that never resumed count. An attempt that started from
+        another step made progress (or went back: a checkpoint deleted), and the count ends
+        there. torchrun's restarts inside a pod are attempts too (each worker process begins
+        one): a rank that keeps failing from one checkpoint is the same failure whoever
+        restarts it.
 
         An attempt that ended with a permanent reason (a bug, bad flags, no_progress: codes
         1-127) ended the job under ExitCode: the one after it is a new start (the job
         resubmitted, run-local run again), not a re-creation, so the count begins again."""
         n = 0
         for a in reversed(self.attempts[:-1]):
-            if a.resumed_step not in (None, resumed_step) or a.finished:
+            if a.start not in (None, resumed_step) or a.finished:
                 break
             reason = exits.from_record(a.exit or {})
             if exits.is_stop(reason):
@@ -297,7 +313,7 @@ class RunLedger:
             return None
         if reason is exits.SUCCESS or exits.is_stop(reason) or not reason.retryable:
             return None
-        n = self.attempts_without_progress(self.current.resumed_step) + 1
+        n = self.attempts_without_progress(self.current.start) + 1
         stops = " (the next attempt stops: no_progress)" if n >= NO_PROGRESS_LIMIT else ""
         return f"failed attempt {n} of {NO_PROGRESS_LIMIT} in a row in the run ledger{stops}"
 

@@ -17,7 +17,9 @@ PyTorchJob's `restartPolicy: ExitCode` fails the job on 1-127 and re-creates the
 128-255; the Jobs of a TrainJob and of the indexed-job backend fail on 1-127 through a pod
 failure policy. ExitCode re-creations are not counted by the training operator, so where the
 ledger is on shared storage this wrapper bounds them as the runtime does: an attempt that
-follows NO_PROGRESS_LIMIT failed attempts in a row exits 4 (no_progress, permanent).
+follows NO_PROGRESS_LIMIT failed attempts in a row from the same checkpoint (the newest
+step_<N> one in the checkpoint directory when each began: `start_check`) exits 4
+(no_progress, permanent).
 
 It also keeps the run ledger every job has (ledger.py, under TRAINFORGE_CHECKPOINT_DIR):
 rank 0 registers the attempt when it starts, and every rank records why it ended, so
@@ -220,6 +222,53 @@ def no_progress(ledger, step: int | None = None) -> str | None:
     )
 
 
+def start_check(ledger) -> str | None:
+    """Rank 0, before your code runs: note where this attempt starts from, the newest
+    step_<N> checkpoint in the checkpoint directory (layout.newest_saved, the naming
+    docs/jobs.md asks of your code and `trainforge report` counts; 0: none), and say why it
+    must not run: NO_PROGRESS_LIMIT attempts in a row failed before it that started from
+    that same checkpoint (None: it runs).
+
+    Why the checkpoint and not a count of failures alone: code that saves and resumes makes
+    progress between failures (a node lost every few hours of a multi-day run), and five such
+    failures in a row ended a healthy job as no_progress. An attempt that began with a newer
+    checkpoint than the one before it got further, and the count begins again. A checkpoint
+    under another name (`last.pt`) is not seen: the stop says so."""
+    from trainforge.training import layout  # noqa: PLC0415
+    from trainforge.training.ledger import NO_PROGRESS_LIMIT  # noqa: PLC0415
+
+    if ledger is None or ledger.rank != 0 or not ledger.persistent:
+        return None
+    folder = ledger.root.parent
+    try:
+        newest = layout.newest_saved(folder)
+        step = newest.step if newest is not None else 0
+        ledger.current.checkpoint_at_start = step
+        ledger.save()
+        failed = ledger.attempts_without_progress(step)
+    except Exception:  # noqa: BLE001 - bookkeeping never stops a job on its own
+        return None
+    if failed < NO_PROGRESS_LIMIT:
+        return None
+    seen = (
+        f"the newest checkpoint stayed {newest.name}"
+        if newest is not None
+        else "no step_<N> checkpoint appeared"
+    )
+    why = (
+        f"{failed} attempts in a row failed and {seen} in {folder} (limit {NO_PROGRESS_LIMIT}); "
+        f"the last one: {exits.describe_exit(ledger.previous_exit())}"
+    )
+    other = layout.other_entries(folder)
+    if other:
+        shown = ", ".join(other[:3]) + (" ..." if len(other) > 3 else "")
+        why += (
+            f"; not read as progress: {shown} (a checkpoint is named step_<N>, e.g. "
+            "step_<N>.pt: name yours so)"
+        )
+    return why
+
+
 def _stop_without_progress(ledger, step: int) -> None:
     """After your code's CheckpointManager resumed from `step` (resume_note): stop an attempt
     that follows NO_PROGRESS_LIMIT failed ones from that same step."""
@@ -313,7 +362,7 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
         sys.path[0] = str(Path(script).resolve().parent)  # as `python SCRIPT` sets it
         target = lambda: runpy.run_path(script, run_name="__main__")  # noqa: E731
     ledger = _ledger()
-    stop = no_progress(ledger)
+    stop = start_check(ledger)
     if stop is not None:
         print(exits.exit_line(exits.NO_PROGRESS, rank=0, step=None, detail=stop),
               file=sys.stderr, flush=True)  # fmt: skip

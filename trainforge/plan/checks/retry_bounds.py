@@ -28,7 +28,7 @@ def ledger_bound(cap: int = CAP, user_code: bool = False) -> int | None:
     """Attempts until the bundled runtime (`user_code`: your code's wrapper, training/usercode.py)
     stops an attempt that keeps dying right after it started (before it resumed)."""
     from trainforge.training.ledger import NO_PROGRESS_LIMIT, RunLedger  # noqa: PLC0415
-    from trainforge.training.usercode import no_progress  # noqa: PLC0415
+    from trainforge.training.usercode import start_check  # noqa: PLC0415
 
     with tempfile.TemporaryDirectory(prefix="trainforge-ledger-") as scratch:
         for attempt in range(1, cap + 1):
@@ -37,7 +37,7 @@ def ledger_bound(cap: int = CAP, user_code: bool = False) -> int | None:
             # the wrapper's check before your code starts; the runtime's first check
             # (loop._check_progress before the restore)
             if user_code:
-                stops = no_progress(ledger) is not None
+                stops = start_check(ledger) is not None
             else:
                 stops = ledger.attempts_without_progress(None) >= NO_PROGRESS_LIMIT
             if stops:
