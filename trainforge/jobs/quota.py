@@ -39,8 +39,10 @@ CONFIG_KEY = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
 # pool); where the teams ask more of a pool than it holds, each team's part is scaled down
 # (a warning names the key, what was asked and what is possible). What no team is guaranteed
 # in a pool is shared out among the cohorts in proportion to their teams' guarantees there
-# (evenly where none has one; a team with borrowingLimit 0 counts for nothing, and what no
-# team could borrow is nobody's): each cohort's part is its Kueue `Cohort` object's nominal
+# (evenly where none has one), whole: in a GPU pool its GPUs with their CPU and memory, by one
+# set of weights (`_cohort_shares`); a team that may not borrow all of a pool's resources
+# (a borrowingLimit of 0) counts for nothing there, and what no team could borrow is nobody's,
+# which the plan warns of: each cohort's part is its Kueue `Cohort` object's nominal
 # quota, a shared pool for its members only (kueue v0.19.2 apis/kueue/v1beta2/cohort_types.go,
 # CohortSpec.ResourceGroups, 8eab687, read 2026-11-30), so any member may borrow it while it
 # is idle, a team alone in its cohort included, and every team takes its own nominal quota
@@ -385,6 +387,73 @@ def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r
     )
 
 
+def _takers(teams: list[TeamConfig], pool: PoolFacts) -> list[TeamConfig]:
+    """The teams that could use a share of `pool` no team is guaranteed: a team borrows it
+    whole or not at all (a GPU with its CPU and memory in a GPU pool, CPU with memory in a CPU
+    pool), so a borrowingLimit of 0 on any of the pool's resources leaves it out."""
+    needs = COVERED if pool.gpus_per_node else ("cpu", "memory")
+    return [t for t in teams if all(borrowing_limits(t)[r] != 0 for r in needs)]
+
+
+def _cohort_shares(
+    teams: list[TeamConfig], pools: list[PoolFacts], nominal: Split
+) -> tuple[Split, list[str]]:
+    """cohort -> pool -> resource: what no team is guaranteed in each pool, shared out among
+    the cohorts whose teams could borrow it (`_takers`), and a warning per pool where none
+    could (that capacity is nobody's: Kueue admits no pod to it).
+
+    Why one set of weights per pool, not one per resource: Kueue admits a pod only if every
+    resource it requests fits (kueue v0.19.2 pkg/scheduler/flavorassigner), so a cohort given
+    a pool's GPUs but not the CPU and memory that come with them, or the reverse, can use none
+    of it. The weights are the takers' guarantees of the pool's leading resource (GPUs in a
+    GPU pool, CPU in a CPU pool; evenly where none has one), and CPU and memory follow them."""
+    shared: Split = {}
+    warnings: list[str] = []
+    cohorts = sorted({t.cohort for t in teams})
+    for p in pools:
+        lead = GPU if p.gpus_per_node else "cpu"
+        takers = _takers(teams, p)
+        weights = {
+            c: sum((nominal[t.name][p.name][lead] for t in takers if t.cohort == c), Fraction(0))
+            for c in cohorts
+        }
+        if not any(weights.values()):
+            weights = {c: Fraction(any(t.cohort == c for t in takers)) for c in cohorts}
+        for r in COVERED:
+            cap = _holds(p, r)
+            if cap is None:
+                continue
+            left = max(
+                cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0)), Fraction(0)
+            )
+            for c, v in _share(left, weights, r).items():
+                shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
+            if r == lead and left > 0 and not takers:
+                warnings.append(_stranded_warning(teams, pools, p, r, left))
+    return shared, warnings
+
+
+def _stranded_warning(
+    teams: list[TeamConfig], pools: list[PoolFacts], pool: PoolFacts, r: str, left: Fraction
+) -> str:
+    """Pool `pool` has `left` of `r` no team is guaranteed and no team may borrow: what holds
+    each team back (its quota.borrowingLimit keys at 0) and the changes that end it."""
+    needs = COVERED if pool.gpus_per_node else ("cpu", "memory")
+    zero = [
+        [f"{team_key(teams, t.name)}.quota.borrowingLimit.{CONFIG_KEY[x]}" for x in needs
+         if borrowing_limits(t)[x] == 0]
+        for t in teams
+    ]  # fmt: skip
+    held = [f"{k} is 0" for keys in zero for k in keys]
+    name = "GPUs (with their CPU and memory)" if r == GPU else "CPU (with its memory)"
+    return (
+        f"pool {pool.name}: {format_quantity(r, left)} {name} are guaranteed to no team and no "
+        f"team may borrow them ({', '.join(held)}), so Kueue admits no pod to them; fix: "
+        f"unset {' and '.join(zero[0])} (then that team's cohort may borrow them), or "
+        f"guarantee them to a team (quota.pools.{pool.name}.{CONFIG_KEY[r]})"
+    )
+
+
 def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> QuotaPlan:
     """The guarantees of all teams at once (`_split`), what each cohort shares beyond them,
     and a warning per over-asked pool, or per team where the pools together hold too little."""
@@ -430,24 +499,8 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
                         f"shared by the teams: team {t.name} is guaranteed "
                         f"{format_quantity(r, nominal[t.name][pname][r])} there"
                     )
-    shared: dict[str, dict[str, dict[str, Fraction]]] = {}
-    cohorts = sorted({t.cohort for t in teams})
-    for p in pools:
-        for r in COVERED:
-            cap = _holds(p, r)
-            if cap is None:
-                continue
-            left = cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0))
-            # a team whose borrowingLimit is 0 could never use a share: it counts for nothing
-            takers = [t for t in teams if borrowing_limits(t)[r] != 0]
-            by_cohort = {
-                c: sum((nominal[t.name][p.name][r] for t in takers if t.cohort == c), Fraction(0))
-                for c in cohorts
-            }
-            if not any(by_cohort.values()):
-                by_cohort = {c: Fraction(any(t.cohort == c for t in takers)) for c in cohorts}
-            for c, v in _share(max(left, Fraction(0)), by_cohort, r).items():
-                shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
+    shared, stranded = _cohort_shares(teams, pools, nominal)
+    warnings.extend(stranded)
     return QuotaPlan(nominal, shared, tuple(warnings))
 
 

@@ -1,0 +1,75 @@
+"""What no team is guaranteed in a pool goes to the cohorts whole (jobs/quota.py
+`_cohort_shares`): in a GPU pool the GPUs with their CPU and memory, to the cohorts whose
+teams may borrow them, and a warning where none may (the wave-21 review's stacks)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+import yaml
+
+from tests.conftest import ROOT
+from tests.jobs.test_quota_pools import _inputs
+from trainforge.jobs import quota
+
+WHOLE = ROOT / "tests/jobs/data/quota_whole_split.yaml"
+GPU = quota.GPU
+
+
+@pytest.fixture(scope="module")
+def whole():
+    cfg = yaml.safe_load(WHOLE.read_text())
+    return cfg, _inputs(cfg)
+
+
+def test_a_gpu_pools_unguaranteed_gpus_go_with_their_cpu_and_memory(whole):
+    """mine7 at 1969f598: cohort trainforge got l4-pool's 14 GPUs with cpu 0 and memory 0,
+    cohort nlp-only its CPU without a GPU (nlp may not borrow GPUs): 26 GPUs nobody could use.
+    Now every cohort's part of a GPU pool is whole GPUs, each with at least most of the CPU
+    and memory a GPU brings, and Kueue's own arithmetic (the queue model the plan replays)
+    lets cv hold every such GPU of the pool with its CPU and memory."""
+    _, inputs = whole
+    plan = quota.quota_plan(inputs.teams, inputs.pools)
+    assert plan.warnings == ()
+    for p in inputs.pools:
+        if not p.gpus_per_node:
+            continue
+        each = quota.per_gpu(p)
+        for per in plan.shared.values():
+            gpus = per[p.name][GPU]
+            for r in ("cpu", "memory"):
+                # the GPUs a cohort holds come with their CPU and memory, nothing without them
+                assert per[p.name][r] >= (gpus - 1) * each[r] if gpus else per[p.name][r] == 0
+        assert plan.shared["nlp-only"][p.name][GPU] == 0  # nlp may borrow no GPU
+        left = quota.pool_capacity(p, GPU) - sum(plan.nominal[t][p.name][GPU] for t in plan.nominal)
+        assert plan.shared["trainforge"][p.name][GPU] == left > 0
+        cv = next(t for t in inputs.teams if t.name == "cv")
+        room = quota.pool_room(cv, inputs.teams, inputs.pools)[p.name]
+        # cv's queue may hold all those GPUs at once, each with what a GPU brings
+        assert room[GPU] == left
+        for r in ("cpu", "memory"):
+            assert room[r] >= left * each[r] - (1 if r == "cpu" else 2**20) * len(plan.shared)
+
+
+def test_capacity_no_team_may_borrow_is_named_with_a_fix_that_works(whole):
+    """Both teams may borrow no GPU: l4-pool's, a10-small's and h100's unguaranteed GPUs are
+    nobody's. The plan says so per pool, naming the limits; the fix applied, no warning."""
+    cfg, _ = whole
+    cfg = yaml.safe_load(yaml.safe_dump(cfg))
+    cfg["teams"][1]["quota"]["borrowingLimit"] = {"gpus": 0}
+    inputs = _inputs(cfg)
+    warnings = quota.quota_plan(inputs.teams, inputs.pools).warnings
+    assert len(warnings) == 3, warnings
+    assert warnings[0] == (
+        "pool l4-pool: 14 GPUs (with their CPU and memory) are guaranteed to no team and no team "
+        "may borrow them (trainforge:teams[0].quota.borrowingLimit.gpus is 0, "
+        "trainforge:teams[1].quota.borrowingLimit.gpus is 0), so Kueue admits no pod to them; "
+        "fix: unset trainforge:teams[0].quota.borrowingLimit.gpus (then that team's cohort may "
+        "borrow them), or guarantee them to a team (quota.pools.l4-pool.gpus)"
+    )
+    del cfg["teams"][0]["quota"]["borrowingLimit"]
+    after = _inputs(cfg)
+    plan = quota.quota_plan(after.teams, after.pools)
+    assert plan.warnings == ()
+    assert plan.shared["nlp-only"]["l4-pool"][GPU] == Fraction(14)
