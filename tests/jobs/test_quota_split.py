@@ -73,3 +73,45 @@ def test_capacity_no_team_may_borrow_is_named_with_a_fix_that_works(whole):
     plan = quota.quota_plan(after.teams, after.pools)
     assert plan.warnings == ()
     assert plan.shared["nlp-only"]["l4-pool"][GPU] == Fraction(14)
+
+
+def _refusal(pool: dict) -> list[str]:
+    """The config errors of the whole-split stack with `pool` listed first (as mine4 did)."""
+    import pulumi
+
+    from trainforge.plan.mocks import TrainforgeMocks
+    from trainforge.platform.config import ConfigError, parse_config
+
+    cfg = yaml.safe_load(WHOLE.read_text())
+    cfg["nodePools"].insert(0, pool)
+    pulumi.runtime.set_mocks(TrainforgeMocks(preview=True))
+    with pytest.raises(ConfigError) as err:
+        parse_config(cfg, lookups=True)
+    return err.value.errors
+
+
+@pytest.mark.parametrize("gpu", [None, True, False])
+def test_a_fractional_gpu_pool_is_refused_naming_the_types_and_why(gpu):
+    """mine4 at 1969f598: a g6f pool (EC2: a fraction of one L4, Count 0) planned clean as a
+    CPU pool, first in cv's ClusterQueue, so CPU-only work went onto GPU instances; with
+    `gpu: true` it was refused as having "no GPUs". Karpenter offers 0 nvidia.com/gpu on it,
+    so it is refused in one line whatever `gpu` says."""
+    pool = {"name": "frac", "instanceTypes": ["g6f.xlarge", "g6f.4xlarge"],
+            "capacityTypes": ["on-demand"], "limits": {"gpus": 4}}  # fmt: skip
+    if gpu is not None:
+        pool["gpu"] = gpu
+    assert _refusal(pool) == [
+        "trainforge:nodePools[0].instanceTypes: got ['g6f.xlarge', 'g6f.4xlarge']; expected "
+        "instance types with whole GPUs (g6, g5, p5, ...) or none (m7i, c7i, ...): g6f.xlarge, "
+        "g6f.4xlarge have a fraction of one L4 (EC2 counts 0 whole GPUs), which Karpenter "
+        "offers as 0 nvidia.com/gpu, so no GPU job could run there"
+    ]
+
+
+def test_a_cpu_pools_gpu_limit_is_refused():
+    """`limits.gpus` on a pool of CPU types bounds nothing real (mine4's frac was read so)."""
+    pool = {"name": "batch", "instanceTypes": ["m6i.4xlarge"], "limits": {"gpus": 4}}
+    assert _refusal(pool) == [
+        "trainforge:nodePools[0].limits.gpus: got 4; expected no limits.gpus for a pool of CPU "
+        "types (m6i.4xlarge); limits.cpu and limits.memory bound it"
+    ]
