@@ -115,3 +115,38 @@ def test_a_cpu_pools_gpu_limit_is_refused():
         "trainforge:nodePools[0].limits.gpus: got 4; expected no limits.gpus for a pool of CPU "
         "types (m6i.4xlarge); limits.cpu and limits.memory bound it"
     ]
+
+
+def test_a_cut_explicit_part_says_why_names_each_share_and_a_fix_that_replans_clean():
+    """mine2 at 1969f598: nlp `gpus: 36` with `pools: {h100: {gpus: 12}}`, cv 14: they ask 50
+    of 46 GPUs. The line said "12 asked, but pool h100 holds 16 shared by the teams: team nlp
+    is guaranteed 11 there": no cv share, no cause, no fix. Now it names the pool's asks
+    (each with where it comes from), what each is guaranteed and a fix; applied, the plan
+    gives no quota warning and every team is guaranteed its (new) totals."""
+    from tests.jobs.test_quota_pools import _apply
+
+    cfg = yaml.safe_load(WHOLE.read_text())
+    cfg["teams"] = [
+        {"name": "nlp", "quota": {"gpus": "36", "cpu": "128", "memory": "512Gi",
+                                  "borrowingLimit": {"gpus": 8}, "pools": {"h100": {"gpus": 12}}}},
+        {"name": "cv", "quota": {"gpus": "14", "cpu": "64", "memory": "256Gi"}},
+    ]  # fmt: skip
+    inputs = _inputs(cfg)
+    warnings = quota.quota_plan(inputs.teams, inputs.pools).warnings
+    (part,) = [w for w in warnings if ".quota.pools." in w.split(":")[1]]
+    assert part == (
+        "trainforge:teams[0].quota.pools.h100.gpus: 12 asked, but pool h100 holds 16 GPUs (its "
+        "limits.gpus) and the teams ask 17 of it: team nlp 12 (quota.pools.h100.gpus), team cv "
+        "5 (its share of quota.gpus 14); each is guaranteed its part scaled to fit (nlp 11, cv "
+        "5), as the GPU pools (l4-pool, a10-small, h100) hold 46 of the 50 the teams ask; fix: "
+        "set trainforge:teams[1].quota.pools.h100.gpus to 4 and trainforge:teams[0].quota.gpus "
+        "to 32"
+    )
+    for change in part.split("; fix: set ")[1].split(" and "):
+        _apply(cfg, *change.split(" to "))
+    after = _inputs(cfg)
+    plan = quota.quota_plan(after.teams, after.pools)
+    assert plan.warnings == ()
+    for t in after.teams:
+        got = sum(plan.nominal[t.name][p.name][GPU] for p in after.pools)
+        assert got == int(t.quota.gpus), t.name

@@ -307,8 +307,10 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
     """`(key, value)` changes after which no team asks more of `pool` than it holds and every
     team is guaranteed its totals: the teams whose part there is a share of their total get an
     explicit part (what the explicit asks leave, split as their shares, in whole cores, Gi or
-    GPUs), the rest of their totals going to the other pools. Tried against `_split`; [] when
-    it does not work (the explicit asks alone are too many, or the other pools are full)."""
+    GPUs), the rest of their totals going to the other pools; where the pools together hold
+    less than the teams ask, one team's total lowered by the excess too. Tried against
+    `_split`; [] when it does not work (the explicit asks alone are too many, or the other
+    pools are full)."""
     key = CONFIG_KEY[resource]
     explicit = {t.name for t in teams if getattr(dict(t.quota.pools).get(pool.name), key, None)}
     shares = {
@@ -333,22 +335,49 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
             )
             fix.append((f"trainforge:teams[{i}].quota.pools.{pool.name}.{key}", value))
         changed.append(t)
-    after_asked, after = _split(changed, pools)
-    for t in changed:
+    if _guaranteed(changed, pools, resource):
+        return fix
+    # the pools together hold less than the teams ask: one team's total lowered by the excess
+    # as well (the first team, in config order, for which that re-plans clean)
+    holds = [_holds(p, resource) for p in _eligible(pools, resource)]
+    if any(h is None for h in holds):
+        return []
+    excess = sum((parse_quantity(getattr(t.quota, key)) for t in teams), Fraction(0)) - sum(
+        holds, Fraction(0)
+    )
+    if excess <= 0:
+        return []
+    for i, t in enumerate(changed):
+        lower = parse_quantity(getattr(t.quota, key)) - excess
+        if lower < 0:
+            continue
+        value = format_quantity(resource, lower)
+        less = t.model_copy(update={"quota": t.quota.model_copy(update={key: value})})
+        tried = [less if x.name == t.name else x for x in changed]
+        if _guaranteed(tried, pools, resource):
+            return [*fix, (f"trainforge:teams[{i}].quota.{key}", value)]
+    return []
+
+
+def _guaranteed(teams: list[TeamConfig], pools: list[PoolFacts], resource: str) -> bool:
+    """Whether every team is guaranteed its whole total of `resource` (`_split`): then no
+    part of it was scaled down anywhere, so the plan gives no warning of it."""
+    _, after = _split(teams, pools)
+    key = CONFIG_KEY[resource]
+    for t in teams:
         want = parse_quantity(getattr(t.quota, key))
         got = sum(
             (after[t.name][p.name][resource] for p in _eligible(pools, resource)), Fraction(0)
         )
         if got < want:
-            return []
-    return fix
+            return False
+    return True
 
 
-def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str) -> str:
-    """Pool `pool` over-asked of `r`: what it holds, each team's ask there and where the ask
-    comes from, what each is guaranteed, what the other pools keep, and a fix that works."""
+def _asks(teams, asked: Split, nominal: Split, pool: PoolFacts, r: str):
+    """Each team's ask of `pool` and where it comes from (`team nlp 12
+    (quota.pools.h100.gpus)`), what each is guaranteed there (`nlp 11`), and the asks' sum."""
     key, f = CONFIG_KEY[r], format_quantity
-    cap = _holds(pool, r) or Fraction(0)
     asks, gets = [], []
     for t in teams:
         a = asked[t.name][pool.name][r]
@@ -362,7 +391,48 @@ def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r
         )
         asks.append(f"team {t.name} {f(r, a)} ({why})")
         gets.append(f"{t.name} {f(r, nominal[t.name][pool.name][r])}")
-    total = sum((asked[t.name][pool.name][r] for t in teams), Fraction(0))
+    return asks, gets, sum((asked[t.name][pool.name][r] for t in teams), Fraction(0))
+
+
+def _fix_words(teams, pools, asked: Split, pool: PoolFacts, r: str) -> str:
+    """The fix of an over-asked pool (`_pool_fix`), or what to change where none re-plans."""
+    key = CONFIG_KEY[r]
+    fix = _pool_fix(teams, pools, asked, pool, r)
+    if not fix:
+        return f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
+    return "set " + " and ".join(f"{k} to {v}" for k, v in fix)
+
+
+def _part_warning(teams, pools, asked: Split, nominal: Split, t, pool: PoolFacts, r: str) -> str:
+    """Team `t`'s explicit part of `pool` was scaled down while the pools together hold less
+    than the teams ask (so no pool warning names the pool): why (the teams' asks of the pool,
+    each with where it comes from), what each is guaranteed there, and a fix that re-plans
+    clean (`_pool_fix`)."""
+    key, f = CONFIG_KEY[r], format_quantity
+    i = [x.name for x in teams].index(t.name)
+    asks, gets, total = _asks(teams, asked, nominal, pool, r)
+    eligible = _eligible(pools, r)
+    holds = sum((_holds(p, r) or Fraction(0) for p in eligible), Fraction(0))
+    want = sum((parse_quantity(getattr(x.quota, key)) for x in teams), Fraction(0))
+    name = {"cpu": "cpu", "memory": "memory", GPU: "GPUs"}[r]
+    kind = "GPU" if r == GPU else "CPU"
+    value = getattr(dict(t.quota.pools)[pool.name], key)
+    return (
+        f"trainforge:teams[{i}].quota.pools.{pool.name}.{key}: {value} asked, but pool "
+        f"{pool.name} holds {f(r, _holds(pool, r) or Fraction(0))} {name} "
+        f"({held_words(pool, r)}) and the teams ask {f(r, total)} of it: {', '.join(asks)}; "
+        f"each is guaranteed its part scaled to fit ({', '.join(gets)}), as the {kind} pools "
+        f"({', '.join(p.name for p in eligible)}) hold {f(r, holds)} of the {f(r, want)} the "
+        f"teams ask; fix: {_fix_words(teams, pools, asked, pool, r)}"
+    )
+
+
+def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str) -> str:
+    """Pool `pool` over-asked of `r`: what it holds, each team's ask there and where the ask
+    comes from, what each is guaranteed, what the other pools keep, and a fix that works."""
+    key, f = CONFIG_KEY[r], format_quantity
+    cap = _holds(pool, r) or Fraction(0)
+    asks, gets, total = _asks(teams, asked, nominal, pool, r)
     spare = []
     for p in _eligible(pools, r):
         free = (_holds(p, r) or Fraction(0)) - sum(
@@ -371,14 +441,9 @@ def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r
         if p.name != pool.name and free > 0:
             spare.append(f"{p.name} keeps {f(r, free)}")
     keeps = f", while {', '.join(spare)} unguaranteed" if spare else ""
-    fix = _pool_fix(teams, pools, asked, pool, r)
-    how = (
-        "set "
-        + " and ".join(f"{k} to {v}" for k, v in fix)
-        + f" (the rest of their quota.{key} goes to the other pools)"
-        if fix
-        else f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
-    )
+    how = _fix_words(teams, pools, asked, pool, r)
+    if how.startswith("set "):
+        how += f" (the rest of their quota.{key} goes to the other pools)"
     name = {"cpu": "cpu", "memory": "memory", GPU: "GPUs"}[r]
     return (
         f"pool {pool.name} holds {f(r, cap)} {name} for pods ({held_words(pool, r)}), "
@@ -493,12 +558,7 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
                 if value is None or (r == GPU and not p.gpus_per_node) or p in over[r]:
                     continue
                 if nominal[t.name][pname][r] < parse_quantity(value):
-                    warnings.append(
-                        f"{where}.pools.{pname}.{CONFIG_KEY[r]}: {value} asked, but pool "
-                        f"{pname} holds {format_quantity(r, _holds(p, r) or Fraction(0))} "
-                        f"shared by the teams: team {t.name} is guaranteed "
-                        f"{format_quantity(r, nominal[t.name][pname][r])} there"
-                    )
+                    warnings.append(_part_warning(teams, pools, asked, nominal, t, p, r))
     shared, stranded = _cohort_shares(teams, pools, nominal)
     warnings.extend(stranded)
     return QuotaPlan(nominal, shared, tuple(warnings))
