@@ -303,14 +303,11 @@ def _over_asked(teams, pools, asked: Split, nominal: Split, resource: str) -> li
 _WHOLE = {"cpu": Fraction(1), "memory": Fraction(2**30), GPU: Fraction(1)}
 
 
-def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> list[tuple[str, str]]:
-    """`(key, value)` changes after which no team asks more of `pool` than it holds and every
-    team is guaranteed its totals: the teams whose part there is a share of their total get an
-    explicit part (what the explicit asks leave, split as their shares, in whole cores, Gi or
-    GPUs), the rest of their totals going to the other pools; where the pools together hold
-    less than the teams ask, one team's total lowered by the excess too. Tried against
-    `_split`; [] when it does not work (the explicit asks alone are too many, or the other
-    pools are full)."""
+def _parts(teams, asked: Split, pool: PoolFacts, resource: str):
+    """The teams whose part of `pool` is a share of their total, given an explicit part: what
+    the explicit asks leave, split as their shares, in whole cores, Gi or GPUs. `(teams
+    changed, [(key, value)])`; None when there is no share or the explicit asks alone are
+    too many."""
     key = CONFIG_KEY[resource]
     explicit = {t.name for t in teams if getattr(dict(t.quota.pools).get(pool.name), key, None)}
     shares = {
@@ -321,7 +318,7 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
     cap = _holds(pool, resource) or Fraction(0)
     left = cap - sum((asked[t][pool.name][resource] for t in explicit), Fraction(0))
     if not shares or left < 0:
-        return []
+        return None
     whole = _WHOLE[resource]
     parts = {n: v // whole * whole for n, v in _share(left, shares, resource).items()}
     changed, fix = [], []
@@ -335,10 +332,46 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
             )
             fix.append((f"trainforge:teams[{i}].quota.pools.{pool.name}.{key}", value))
         changed.append(t)
+    return changed, fix
+
+
+def _settle(teams, pools, resource: str) -> list[tuple[str, str]] | None:
+    """Explicit parts (`_parts`) for each pool still over-asked, one pool at a time, until
+    every team is guaranteed its total (`_guaranteed`); None when that does not come."""
+    fix: list[tuple[str, str]] = []
+    for _ in _eligible(pools, resource):
+        asked, nominal = _split(teams, pools)
+        if _guaranteed(teams, pools, resource):
+            return fix
+        over = [
+            p
+            for p in _eligible(pools, resource)
+            if any(nominal[t.name][p.name][resource] < asked[t.name][p.name][resource]
+                   for t in teams)
+        ]  # fmt: skip
+        got = _parts(teams, asked, over[0], resource) if over else None
+        if got is None:
+            return None
+        teams, more = got
+        fix.extend(more)
+    return fix if _guaranteed(teams, pools, resource) else None
+
+
+def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> list[tuple[str, str]]:
+    """`(key, value)` changes after which no team asks more of `pool` than it holds and every
+    team is guaranteed its totals: the teams whose part there is a share of their total get an
+    explicit part (`_parts`), the rest of their totals going to the other pools; where the
+    pools together hold less than the teams ask, one team's total lowered by the excess too
+    (the first, in config order, after which explicit parts of the pools still over-asked
+    re-plan clean: `_settle`). Tried against `_split`; [] when it does not work (the explicit
+    asks alone are too many, or the other pools are full)."""
+    key = CONFIG_KEY[resource]
+    got = _parts(teams, asked, pool, resource)
+    if got is None:
+        return []
+    changed, fix = got
     if _guaranteed(changed, pools, resource):
         return fix
-    # the pools together hold less than the teams ask: one team's total lowered by the excess
-    # as well (the first team, in config order, for which that re-plans clean)
     holds = [_holds(p, resource) for p in _eligible(pools, resource)]
     if any(h is None for h in holds):
         return []
@@ -353,9 +386,9 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
             continue
         value = format_quantity(resource, lower)
         less = t.model_copy(update={"quota": t.quota.model_copy(update={key: value})})
-        tried = [less if x.name == t.name else x for x in changed]
-        if _guaranteed(tried, pools, resource):
-            return [*fix, (f"trainforge:teams[{i}].quota.{key}", value)]
+        more = _settle([less if x.name == t.name else x for x in changed], pools, resource)
+        if more is not None:
+            return [*fix, (f"trainforge:teams[{i}].quota.{key}", value), *more]
     return []
 
 
