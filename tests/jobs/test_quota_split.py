@@ -150,3 +150,22 @@ def test_a_cut_explicit_part_says_why_names_each_share_and_a_fix_that_replans_cl
     for t in after.teams:
         got = sum(plan.nominal[t.name][p.name][GPU] for p in after.pools)
         assert got == int(t.quota.gpus), t.name
+
+
+def test_kueue_admits_a_job_on_the_unguaranteed_gpus_with_their_cpu(whole):
+    """The plan's Kueue replay reads the emitted ClusterQueues and Cohorts: cv (guaranteed no
+    GPU) runs 3 workers x 4 L4s in l4-pool by borrowing 12 of the 14 GPUs no team is
+    guaranteed, with their CPU and memory. At 1969f598 it was never admitted (cohort
+    trainforge held those GPUs with cpu 0)."""
+    from tests.plan.test_check_queues import admission
+    from trainforge.plan.core import plan_project
+
+    cfg, _ = whole
+    job = {"name": "cv-l4", "team": "cv", "pool": "l4-pool", "workers": 3, "model": "mlp",
+           "steps": 100}  # fmt: skip
+    overrides = {f"trainforge:{k}": cfg[k] for k in ("nodePools", "teams")}
+    overrides["trainforge:jobs"] = [job]
+    result = plan_project(ROOT, "dev", standins=False, config_overrides=overrides)
+    _, by_job = admission(result)
+    assert by_job["cv-l4"]["state"] == "runs", by_job
+    assert by_job["cv-l4"]["borrowing"]["nvidia.com/gpu"] == "12"
