@@ -526,7 +526,7 @@ def _cohort_shares(
             )
             for c, v in _share(left, weights, r).items():
                 shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
-            if r == lead and left > 0 and not takers:
+            if r == lead and left > 0 and teams and not takers:
                 warnings.append(_stranded_warning(teams, pools, p, r, left))
     return shared, warnings
 
