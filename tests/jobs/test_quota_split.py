@@ -169,3 +169,27 @@ def test_kueue_admits_a_job_on_the_unguaranteed_gpus_with_their_cpu(whole):
     _, by_job = admission(result)
     assert by_job["cv-l4"]["state"] == "runs", by_job
     assert by_job["cv-l4"]["borrowing"]["nvidia.com/gpu"] == "12"
+
+
+def test_where_no_split_ends_the_cut_the_fix_asks_what_is_guaranteed():
+    """tests/jobs/data/quota_borrow_limit.yaml: the teams ask 224 of 176 GPUs, and llm's
+    explicit efa-training 32 leaves that pool's other 32 to no one, so no explicit split with
+    one total lowered ends the cuts; the fix said "ask less of pool l40s ... or raise its
+    limits", tried nowhere. Now it is the asks lowered to what each team is guaranteed,
+    which, applied, leaves no GPU warning."""
+    from tests.jobs.test_quota_pools import _apply
+
+    cfg = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_limit.yaml").read_text())
+    inputs = _inputs(cfg)
+    warnings = quota.quota_plan(inputs.teams, inputs.pools).warnings
+    parts = [w for w in warnings if ".quota.pools." in w.split(":")[1]]
+    assert [w.split(":")[1] for w in parts] == [
+        "teams[1].quota.pools.gpu-workloads.gpus", "teams[2].quota.pools.l40s.gpus",
+    ]  # fmt: skip
+    fix = parts[0].split("; fix: ask what each team is guaranteed now: set ")[1]
+    assert fix == parts[1].split("; fix: ask what each team is guaranteed now: set ")[1]
+    for change in fix.split(" and "):
+        _apply(cfg, *change.split(" to "))
+    after = _inputs(cfg)
+    left = quota.quota_plan(after.teams, after.pools).warnings
+    assert not [w for w in left if "gpus" in w.split(":")[1] or "GPUs" in w], left

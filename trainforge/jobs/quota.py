@@ -427,13 +427,48 @@ def _asks(teams, asked: Split, nominal: Split, pool: PoolFacts, r: str):
     return asks, gets, sum((asked[t.name][pool.name][r] for t in teams), Fraction(0))
 
 
+def _keep_fix(teams, pools, resource: str) -> list[tuple[str, str]]:
+    """`(key, value)` changes that make what each team is guaranteed now what it asks: an
+    explicit part per pool it holds `resource` in, and its total their sum. Every pool then
+    holds what is asked of it, so it re-plans clean (checked against `_split`); [] if not."""
+    key = CONFIG_KEY[resource]
+    _, nominal = _split(teams, pools)
+    changed, fix = [], []
+    for i, t in enumerate(teams):
+        given = dict(t.quota.pools)
+        for p in _eligible(pools, resource):
+            now = getattr(given.get(p.name), key, None)
+            held = nominal[t.name][p.name][resource]
+            if held == 0 and now is None:
+                continue
+            value = format_quantity(resource, held)
+            if now is None or parse_quantity(str(now)) != held:
+                part = given.get(p.name, PoolQuota()).model_copy(update={key: value})
+                given[p.name] = part
+                fix.append((f"trainforge:teams[{i}].quota.pools.{p.name}.{key}", value))
+        total = sum((nominal[t.name][p.name][resource] for p in _eligible(pools, resource)),
+                    Fraction(0))  # fmt: skip
+        quota_ = t.quota.model_copy(update={"pools": tuple(given.items())})
+        if total != parse_quantity(getattr(t.quota, key)):
+            quota_ = quota_.model_copy(update={key: format_quantity(resource, total)})
+            fix.append((f"trainforge:teams[{i}].quota.{key}", format_quantity(resource, total)))
+        changed.append(t.model_copy(update={"quota": quota_}))
+    return fix if fix and _guaranteed(changed, pools, resource) else []
+
+
 def _fix_words(teams, pools, asked: Split, pool: PoolFacts, r: str) -> str:
-    """The fix of an over-asked pool (`_pool_fix`), or what to change where none re-plans."""
+    """The fix of an over-asked pool (`_pool_fix`); where no split of the asks ends it, the
+    asks lowered to what each team is guaranteed (`_keep_fix`), both re-planned clean."""
     key = CONFIG_KEY[r]
     fix = _pool_fix(teams, pools, asked, pool, r)
-    if not fix:
-        return f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
-    return "set " + " and ".join(f"{k} to {v}" for k, v in fix)
+    if fix:
+        return "set " + " and ".join(f"{k} to {v}" for k, v in fix)
+    keep = _keep_fix(teams, pools, r)
+    if keep:
+        return "ask what each team is guaranteed now: set " + " and ".join(
+            f"{k} to {v}" for k, v in keep
+        )
+    return f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
 
 
 def _part_warning(teams, pools, asked: Split, nominal: Split, t, pool: PoolFacts, r: str) -> str:
