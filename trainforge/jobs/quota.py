@@ -39,8 +39,10 @@ CONFIG_KEY = {"cpu": "cpu", "memory": "memory", GPU: "gpus"}
 # pool); where the teams ask more of a pool than it holds, each team's part is scaled down
 # (a warning names the key, what was asked and what is possible). What no team is guaranteed
 # in a pool is shared out among the cohorts in proportion to their teams' guarantees there
-# (evenly where none has one; a team with borrowingLimit 0 counts for nothing, and what no
-# team could borrow is nobody's): each cohort's part is its Kueue `Cohort` object's nominal
+# (evenly where none has one), whole: in a GPU pool its GPUs with their CPU and memory, by one
+# set of weights (`_cohort_shares`); a team that may not borrow all of a pool's resources
+# (a borrowingLimit of 0) counts for nothing there, and what no team could borrow is nobody's,
+# which the plan warns of: each cohort's part is its Kueue `Cohort` object's nominal
 # quota, a shared pool for its members only (kueue v0.19.2 apis/kueue/v1beta2/cohort_types.go,
 # CohortSpec.ResourceGroups, 8eab687, read 2026-11-30), so any member may borrow it while it
 # is idle, a team alone in its cohort included, and every team takes its own nominal quota
@@ -354,12 +356,11 @@ def _over_asked(teams, pools, asked: Split, nominal: Split, resource: str) -> li
 _WHOLE = {"cpu": Fraction(1), "memory": Fraction(2**30), GPU: Fraction(1)}
 
 
-def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> list[tuple[str, str]]:
-    """`(key, value)` changes after which no team asks more of `pool` than it holds and every
-    team is guaranteed its totals: the teams whose part there is a share of their total get an
-    explicit part (what the explicit asks leave, split as their shares, in whole cores, Gi or
-    GPUs), the rest of their totals going to the other pools. Tried against `_split`; [] when
-    it does not work (the explicit asks alone are too many, or the other pools are full)."""
+def _parts(teams, asked: Split, pool: PoolFacts, resource: str):
+    """The teams whose part of `pool` is a share of their total, given an explicit part: what
+    the explicit asks leave, split as their shares, in whole cores, Gi or GPUs. `(teams
+    changed, [(key, value)])`; None when there is no share or the explicit asks alone are
+    too many."""
     key = CONFIG_KEY[resource]
     explicit = {t.name for t in teams if getattr(dict(t.quota.pools).get(pool.name), key, None)}
     shares = {
@@ -370,7 +371,7 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
     cap = _holds(pool, resource) or Fraction(0)
     left = cap - sum((asked[t][pool.name][resource] for t in explicit), Fraction(0))
     if not shares or left < 0:
-        return []
+        return None
     whole = _WHOLE[resource]
     parts = {n: v // whole * whole for n, v in _share(left, shares, resource).items()}
     changed, fix = [], []
@@ -384,22 +385,85 @@ def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> lis
             )
             fix.append((f"trainforge:teams[{i}].quota.pools.{pool.name}.{key}", value))
         changed.append(t)
-    after_asked, after = _split(changed, pools)
-    for t in changed:
+    return changed, fix
+
+
+def _settle(teams, pools, resource: str) -> list[tuple[str, str]] | None:
+    """Explicit parts (`_parts`) for each pool still over-asked, one pool at a time, until
+    every team is guaranteed its total (`_guaranteed`); None when that does not come."""
+    fix: list[tuple[str, str]] = []
+    for _ in _eligible(pools, resource):
+        asked, nominal = _split(teams, pools)
+        if _guaranteed(teams, pools, resource):
+            return fix
+        over = [
+            p
+            for p in _eligible(pools, resource)
+            if any(nominal[t.name][p.name][resource] < asked[t.name][p.name][resource]
+                   for t in teams)
+        ]  # fmt: skip
+        got = _parts(teams, asked, over[0], resource) if over else None
+        if got is None:
+            return None
+        teams, more = got
+        fix.extend(more)
+    return fix if _guaranteed(teams, pools, resource) else None
+
+
+def _pool_fix(teams, pools, asked: Split, pool: PoolFacts, resource: str) -> list[tuple[str, str]]:
+    """`(key, value)` changes after which no team asks more of `pool` than it holds and every
+    team is guaranteed its totals: the teams whose part there is a share of their total get an
+    explicit part (`_parts`), the rest of their totals going to the other pools; where the
+    pools together hold less than the teams ask, one team's total lowered by the excess too
+    (the first, in config order, after which explicit parts of the pools still over-asked
+    re-plan clean: `_settle`). Tried against `_split`; [] when it does not work (the explicit
+    asks alone are too many, or the other pools are full)."""
+    key = CONFIG_KEY[resource]
+    got = _parts(teams, asked, pool, resource)
+    if got is None:
+        return []
+    changed, fix = got
+    if _guaranteed(changed, pools, resource):
+        return fix
+    holds = [_holds(p, resource) for p in _eligible(pools, resource)]
+    if any(h is None for h in holds):
+        return []
+    excess = sum((parse_quantity(getattr(t.quota, key)) for t in teams), Fraction(0)) - sum(
+        holds, Fraction(0)
+    )
+    if excess <= 0:
+        return []
+    for i, t in enumerate(changed):
+        lower = parse_quantity(getattr(t.quota, key)) - excess
+        if lower < 0:
+            continue
+        value = format_quantity(resource, lower)
+        less = t.model_copy(update={"quota": t.quota.model_copy(update={key: value})})
+        more = _settle([less if x.name == t.name else x for x in changed], pools, resource)
+        if more is not None:
+            return [*fix, (f"trainforge:teams[{i}].quota.{key}", value), *more]
+    return []
+
+
+def _guaranteed(teams: list[TeamConfig], pools: list[PoolFacts], resource: str) -> bool:
+    """Whether every team is guaranteed its whole total of `resource` (`_split`): then no
+    part of it was scaled down anywhere, so the plan gives no warning of it."""
+    _, after = _split(teams, pools)
+    key = CONFIG_KEY[resource]
+    for t in teams:
         want = parse_quantity(getattr(t.quota, key))
         got = sum(
             (after[t.name][p.name][resource] for p in _eligible(pools, resource)), Fraction(0)
         )
         if got < want:
-            return []
-    return fix
+            return False
+    return True
 
 
-def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str) -> str:
-    """Pool `pool` over-asked of `r`: what it holds, each team's ask there and where the ask
-    comes from, what each is guaranteed, what the other pools keep, and a fix that works."""
+def _asks(teams, asked: Split, nominal: Split, pool: PoolFacts, r: str):
+    """Each team's ask of `pool` and where it comes from (`team nlp 12
+    (quota.pools.h100.gpus)`), what each is guaranteed there (`nlp 11`), and the asks' sum."""
     key, f = CONFIG_KEY[r], format_quantity
-    cap = _holds(pool, r) or Fraction(0)
     asks, gets = [], []
     for t in teams:
         a = asked[t.name][pool.name][r]
@@ -413,7 +477,83 @@ def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r
         )
         asks.append(f"team {t.name} {f(r, a)} ({why})")
         gets.append(f"{t.name} {f(r, nominal[t.name][pool.name][r])}")
-    total = sum((asked[t.name][pool.name][r] for t in teams), Fraction(0))
+    return asks, gets, sum((asked[t.name][pool.name][r] for t in teams), Fraction(0))
+
+
+def _keep_fix(teams, pools, resource: str) -> list[tuple[str, str]]:
+    """`(key, value)` changes that make what each team is guaranteed now what it asks: an
+    explicit part per pool it holds `resource` in, and its total their sum. Every pool then
+    holds what is asked of it, so it re-plans clean (checked against `_split`); [] if not."""
+    key = CONFIG_KEY[resource]
+    _, nominal = _split(teams, pools)
+    changed, fix = [], []
+    for i, t in enumerate(teams):
+        given = dict(t.quota.pools)
+        for p in _eligible(pools, resource):
+            now = getattr(given.get(p.name), key, None)
+            held = nominal[t.name][p.name][resource]
+            if held == 0 and now is None:
+                continue
+            value = format_quantity(resource, held)
+            if now is None or parse_quantity(str(now)) != held:
+                part = given.get(p.name, PoolQuota()).model_copy(update={key: value})
+                given[p.name] = part
+                fix.append((f"trainforge:teams[{i}].quota.pools.{p.name}.{key}", value))
+        total = sum((nominal[t.name][p.name][resource] for p in _eligible(pools, resource)),
+                    Fraction(0))  # fmt: skip
+        quota_ = t.quota.model_copy(update={"pools": tuple(given.items())})
+        if total != parse_quantity(getattr(t.quota, key)):
+            quota_ = quota_.model_copy(update={key: format_quantity(resource, total)})
+            fix.append((f"trainforge:teams[{i}].quota.{key}", format_quantity(resource, total)))
+        changed.append(t.model_copy(update={"quota": quota_}))
+    return fix if fix and _guaranteed(changed, pools, resource) else []
+
+
+def _fix_words(teams, pools, asked: Split, pool: PoolFacts, r: str) -> str:
+    """The fix of an over-asked pool (`_pool_fix`); where no split of the asks ends it, the
+    asks lowered to what each team is guaranteed (`_keep_fix`), both re-planned clean."""
+    key = CONFIG_KEY[r]
+    fix = _pool_fix(teams, pools, asked, pool, r)
+    if fix:
+        return "set " + " and ".join(f"{k} to {v}" for k, v in fix)
+    keep = _keep_fix(teams, pools, r)
+    if keep:
+        return "ask what each team is guaranteed now: set " + " and ".join(
+            f"{k} to {v}" for k, v in keep
+        )
+    return f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
+
+
+def _part_warning(teams, pools, asked: Split, nominal: Split, t, pool: PoolFacts, r: str) -> str:
+    """Team `t`'s explicit part of `pool` was scaled down while the pools together hold less
+    than the teams ask (so no pool warning names the pool): why (the teams' asks of the pool,
+    each with where it comes from), what each is guaranteed there, and a fix that re-plans
+    clean (`_pool_fix`)."""
+    key, f = CONFIG_KEY[r], format_quantity
+    i = [x.name for x in teams].index(t.name)
+    asks, gets, total = _asks(teams, asked, nominal, pool, r)
+    eligible = _eligible(pools, r)
+    holds = sum((_holds(p, r) or Fraction(0) for p in eligible), Fraction(0))
+    want = sum((parse_quantity(getattr(x.quota, key)) for x in teams), Fraction(0))
+    name = {"cpu": "cpu", "memory": "memory", GPU: "GPUs"}[r]
+    kind = "GPU" if r == GPU else "CPU"
+    value = getattr(dict(t.quota.pools)[pool.name], key)
+    return (
+        f"trainforge:teams[{i}].quota.pools.{pool.name}.{key}: {value} asked, but pool "
+        f"{pool.name} holds {f(r, _holds(pool, r) or Fraction(0))} {name} "
+        f"({held_words(pool, r)}) and the teams ask {f(r, total)} of it: {', '.join(asks)}; "
+        f"each is guaranteed its part scaled to fit ({', '.join(gets)}), as the {kind} pools "
+        f"({', '.join(p.name for p in eligible)}) hold {f(r, holds)} of the {f(r, want)} the "
+        f"teams ask; fix: {_fix_words(teams, pools, asked, pool, r)}"
+    )
+
+
+def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str) -> str:
+    """Pool `pool` over-asked of `r`: what it holds, each team's ask there and where the ask
+    comes from, what each is guaranteed, what the other pools keep, and a fix that works."""
+    key, f = CONFIG_KEY[r], format_quantity
+    cap = _holds(pool, r) or Fraction(0)
+    asks, gets, total = _asks(teams, asked, nominal, pool, r)
     spare = []
     for p in _eligible(pools, r):
         free = (_holds(p, r) or Fraction(0)) - sum(
@@ -422,19 +562,81 @@ def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r
         if p.name != pool.name and free > 0:
             spare.append(f"{p.name} keeps {f(r, free)}")
     keeps = f", while {', '.join(spare)} unguaranteed" if spare else ""
-    fix = _pool_fix(teams, pools, asked, pool, r)
-    how = (
-        "set "
-        + " and ".join(f"{k} to {v}" for k, v in fix)
-        + f" (the rest of their quota.{key} goes to the other pools)"
-        if fix
-        else f"ask less of pool {pool.name} (quota.pools.{pool.name}.{key}) or raise its limits"
-    )
+    how = _fix_words(teams, pools, asked, pool, r)
+    if how.startswith("set "):
+        how += f" (the rest of their quota.{key} goes to the other pools)"
     name = {"cpu": "cpu", "memory": "memory", GPU: "GPUs"}[r]
     return (
         f"pool {pool.name} holds {f(r, cap)} {name} for pods ({held_words(pool, r)}), "
         f"but they ask {f(r, total)} of it: {', '.join(asks)}; each is guaranteed its part "
         f"scaled down ({', '.join(gets)}){keeps}; fix: {how}"
+    )
+
+
+def _takers(teams: list[TeamConfig], pool: PoolFacts) -> list[TeamConfig]:
+    """The teams that could use a share of `pool` no team is guaranteed: a team borrows it
+    whole or not at all (a GPU with its CPU and memory in a GPU pool, CPU with memory in a CPU
+    pool), so a borrowingLimit of 0 on any of the pool's resources leaves it out."""
+    needs = COVERED if pool.gpus_per_node else ("cpu", "memory")
+    return [t for t in teams if all(borrowing_limits(t)[r] != 0 for r in needs)]
+
+
+def _cohort_shares(
+    teams: list[TeamConfig], pools: list[PoolFacts], nominal: Split
+) -> tuple[Split, list[str]]:
+    """cohort -> pool -> resource: what no team is guaranteed in each pool, shared out among
+    the cohorts whose teams could borrow it (`_takers`), and a warning per pool where none
+    could (that capacity is nobody's: Kueue admits no pod to it).
+
+    Why one set of weights per pool, not one per resource: Kueue admits a pod only if every
+    resource it requests fits (kueue v0.19.2 pkg/scheduler/flavorassigner), so a cohort given
+    a pool's GPUs but not the CPU and memory that come with them, or the reverse, can use none
+    of it. The weights are the takers' guarantees of the pool's leading resource (GPUs in a
+    GPU pool, CPU in a CPU pool; evenly where none has one), and CPU and memory follow them."""
+    shared: Split = {}
+    warnings: list[str] = []
+    cohorts = sorted({t.cohort for t in teams})
+    for p in pools:
+        lead = GPU if p.gpus_per_node else "cpu"
+        takers = _takers(teams, p)
+        weights = {
+            c: sum((nominal[t.name][p.name][lead] for t in takers if t.cohort == c), Fraction(0))
+            for c in cohorts
+        }
+        if not any(weights.values()):
+            weights = {c: Fraction(any(t.cohort == c for t in takers)) for c in cohorts}
+        for r in COVERED:
+            cap = _holds(p, r)
+            if cap is None:
+                continue
+            left = max(
+                cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0)), Fraction(0)
+            )
+            for c, v in _share(left, weights, r).items():
+                shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
+            if r == lead and left > 0 and teams and not takers:
+                warnings.append(_stranded_warning(teams, pools, p, r, left))
+    return shared, warnings
+
+
+def _stranded_warning(
+    teams: list[TeamConfig], pools: list[PoolFacts], pool: PoolFacts, r: str, left: Fraction
+) -> str:
+    """Pool `pool` has `left` of `r` no team is guaranteed and no team may borrow: what holds
+    each team back (its quota.borrowingLimit keys at 0) and the changes that end it."""
+    needs = COVERED if pool.gpus_per_node else ("cpu", "memory")
+    zero = [
+        [f"{team_key(teams, t.name)}.quota.borrowingLimit.{CONFIG_KEY[x]}" for x in needs
+         if borrowing_limits(t)[x] == 0]
+        for t in teams
+    ]  # fmt: skip
+    held = [f"{k} is 0" for keys in zero for k in keys]
+    name = "GPUs (with their CPU and memory)" if r == GPU else "CPU (with its memory)"
+    return (
+        f"pool {pool.name}: {format_quantity(r, left)} {name} are guaranteed to no team and no "
+        f"team may borrow them ({', '.join(held)}), so Kueue admits no pod to them; fix: "
+        f"unset {' and '.join(zero[0])} (then that team's cohort may borrow them), or "
+        f"guarantee them to a team (quota.pools.{pool.name}.{CONFIG_KEY[r]})"
     )
 
 
@@ -477,30 +679,9 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
                 if value is None or (r == GPU and not p.gpus_per_node) or p in over[r]:
                     continue
                 if nominal[t.name][pname][r] < parse_quantity(value):
-                    warnings.append(
-                        f"{where}.pools.{pname}.{CONFIG_KEY[r]}: {value} asked, but pool "
-                        f"{pname} holds {format_quantity(r, _holds(p, r) or Fraction(0))} "
-                        f"shared by the teams: team {t.name} is guaranteed "
-                        f"{format_quantity(r, nominal[t.name][pname][r])} there"
-                    )
-    shared: dict[str, dict[str, dict[str, Fraction]]] = {}
-    cohorts = sorted({t.cohort for t in teams})
-    for p in pools:
-        for r in COVERED:
-            cap = _holds(p, r)
-            if cap is None:
-                continue
-            left = cap - sum((nominal[t.name][p.name][r] for t in teams), Fraction(0))
-            # a team whose borrowingLimit is 0 could never use a share: it counts for nothing
-            takers = [t for t in teams if borrowing_limits(t)[r] != 0]
-            by_cohort = {
-                c: sum((nominal[t.name][p.name][r] for t in takers if t.cohort == c), Fraction(0))
-                for c in cohorts
-            }
-            if not any(by_cohort.values()):
-                by_cohort = {c: Fraction(any(t.cohort == c for t in takers)) for c in cohorts}
-            for c, v in _share(max(left, Fraction(0)), by_cohort, r).items():
-                shared.setdefault(c, {}).setdefault(p.name, {})[r] = v
+                    warnings.append(_part_warning(teams, pools, asked, nominal, t, p, r))
+    shared, stranded = _cohort_shares(teams, pools, nominal)
+    warnings.extend(stranded)
     return QuotaPlan(nominal, shared, tuple(warnings))
 
 

@@ -50,6 +50,12 @@ class InstanceTypeFacts:
     hypervisor: str = ""  # "nitro", "xen"; "" on bare metal
     # EC2's SupportedUsageClasses ("on-demand", "spot", "capacity-block")
     usage_classes: tuple[str, ...] = ()
+    # EC2 lists a GPU but counts none whole: a fraction of one (g6f, gr6f: GpuInfo.Gpus[0]
+    # Count 0, GpuPartitionSize 0.125-0.5, LogicalGpuCount 1; DescribeInstanceTypes as moto
+    # 5.2.5 bundles it, read 2026-12-01). Karpenter sums GpuInfo.Gpus[].Count into the type's
+    # nvidia.com/gpu capacity (karpenter-provider-aws pkg/providers/instancetype/types.go
+    # `nvidiaGPUs`), so it offers 0 for such a type and never launches one for a GPU pod.
+    partial_gpu: bool = False
 
 
 @functools.cache
@@ -101,6 +107,7 @@ def instance_type_facts(name: str) -> InstanceTypeFacts:
         gpu_memory_per_gpu_mib=int(gpus[0].memory_size or 0) if len(gpus) == 1 else 0,
         hypervisor=r.hypervisor or "",
         usage_classes=tuple(r.supported_usages_classes or ()),
+        partial_gpu=bool(gpus) and not any(int(g.count or 0) for g in gpus),
         efa_supported=bool(r.efa_supported),
         efa_interfaces=int(r.efa_maximum_interfaces or 0) if r.efa_supported else 0,
         network_cards=int(r.maximum_network_cards or 1),
@@ -303,6 +310,22 @@ def resolve_pool(
             facts.pop()
     if not facts or len(facts) != len(types):
         return None
+    partial = [f.name for f in facts if f.partial_gpu]
+    if partial:
+        # no silent CPU pool on GPU instances: Karpenter sees 0 nvidia.com/gpu on them (see
+        # InstanceTypeFacts.partial_gpu), so a GPU job never lands there, and CPU-only work
+        # would be routed onto GPU instances and pay for a GPU it cannot use
+        gpu = next(f.gpu_name for f in facts if f.partial_gpu) or "GPU"
+        errors.append(
+            problem(
+                at,
+                types,
+                f"instance types with whole GPUs (g6, g5, p5, ...) or none (m7i, c7i, ...): "
+                f"{', '.join(partial)} have a fraction of one {gpu} (EC2 counts 0 whole GPUs), "
+                "which Karpenter offers as 0 nvidia.com/gpu, so no GPU job could run there",
+            )
+        )
+        return None
     wants_gpu = True if node_group else getattr(pool, "gpu", None)  # node groups are for GPUs
     no_gpu = [f.name for f in facts if f.gpus == 0]
     has_gpu = [f.name for f in facts if f.gpus > 0]
@@ -312,6 +335,17 @@ def resolve_pool(
         errors.append(problem(at, types, f"{gpus}; {', '.join(no_gpu)} have no GPUs"))
     if wants_gpu is None and has_gpu and no_gpu:
         errors.append(problem(at, types, "all GPU types or all CPU types in one pool, not both"))
+    limits = getattr(pool, "limits", None)
+    if not has_gpu and not wants_gpu and getattr(limits, "gpus", None) is not None:
+        # a CPU pool's GPU limit bounds nothing, and the quota model would count it as GPUs
+        errors.append(
+            problem(
+                f"{where}.limits.gpus",
+                limits.gpus,
+                f"no limits.gpus for a pool of CPU types ({', '.join(types)}); "
+                "limits.cpu and limits.memory bound it",
+            )
+        )
     no_efa = [f.name for f in facts if not f.efa_supported] if pool.efa else []
     if no_efa:
         efa = "false, or EFA-capable types (p4d.24xlarge, p5.48xlarge, ...)"

@@ -463,7 +463,9 @@ class PoolLimitsKeys(Section):
     cpu: Quantity | None = Field(None, description="Most vCPUs of the pool's nodes together.")
     memory: Memory | None = Field(None, description="Most memory of the pool's nodes together.")
     gpus: Annotated[Int, Field(ge=0, le=100000)] | None = Field(
-        None, description="Most GPUs (`nvidia.com/gpu`) of the pool's nodes."
+        None,
+        description="Most GPUs (`nvidia.com/gpu`) of the pool's nodes; refused on a pool of "
+        "CPU types.",
     )
 
 
@@ -675,7 +677,9 @@ class NodePoolConfig(Section):
     gpu: Flag | None = Field(
         None,
         description="`true` requires GPU types; unset: inferred from the types. GPU pools get "
-        "the `nvidia.com/gpu=true:NoSchedule` taint.",
+        "the `nvidia.com/gpu=true:NoSchedule` taint. Types with a fraction of a GPU (g6f, "
+        "gr6f: EC2 counts 0 whole GPUs, so Karpenter offers 0 `nvidia.com/gpu`) are refused, "
+        "naming them.",
     )
     efa: Flag = Field(
         False,
