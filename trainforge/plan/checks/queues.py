@@ -252,8 +252,12 @@ class Simulation:
             self._charge(held, -1)
 
     def _launch(self, w: Workload) -> None:
-        """Record an admitted gang its pool cannot launch: over its GPUs, over Karpenter's
-        limits, or over a node group's nodes (first fit, largest pods first, GPUs and EFA)."""
+        """Record an admitted gang its pool cannot launch: on a Karpenter pool of known types,
+        what the replay of Karpenter's launch within the limits says (`_karpenter`), the one
+        answer: of several types it may launch one that holds more than `pool_capacity`'s
+        type (the least, what a guarantee must hold to), and the GPU sum alone would call a
+        gang unlaunchable that launches; else over the pool's GPUs, or over a node group's
+        nodes (first fit, largest pods first, GPUs and EFA)."""
         room = self.rooms.get(w.flavor or "")
         if room is None or not w.need.get(GPU):
             return
@@ -266,10 +270,10 @@ class Simulation:
         total = sum(g for g, _ in placed)
         held = pool_capacity(room, GPU)
         why = ""
-        if held is not None and total > held:
-            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {figure(GPU, held)}"
-        elif room.kind == "karpenter" and room.nodes:
+        if room.kind == "karpenter" and room.nodes:
             why = self._karpenter(w, room)
+        elif held is not None and total > held:
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {figure(GPU, held)}"
         elif room.max_nodes is not None:
             nodes: list[tuple[int, int]] = []  # each node's free GPUs and EFA devices
             for g, e in sorted(placed, reverse=True):
