@@ -485,6 +485,9 @@ def test_quota_ceiling_without_kueue_reads_the_namespace_quota_and_the_pools(tmp
         assert pool < namespace and "15.38 vCPU" in ceiling
     else:
         assert namespace < pool and "46.4 vCPU" in ceiling
+        doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+        said = f"research {vcpus:g} vCPU, its ResourceQuota, where the pool holds {pool:g})"
+        assert said in doc  # docs/cost.md, Quota ceiling
 
 
 def test_dev_cost_table_has_dollars_for_jobs_pools_and_control_plane():
