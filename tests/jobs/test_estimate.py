@@ -29,7 +29,7 @@ from trainforge.jobs.estimate.shape import shape_of
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.training import gpus, metrics
-from trainforge.training.config import TrainConfig
+from trainforge.training.config import CheckpointConfig, TrainConfig, periodic_saves_possible
 from trainforge.training.models import build_model
 
 # The prod stack's pools as contract_from_config publishes them (EC2 facts: A10G with 22,888
@@ -272,6 +272,28 @@ def test_host_memory_counts_dcp_s_checkpoint_process_of_every_async_rank():
     one = e["one rank"].host_memory_per_pod
     assert e["one rank"].world_size == 1
     assert one == facts.HOST_PROCESS_BYTES + staging(1) + facts.CHECKPOINT_PROCESS_BYTES
+
+
+def test_a_run_shorter_than_its_first_periodic_save_counts_no_checkpoint_process():
+    """The runtime starts DCP's checkpoint process (and stages into host memory) only when a
+    periodic save can come before its --steps end (training.config.periodic_saves_possible,
+    training/checkpoint.py start_writer): the estimate asks the same rule with the job's
+    steps, so an async job of 400 steps saving every 500 is sized as a synchronous one, and
+    one of 500 steps still counts the process."""
+    short = job(steps=400, checkpoint={"every": 500})
+    sync = job(steps=400, checkpoint={"every": 500, "async": False})
+    reach = job(steps=500, checkpoint={"every": 500})
+    e = {n: estimate(resolve_job(j, target(A10G)), A10G) for n, j in
+         {"short": short, "sync": sync, "reach": reach}.items()}  # fmt: skip
+    procs = e["short"].world_size // 2
+    assert e["short"].host_memory_per_pod == e["sync"].host_memory_per_pod
+    assert e["short"].host_memory_per_pod == procs * facts.HOST_PROCESS_BYTES
+    assert e["reach"].host_memory_per_pod > e["sync"].host_memory_per_pod + procs * (
+        facts.CHECKPOINT_PROCESS_BYTES - 1
+    )
+    # the runtime's own answer for the same run
+    cfg = CheckpointConfig(directory="/ckpt", every=500, async_save=True)
+    assert not periodic_saves_possible(cfg, 400) and periodic_saves_possible(cfg, 500)
 
 
 def test_host_memory_counts_the_model_only_for_code_that_builds_it_on_the_cpu():

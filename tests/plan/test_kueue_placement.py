@@ -123,7 +123,8 @@ def test_the_queue_simulation_runs_once_per_plan(prod, monkeypatch):
 def test_a_gang_kueue_admits_but_its_pool_cannot_launch_is_a_finding(prod):
     """The shipped prod job's pool shrunk to 1 GPU behind the same rendered quotas: Kueue
     admits the gang on vision's nominal quota, Karpenter could never launch it
-    (TRAINFORGE_QUEUE_UNLAUNCHABLE, named on the job)."""
+    (TRAINFORGE_QUEUE_UNLAUNCHABLE, named on the job), in the words of the replay of its
+    launch: no g5.48xlarge (8 GPUs) is within a 1-GPU limit."""
     from dataclasses import replace
 
     from trainforge.plan.check_types import PlanContext
@@ -145,6 +146,8 @@ def test_a_gang_kueue_admits_but_its_pool_cannot_launch_is_a_finding(prod):
         (
             "vision/job/gpt-350m-fsdp",
             "job gpt-350m-fsdp (team vision): admitted, but its pool cannot launch it: "
-            "gpt-350m-fsdp: 8 GPUs admitted in pool gpu-workloads, which holds 1",
+            "gpt-350m-fsdp: Karpenter places 0 NodeClaim(s) of its 2 pod(s) in pool "
+            "gpu-workloads and leaves 2 without a node: all available instance types exceed "
+            "limits for nodepool (limit 1 GPUs, 0 held by the nodes of the gangs running there)",
         )
     ]

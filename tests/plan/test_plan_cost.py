@@ -14,6 +14,7 @@ from tests.jobs.helpers import GPU_POOL
 from tests.plan.test_plan_checks import DEV_JOBS
 from trainforge.core import versions
 from trainforge.core.contract import DaemonSetLoad, NodeType, PoolFacts, TeamFacts
+from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import capacity, duration, packing
 from trainforge.jobs.spec import parse_job
 from trainforge.plan import cli, core, cost, price_facts
@@ -450,6 +451,43 @@ def test_prod_cost_table_has_jobs_teams_and_the_platform(prod, tmp_path):
     assert f"  {cost_check.usd(job.run_cost)}" in section and "<= " not in section
     assert "quota ceiling $/month" in section and "vision  $16.29" in section
     assert "[karpenter-1.14.1]" in section and "2026-07-06" in section
+
+
+@pytest.mark.parametrize("pool_cpu", [None, "16"])
+def test_quota_ceiling_without_kueue_reads_the_namespace_quota_and_the_pools(tmp_path, pool_cpu):
+    """Without Kueue nothing counts quota per pool: a team's pods may hold its whole namespace
+    quota's CPU (its ResourceQuota: quota.cpu plus the CPU that follows its GPUs) in the
+    CPU-only pools, as far as those hold (the quota model's `pool_capacity`, the Scheduling
+    rehearsal's 'holds for quota'). The ceiling reads both; it no longer subtracts an
+    estimate of the GPUs' CPU (dev: 32 vCPU where the namespace may hold 46.4). With
+    training-workloads' limits.cpu at 16 the pool's two c5.2xlarge bound it."""
+
+    def change(config):
+        config["trainforge:kueue"] = {**config.get("trainforge:kueue", {}), "enabled": False}
+        if pool_cpu:
+            pool = next(
+                p for p in config["trainforge:nodePools"] if p["name"] == "training-workloads"
+            )
+            pool["limits"]["cpu"] = pool_cpu
+
+    root = project_copy(tmp_path, "dev", change)
+    result = core.plan_project(root, "dev", standins=False, echo_warnings=False)
+    rq = next(o.doc for o in result.objects
+              if o.doc["kind"] == "ResourceQuota" and o.doc["metadata"]["namespace"] == "research")  # fmt: skip
+    namespace = float(parse_quantity(rq["spec"]["hard"]["requests.cpu"]))
+    lines = [line for s in result.sections for line in s.lines]
+    holds = [re.search(r"holds for quota: cpu ([\d.]+) cores", line) for line in lines]
+    (pool,) = [float(m.group(1)) for m in holds if m]
+    (ceiling,) = [line for line in lines if "research: quota ceiling =" in line]
+    vcpus = float(re.search(r"\+ ([\d.]+) vCPU x", ceiling).group(1))
+    assert vcpus == pytest.approx(min(namespace, pool), abs=0.01), (ceiling, namespace, pool)
+    if pool_cpu:
+        assert pool < namespace and "15.38 vCPU" in ceiling
+    else:
+        assert namespace < pool and "46.4 vCPU" in ceiling
+        doc = " ".join((ROOT / "docs/cost.md").read_text().split())
+        said = f"research {vcpus:g} vCPU, its ResourceQuota, where the pool holds {pool:g})"
+        assert said in doc  # docs/cost.md, Quota ceiling
 
 
 def test_dev_cost_table_has_dollars_for_jobs_pools_and_control_plane():

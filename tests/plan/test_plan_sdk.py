@@ -616,6 +616,49 @@ def test_an_sdk_job_over_its_quota_gets_the_stack_jobs_fix_and_the_fix_admits_it
         assert "[TRAINFORGE_QUEUE_NEVER_ADMITTED]" not in printed
 
 
+def test_an_sdk_job_selecting_a_later_flavors_pool_gets_the_fix_for_that_pool(tmp_path, capsys):
+    """8 x 1 GPU whose pods select gpu-workloads (a RuntimePatch nodeSelector) on dev with the
+    4-GPU pool g5-4gpu, a GPU flavor before gpu-workloads in research's ClusterQueue. Kueue's
+    flavor assigner skips flavors whose node labels the pods' selector does not match
+    (release-0.19 flavorassigner.go checkFlavorForPodSets: `K.flavor_fits_podset`, what the
+    admission reads), so only gpu-workloads may admit it, and the quota there keeps it out.
+    The fix picked the first GPU flavor, g5-4gpu, where 8 GPUs fit, and said only 'make the
+    job smaller, or give the team more nominal quota'; it is the one for gpu-workloads now,
+    and the stack changed so and planned again, Kueue admits it."""
+    program = PROGRAMS / "second_pool_selector.py"
+    (tmp_path / "before").mkdir()
+    rc, _, printed = plan_sdk(tmp_path / "before", capsys, program, with_four_gpu_pool)
+    assert rc == 1
+    out = " ".join(x.strip() for x in printed.splitlines())
+    assert "flavor g5-4gpu doesn't match node affinity" in out
+    assert "insufficient quota for nvidia.com/gpu in flavor gpu-workloads" in out
+    never = out[out.index("[TRAINFORGE_QUEUE_NEVER_ADMITTED]") :]
+    fix = never[never.index("fix: ") :].split(" Warnings (")[0]
+    assert fix.startswith("fix: use CustomTrainer num_nodes=4, or set "), fix
+    changes = fix[fix.index(", or set ") + len(", or set ") :]
+    pools = [p["name"] for p in _dev_pools()]
+    assert f"trainforge:nodePools[{pools.index('gpu-workloads')}].limits.gpus to 8" in changes
+
+    def raised(config: dict) -> None:
+        with_four_gpu_pool(config)
+        for change in changes.rstrip(".").split(" and "):
+            key, value = change.split(" to ")
+            _set_key(config, key, value.split(" (")[0])
+
+    (tmp_path / "raised").mkdir()
+    _, _, printed = plan_sdk(tmp_path / "raised", capsys, program, raised)
+    assert "queue: admitted through LocalQueue" in printed, (fix, printed)
+    assert "[TRAINFORGE_QUEUE_NEVER_ADMITTED]" not in printed
+
+
+def _dev_pools() -> list[dict]:
+    import yaml
+
+    config = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    with_four_gpu_pool(config)
+    return config["trainforge:nodePools"]
+
+
 def test_the_functions_first_line_is_found_in_its_own_file(tmp_path):
     """`first_line`: where the SDK's `inspect.getsource` text starts in the file on this
     machine (a decorator's line, a nested function dedented, a module beside the program);

@@ -791,6 +791,39 @@ def test_a_gang_karpenters_packing_cannot_launch_within_the_limits_is_caught():
     assert sim.unlaunchable == []
 
 
+def test_a_gang_on_a_pool_of_several_types_is_judged_by_karpenters_launch_alone():
+    """[g5.12xlarge (4 GPUs), g5.48xlarge (8)] with limits.gpus 12: the pool is sure of 8 GPUs
+    (`pool_capacity`: one g5.48xlarge, the type that holds the least), but 3 pods of 4 GPUs
+    launch: the first two share a NodeClaim a g5.48xlarge holds (counted at 8), the third
+    gets a g5.12xlarge within the 4 left (scheduler.go addToNewNodeClaim,
+    filterByRemainingResources). The GPU sum against the capacity said '12 GPUs admitted in
+    pool gpu-pool, which holds 8' while the replay launched it; the replay is the answer, and
+    a fourth pod is over it."""
+    from trainforge.jobs.node_facts import node_shape
+
+    shapes = (node_shape("g5.12xlarge", 48, 196608, eni_pods=737, gpus=4),
+              node_shape("g5.48xlarge", 192, 786432, eni_pods=345, gpus=8))  # fmt: skip
+    pool = PoolFacts(F, gpus_per_node=4, nodes=shapes, limits=PoolLimits(gpus=12))
+    assert Q.pool_capacity(pool, Q.GPU) == 8
+
+    def gang(pods: int) -> Q.Workload:
+        w = _work("wide", "a", 4 * pods, 0)
+        w.pods = pods
+        w.need = {**w.need, "cpu": K.quantity(str(30 * pods)), "memory": K.quantity("64Gi")}
+        w.gang = _gang(pods, 4, "30", "16Gi")
+        return w
+
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([gang(3)])
+    assert sim.unlaunchable == []
+    sim = Q.Simulation({"a": _queue("a", 16)}, {}, pools=[pool])
+    sim.run_timed([gang(4)])
+    assert (
+        len(sim.unlaunchable) == 1
+        and "Karpenter places 2 NodeClaim(s) of its 4 pod(s)" in (sim.unlaunchable[0])
+    )
+
+
 def test_a_gangs_efa_devices_count_in_the_launch_check_as_in_the_scheduling_rehearsal():
     """4 one-GPU pods asking EFA on g5.12xlarge nodes (4 GPUs, 1 EFA interface): each pod
     asks 1 EFA device (contract.efa_count: at least one), so a node holds one pod and the

@@ -13,7 +13,7 @@ from typing import Any
 from trainforge.core.contract import NodeType, PoolFacts, TeamFacts
 from trainforge.core.labels import POOL_LABEL
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import capacity, packing
+from trainforge.jobs import capacity, packing, quota
 from trainforge.jobs.duration import Duration, duration_text, expected_duration
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import price_facts as P
@@ -537,21 +537,25 @@ def _worst_rate(
 
 
 def _cpu_pool_cores(team: TeamFacts, pools: list[PoolFacts]) -> float | None:
-    """The vCPUs the team may hold at once in the CPU-only `pools`: with Kueue, what its
-    ClusterQueue may hold in each (`QuotaInputs.room`: the quota model's `pool_room`, nominal
-    plus borrowable, within what each pool holds); None without Kueue or the model (a
-    hand-built contract), where its namespace quota less the CPU of its GPUs stands in."""
+    """The vCPUs the team's pods may hold at once in the CPU-only `pools`, by the quota model:
+    with Kueue, what its ClusterQueue may hold in each (`QuotaInputs.room`: `pool_room`,
+    nominal plus borrowable, within what each pool holds); without Kueue (or its inputs: a
+    hand-built contract) nothing counts quota per pool, so what the pools hold
+    (`quota.pool_capacity`), which the namespace quota bounds in `quota_ceiling`. None: a
+    pool without a bound (only the namespace quota holds it)."""
     q = team.quota_inputs
     rooms = [q.room(p.name) for p in pools] if q is not None else [None]
-    if any(r is None for r in rooms):
+    if all(r is not None for r in rooms):
+        return float(sum(r["cpu"] for r in rooms if r is not None))
+    held = [quota.pool_capacity(p, "cpu") for p in pools]
+    if any(h is None for h in held):
         return None
-    return float(sum(r["cpu"] for r in rooms if r is not None))
+    return float(sum(h for h in held if h is not None))
 
 
 def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> QuotaCeiling:
     """`placed`: the pools the team's pods may run on, each with its region (a fleet
     manager's: its workers' pools)."""
-    gpu_pools = [p for p, _ in placed if p.gpus_per_node]
     parts: list[str] = []
     total = 0.0
     for gpu, limit, unit, per_unit in (
@@ -564,17 +568,11 @@ def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> Quota
         if limit is None:
             return QuotaCeiling(None, f"no {unit} quota: unlimited", unlimited=True)
         amount = float(parse_quantity(limit))
+        # the namespace quota's vCPUs within what the queue (or, without Kueue, the pools)
+        # lets its pods hold in the CPU-only pools
         cores = None if gpu else _cpu_pool_cores(team, [p for p, _ in pools_])
         if cores is not None:
             amount = min(amount, cores)
-        elif not gpu and gpu_pools and team.quota.gpus is not None:
-            # the CPU that comes with the GPUs (what a node leaves to pods, per GPU) is paid
-            # in the GPU nodes' price
-            per_gpu = [r.cpu_m / 1000 / r.node.gpus for p in gpu_pools for r in capacity.rooms(p)
-                       if r.node.gpus]  # fmt: skip
-            amount = max(
-                0.0, amount - float(parse_quantity(team.quota.gpus)) * max(per_gpu, default=0.0)
-            )
         rate, worst, unknown = _worst_rate(pools_, per_unit)
         if unknown:
             return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")

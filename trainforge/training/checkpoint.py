@@ -43,7 +43,7 @@ import torch.distributed as dist
 # DCP's checkpoint process, it is imported at set-up, where that process is started:
 # `_WriterStart.begin`.)
 from trainforge.training import data_order, exits
-from trainforge.training.config import CheckpointConfig
+from trainforge.training.config import CheckpointConfig, periodic_saves_possible
 from trainforge.training.distributed import group_timeout
 from trainforge.training.faults import FAULT_ENV
 from trainforge.training.hostmem import process_memory, storage_tensor
@@ -847,18 +847,6 @@ def _all_ranks(flag: bool, group: Any) -> bool:
 
 # The start `start_writer` began, until a `CheckpointManager` takes it.
 _early_start: _WriterStart | None = None
-
-
-def periodic_saves_possible(config: CheckpointConfig, last_step: int | None) -> bool:
-    """Whether a run that ends at step ``last_step`` (the runtime's --steps; None: not known,
-    as for your own code's manager, which may save when it likes) can reach a periodic save.
-
-    DCP's checkpoint process writes only the async periodic saves: the final and the SIGTERM
-    saves are synchronous (``force_sync``). A run shorter than its first periodic save (the
-    README's `run-local --stack dev gpt-small-fsdp --steps 5`: every 500) or one with
-    --checkpoint-every 0 never hands that process a save, so starting it (a fresh interpreter
-    importing torch on every rank, ~3-4 CPU s each, beside the ranks' training) is waste."""
-    return last_step is None or 0 < config.every <= last_step
 
 
 def start_writer(config: CheckpointConfig, last_step: int | None = None) -> bool:

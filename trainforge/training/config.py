@@ -240,6 +240,20 @@ _opt = functools.partial(setting, group="optimisation")
 _obs = functools.partial(setting, group="observability")
 
 
+def periodic_saves_possible(config: CheckpointConfig, last_step: int | None) -> bool:
+    """Whether a run that ends at step ``last_step`` (the runtime's --steps; None: not known,
+    as for your own code's manager, which may save when it likes) can reach a periodic save.
+
+    DCP's checkpoint process writes only the async periodic saves: the final and the SIGTERM
+    saves are synchronous (``force_sync``). A run shorter than its first periodic save (the
+    README's `run-local --stack dev gpt-small-fsdp --steps 5`: every 500) or one with
+    --checkpoint-every 0 never hands that process a save, so starting it (a fresh interpreter
+    importing torch on every rank, ~3-4 CPU s each, beside the ranks' training) is waste; nor
+    does it stage any state in host memory. Here, torch-free, so that the plan's memory estimate
+    (trainforge.jobs.estimate) asks the same rule with the job's --steps."""
+    return last_step is None or 0 < config.every <= last_step
+
+
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """Every flag of `python -m trainforge.training`, validated (`parse_args`)."""

@@ -33,6 +33,7 @@ from trainforge.jobs.estimate.shape import ModelShape, NoEstimate, shape_of
 from trainforge.jobs.estimate.steptime import Network, StepTime, step_time
 from trainforge.jobs.spec import JobSpec
 from trainforge.training import gpus
+from trainforge.training.config import CheckpointConfig, TrainConfig, periodic_saves_possible
 
 __all__ = [
     "DoesNotFit",
@@ -188,6 +189,23 @@ def estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) 
     return e
 
 
+def async_saves(job: JobSpec) -> bool:
+    """Whether the job's run makes async saves, so that its ranks stage their state in host
+    memory and run DCP's checkpoint process: `checkpoint.async` and a periodic save its run
+    can reach, the runtime's own rule (`training.config.periodic_saves_possible`) on the
+    runtime's --steps (the runtime's default where the job sets none); own code's manager may
+    save when it likes (no known last step). A bundled job with `async: true` whose `steps`
+    end before its first periodic save starts no checkpoint process: its host memory does not
+    count one."""
+    if not job.checkpoint.async_save:
+        return False
+    if job.entrypoint is not None:
+        return periodic_saves_possible(CheckpointConfig(every=job.checkpoint.every), None)
+    steps = job.training.steps
+    last = TrainConfig().steps if steps is None else steps
+    return periodic_saves_possible(CheckpointConfig(every=job.checkpoint.every), last)
+
+
 def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None) -> JobEstimate:
     shape = shape_of(job)
     gpus_ = _gpus_per_pod(job, pool)
@@ -213,7 +231,7 @@ def _estimate(job: JobSpec, pool: PoolFacts, *, calibration: dict | None = None)
         r_mem,
         capacity=capacity,
         procs_per_pod=procs,
-        async_checkpoint=job.checkpoint.async_save,
+        async_checkpoint=async_saves(job),
     )
     memory = dict(mem.components)
     if mem.allowance:
@@ -357,7 +375,7 @@ def _duration(
     every = job.checkpoint.every
     n_ckpt = (steps // every if every else 0) + 1  # + the final one
     local = (shape.parameters / r.world if r.strategy == "fsdp" else shape.parameters) * 12
-    if job.checkpoint.async_save:
+    if async_saves(job):
         lo_bps, hi_bps = facts.STAGING_BPS
     else:
         lo_bps, hi_bps = facts.CHECKPOINT_WRITE_BPS

@@ -252,8 +252,12 @@ class Simulation:
             self._charge(held, -1)
 
     def _launch(self, w: Workload) -> None:
-        """Record an admitted gang its pool cannot launch: over its GPUs, over Karpenter's
-        limits, or over a node group's nodes (first fit, largest pods first, GPUs and EFA)."""
+        """Record an admitted gang its pool cannot launch: on a Karpenter pool of known types,
+        what the replay of Karpenter's launch within the limits says (`_karpenter`), the one
+        answer: of several types it may launch one that holds more than `pool_capacity`'s
+        type (the least, what a guarantee must hold to), and the GPU sum alone would call a
+        gang unlaunchable that launches; else over the pool's GPUs, or over a node group's
+        nodes (first fit, largest pods first, GPUs and EFA)."""
         room = self.rooms.get(w.flavor or "")
         if room is None or not w.need.get(GPU):
             return
@@ -266,10 +270,10 @@ class Simulation:
         total = sum(g for g, _ in placed)
         held = pool_capacity(room, GPU)
         why = ""
-        if held is not None and total > held:
-            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {figure(GPU, held)}"
-        elif room.kind == "karpenter" and room.nodes:
+        if room.kind == "karpenter" and room.nodes:
             why = self._karpenter(w, room)
+        elif held is not None and total > held:
+            why = f"{total} GPUs admitted in pool {w.flavor}, which holds {figure(GPU, held)}"
         elif room.max_nodes is not None:
             nodes: list[tuple[int, int]] = []  # each node's free GPUs and EFA devices
             for g, e in sorted(placed, reverse=True):
@@ -980,6 +984,22 @@ class ObjectAdmission:
     tolerations: list[dict[str, Any]] = field(default_factory=list)
 
 
+def object_podset(
+    docs: list[dict[str, Any]],
+    namespace: str,
+    pod: dict[str, Any],
+    need: Mapping[str, Fraction],
+    pods: int,
+    name: str = "main",
+) -> K.PodSet:
+    """The pod set Kueue makes of `pods` pods with spec `pod` asking `need` in all (the
+    namespace's LimitRanges in `docs`): what `admit_object` admits and, for a job it never
+    admits, what `workload_fix` matches flavors against (its node selector, tolerations)."""
+    lrs = _limit_ranges_in(docs, namespace)
+    ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
+    return replace(ps, name=name)
+
+
 def admit_object(
     docs: list[dict[str, Any]],
     namespace: str,
@@ -997,9 +1017,7 @@ def admit_object(
     m = K.read(docs)
     w = Workload(str(labels.get(JOB_LABEL, "job")), namespace, namespace, 0)
     w.need, w.pods = dict(need), pods
-    lrs = _limit_ranges_in(docs, namespace)
-    ps = K.podset({"spec": pod}, {r: v / pods for r, v in need.items()}, pods, lrs)
-    ps = replace(ps, name=name)
+    ps = object_podset(docs, namespace, pod, need, pods, name)
     # every pod set takes a flavor (a TrainJob's initializers too, `object_workload`)
     sets = [ps if p.name == name else p for p in validated or ()] or [ps]
     queue, pclass = labels.get(QUEUE_LABEL), labels.get(PRIORITY_LABEL, "")
@@ -1452,13 +1470,19 @@ SDK_SAID = {
 }
 
 
-def submitted_fix(ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction]) -> str:
-    """The never-admitted fix of undeclared job `w` (`admit_submitted`), `w.pods` pods each
-    asking `per_pod`: `workload_fix` on the plan's contracts and rendered queues, fewer pods
-    in the SDK's words."""
+def submitted_fix(
+    ctx: PlanContext, w: Workload, per_pod: Mapping[str, Fraction], pod: Mapping[str, Any]
+) -> str:
+    """The never-admitted fix of undeclared job `w` (`admit_submitted`), `w.pods` pods like
+    `pod` each asking `per_pod`: `workload_fix` on the plan's contracts and rendered queues,
+    on the first flavor its pods may take as Kueue's flavor assigner matches them (their node
+    selector and tolerations: `K.flavor_fits_podset` on `object_podset`, what the admission
+    read), fewer pods in the SDK's words."""
     contracts = getattr(ctx.declared, "contracts", None) or []
-    m = K.read(o.doc for o in ctx.objects)
-    return workload_fix(contracts, m, w, per_pod, SDK_SAID)
+    docs = [o.doc for o in ctx.objects]
+    need = {r: v * w.pods for r, v in per_pod.items() if v}
+    podset = object_podset(docs, w.namespace, pod.get("spec") or {}, need, w.pods)
+    return workload_fix(contracts, K.read(docs), w, per_pod, SDK_SAID, podset)
 
 
 def workload_fix(

@@ -299,7 +299,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         rule = Q.RULE_OVER_LIMITS if w.invalid else Q.RULE_NEVER
         unfit = _fits_no_node(ctx, fit, pods, w) if not w.invalid else []
         # over what its queue may ever hold: the stack jobs' fix, sized from its pods
-        fix = (not w.invalid and Q.submitted_fix(ctx, w, req)) or Q.RULES[rule]
+        fix = (not w.invalid and Q.submitted_fix(ctx, w, req, pod)) or Q.RULES[rule]
         if unfit:
             fix = (
                 f"more quota on these pools cannot help: its pods fit no node of ClusterQueue "
