@@ -46,6 +46,12 @@ CAPABILITY_FIX = (
     "reason it is safe unchecked"
 )
 
+RUNTIME_FIX = (
+    "name a training runtime the plan or the platform declares, with a pod template the "
+    "Trainer can build from, or waive this rule for this object with the reason it is safe "
+    "unchecked"
+)
+
 
 def volume_fix(kind: str) -> str:
     """An UNREHEARSED finding's fix for a volume of `kind` the rehearsal does not model."""
@@ -362,7 +368,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
                 s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
                 if s is not None:
-                    scripts.append(replace(s, skip=why))
+                    scripts.append(replace(s, skip=why, skip_fix=RUNTIME_FIX))
         for replica, pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in containers(pod):
