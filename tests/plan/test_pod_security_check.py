@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 
 import pytest
 
@@ -137,3 +138,32 @@ def test_the_pod_script_finding_s_fix_for_a_hostpath_names_volumes_not_capabilit
     assert "capabilit" not in (s.skip_fix or "")
     assert "in place of the hostPath volume" in (s.skip_fix or "")
     assert "TRAINFORGE_POD_SECURITY" in (s.skip_fix or "")
+
+
+def test_a_restricted_team_refuses_only_the_operator_s_init_container(repo_root):
+    """docs/configuration.md (teams[].podSecurity): `restricted` refuses the training
+    operator's `init-pytorch` in the Workers of a Master/Worker PyTorchJob. The plan now says
+    so, with a fix the user can apply; the other ways it names pass (an indexed Job, a
+    TrainJob built from the platform's runtime, an elastic Worker-only PyTorchJob)."""
+    from trainforge.stack.file import read_stack_file
+
+    config = read_stack_file(repo_root / "Pulumi.dev.yaml").engine()
+    teams = json.loads(config["trainforge:teams"])
+    teams[0]["podSecurity"] = "restricted"
+    jobs = {j["name"]: j for j in json.loads(config["trainforge:jobs"])}
+    jobs["mnist-ddp"]["backend"] = "indexed-job"
+    jobs["gpt-small-fsdp"]["backend"] = "trainjob"
+    jobs["resumable"]["preset"] = "elastic"
+    overrides = {
+        "trainforge:teams": json.dumps(teams),
+        "trainforge:jobs": json.dumps(list(jobs.values())),
+    }
+    result = _check(run_project(repo_root, "dev", config_overrides=overrides))
+    (f,) = result.findings  # mnist-user: Master/Worker, the default backend
+    assert f.resource == "research/PyTorchJob/mnist-user"
+    assert "(Worker pod, spec.pytorchReplicaSpecs.Worker.template.spec)" in f.message
+    assert 'container "init-pytorch" must set securityContext.allowPrivilegeEscalation=false' in (
+        f.message
+    )
+    assert f.fix == pod_security.OPERATOR_FIX
+    assert result.sections[0].data["research"]["templates"] == 5

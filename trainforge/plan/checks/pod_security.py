@@ -8,7 +8,8 @@ of that level at creation; a workload object is stored with a warning, and its c
 admitted by Kueue, holds its quota and never starts. Every namespace the program emits is
 read with its labels (incl. `enforce-version`); every pod template of every object in one is
 judged with the one pod-template walker (`jobs.backends.pod_templates`: a TrainJob's pods as
-its runtime builds them).
+its runtime builds them; a PyTorchJob Worker's with the operator's `init-pytorch` container,
+`pytorchjob.operator_template`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainforge.core import pod_security
+from trainforge.jobs import pytorchjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.job_backends import runtime_docs
@@ -29,6 +31,14 @@ RULES = {
     )
 }
 TITLE = "Pod Security admission"
+# A PyTorchJob refused only for the operator's `init-pytorch` (its securityContext is not the
+# job's to set): docs/configuration.md, teams[].podSecurity
+OPERATOR_FIX = (
+    "the training operator adds `init-pytorch` (no securityContext) to the Workers of a "
+    "Master/Worker PyTorchJob, which `restricted` refuses: enforce `baseline` for this team "
+    "(trainforge:teams[].podSecurity), or run the job elastic (Worker-only, preset: elastic) "
+    "or with backend: trainjob or indexed-job"
+)
 
 
 def namespaces(ctx: PlanContext) -> dict[str, pod_security.Policy]:
@@ -60,7 +70,10 @@ def check(ctx: PlanContext) -> CheckResult:
         pol = policies[ns]
         for t in pod_templates(obj.doc, runtimes=runtimes):
             judged[ns] += 1
-            refusals = pod_security.evaluate(pol, t.template)
+            template = t.template
+            if obj.kind == pytorchjob.KIND and obj.doc.get("apiVersion") == pytorchjob.API_VERSION:
+                template = pytorchjob.operator_template(obj.doc, t.name, template)
+            refusals = pod_security.evaluate(pol, template)
             if not refusals:
                 continue
             refused[ns] += 1
@@ -73,6 +86,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 "every pod (FailedCreate) and it never runs"
             )
             fix = "; ".join(dict.fromkeys(r.fix for r in refusals))
+            if template is not t.template and not pod_security.evaluate(pol, t.template):
+                fix = OPERATOR_FIX  # only the operator's own container is refused
             findings.append(Finding(obj.ident, RULE, msg, fix, urn=obj.urn, names=obj.names))
     lines = []
     for ns, pol in sorted(policies.items()):
@@ -81,7 +96,10 @@ def check(ctx: PlanContext) -> CheckResult:
         if pol.level == "privileged":
             verdict = "admits every pod"
         elif not n:
-            verdict = "no pod template in the plan"
+            verdict = (
+                "no pod template among the plan's objects (the pods of Helm releases and "
+                "kustomize overlays are not rendered here: not judged)"
+            )
         else:
             verdict = f"{n} pod template{'s' * (n != 1)}, " + (
                 f"{refused[ns]} refused" if refused[ns] else "all admitted"
