@@ -167,3 +167,16 @@ def test_a_restricted_team_refuses_only_the_operator_s_init_container(repo_root)
     )
     assert f.fix == pod_security.OPERATOR_FIX
     assert result.sections[0].data["research"]["templates"] == 5
+
+
+def test_rehearsals_md_quotes_the_finding_the_plan_prints(stacks, repo_root):
+    """docs/rehearsals.md's block is the review Job's finding as the verdict prints it."""
+    import re
+
+    text = (repo_root / "docs" / "rehearsals.md").read_text()
+    section = text.split("## Pod Security admission", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```\n", 2)[1]
+    (f,) = _check(stacks["prod"], [review_job("llm")]).findings
+    assert block.splitlines()[0].strip() == f"[{f.rule}] {f.resource}"
+    why = " ".join(line.strip() for line in block.split("why:", 1)[1].splitlines())
+    assert re.sub(r"\s+", " ", why).strip() == f.message
