@@ -98,3 +98,10 @@ def test_bad_labels_read_as_pod_security_reads_them() -> None:
     assert (pol.level, pol.minor) == ("restricted", P.LATEST)
     assert "'strict' is not one of privileged, baseline, restricted" in pol.problem
     assert '\'1.35\' is not "latest" or "v1.x"' in pol.problem
+
+
+def test_a_newer_minor_evaluates_as_the_newest_and_prints_as_labelled() -> None:
+    """registry.go EvaluatePod: a version past the newest check evaluates at the newest; the
+    message names the namespace's policy as labelled (nsPolicy.Enforce.String())."""
+    pol = P.policy({P.ENFORCE: "baseline", P.ENFORCE_VERSION: "v1.40"})
+    assert (pol.minor, str(pol)) == (P.LATEST, "baseline:v1.40")

@@ -42,10 +42,10 @@ class Policy:
     level: str
     minor: int
     problem: str = ""  # a label PodSecurity could not parse, as it reads it
-    latest: bool = True  # the version reads "latest" (api.Version.String)
+    version: str = "latest"  # as the label says it (api.Version.String; `minor` is clamped)
 
     def __str__(self) -> str:
-        return f"{self.level}:{'latest' if self.latest else f'v1.{self.minor}'}"
+        return f"{self.level}:{self.version}"
 
 
 def policy(labels: Mapping[str, Any] | None) -> Policy:
@@ -65,7 +65,7 @@ def policy(labels: Mapping[str, Any] | None) -> Policy:
             problems.append(f'{ENFORCE_VERSION}={raw!r} is not "latest" or "v1.x": latest')
         elif m is not None:
             minor = min(int(m.group(1)), LATEST)  # a newer minor evaluates as the newest known
-            return Policy(level, minor, "; ".join(problems), latest=False)
+            return Policy(level, minor, "; ".join(problems), raw)
     return Policy(level, minor, "; ".join(problems))
 
 
