@@ -30,6 +30,8 @@ from trainforge.core.versions import KUBERNETES_VERSION
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 ENFORCE_VERSION = "pod-security.kubernetes.io/enforce-version"
+WARN = "pod-security.kubernetes.io/warn"  # warn and audit: read by no check, only spelled here
+AUDIT = "pod-security.kubernetes.io/audit"
 LEVELS = ("privileged", "baseline", "restricted")
 LATEST = int(KUBERNETES_VERSION.split(".")[1])  # "latest" on the API server we pin
 _VERSION = re.compile(r"^v1\.([0-9]|[1-9][0-9]*)$")  # api/helpers.go versionRegexp
