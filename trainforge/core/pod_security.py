@@ -348,6 +348,27 @@ def _proc_mount(relax: bool) -> CheckFn:
 SECCOMP_TYPES = ("RuntimeDefault", "Localhost")
 
 
+SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
+SECCOMP_CONTAINER_ANNOTATION = "container.seccomp.security.alpha.kubernetes.io/"
+
+
+def _seccomp_annotations(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Result:
+    """Versions before 1.19 read the alpha annotations (seccompProfileBaseline_1_0)."""
+    notes = _map(meta.get("annotations"))
+
+    def valid(v: Any) -> bool:
+        return v in ("runtime/default", "docker/default") or str(v).startswith("localhost/")
+
+    keys = [SECCOMP_POD_ANNOTATION]
+    keys += [SECCOMP_CONTAINER_ANNOTATION + _name(c) for c in _containers(spec)]
+    bad = sorted({f'{k}="{notes[k]}"' for k in keys if k in notes and not valid(notes[k])})
+    if not bad:
+        return None
+    return "seccompProfile", f"forbidden {_plural('annotation', 'annotations', len(bad))} " + (
+        ", ".join(bad)
+    )
+
+
 def _seccomp_baseline(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Result:
     values: set[str] = set()
     pod = _map(_sc(spec).get("seccompProfile"))
@@ -613,7 +634,11 @@ CHECKS = (
         "baseline",
         ((0, _selinux(SELINUX_TYPES), ()), (31, _selinux(SELINUX_TYPES_1_31), ())),
     ),
-    Check("seccompProfile_baseline", "baseline", ((19, _seccomp_baseline, ()),)),
+    Check(
+        "seccompProfile_baseline",
+        "baseline",
+        ((0, _seccomp_annotations, ()), (19, _seccomp_baseline, ())),
+    ),
     Check(
         "sysctls",
         "baseline",
