@@ -179,3 +179,32 @@ def retry_bound(doc: Mapping[str, Any], inputs: pods.RetryInputs) -> pods.Bound:
         f"OnFailure: backoffLimit {limit} counts the restarts of all {counted} pods together, "
         f"{runs} container runs each",
     )
+
+
+# --- what the operator adds to a pod it creates (read by the plan's Pod Security check) -------
+
+# training operator v1.9.4 pkg/controller.v1/pytorch/initcontainer.go `initContainerTemplate`
+# (its default; `--pytorch-init-container-template-file` replaces it, which the platform does
+# not set): no securityContext, so Pod Security `restricted` refuses the pod it is added to
+# (allowPrivilegeEscalation, capabilities; runAsNonRoot and seccomp too where the pod sets
+# neither). Its image and retry count are the operator's flags; they do not change admission.
+INIT_CONTAINER = {
+    "name": "init-pytorch",
+    "imagePullPolicy": "IfNotPresent",
+    "resources": {
+        "limits": {"cpu": "100m", "memory": "20Mi"},
+        "requests": {"cpu": "50m", "memory": "10Mi"},
+    },
+}
+
+
+def operator_template(doc: Mapping[str, Any], replica: str, template: dict[str, Any]) -> dict:
+    """`template` of replica `replica` as the operator creates its pods: `setInitContainer`
+    (v1.9.4) appends `init-pytorch` to a Worker's initContainers when the job has a Master
+    (the Worker waits for the Master's name to resolve); every other pod is as written."""
+    specs = (doc.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+    if replica != "Worker" or specs.get("Master") is None:
+        return template
+    spec = dict(template.get("spec") or {})
+    spec["initContainers"] = [*(spec.get("initContainers") or []), dict(INIT_CONTAINER)]
+    return {**template, "spec": spec}

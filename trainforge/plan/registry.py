@@ -36,6 +36,7 @@ ORDER = (
     "reachability",
     "documentation_values",
     "pod_scripts",
+    "pod_security",
     "scheduling",
     "estimates",
     "cost_check",

@@ -52,6 +52,8 @@ from trainforge.core import versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
 from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
+from trainforge.core.pod_security import WARN as PSA_WARN
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.jobs.codeship import CODE_MOUNT, CodeBundle, configmap_manifest
 from trainforge.jobs.pod import container_security_context, pool_tolerations
@@ -435,8 +437,8 @@ def manifests(
             "metadata": {
                 "name": NAMESPACE,
                 "labels": {
-                    "pod-security.kubernetes.io/enforce": "restricted",
-                    "pod-security.kubernetes.io/warn": "restricted",
+                    PSA_ENFORCE: "restricted",
+                    PSA_WARN: "restricted",
                     **({QUEUED_LABEL: "true"} if cohort is not None else {}),
                 },
             },

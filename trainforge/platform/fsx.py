@@ -36,6 +36,10 @@ from trainforge.core.contract import DEFAULT_TRAINING_UID
 from trainforge.core.contract import fsx_claim_name as claim_name
 from trainforge.core.image_routes import cached
 from trainforge.core.labels import ROOT_REASON
+from trainforge.core.pod_security import AUDIT as PSA_AUDIT
+from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
+from trainforge.core.pod_security import ENFORCE_VERSION as PSA_ENFORCE_VERSION
+from trainforge.core.pod_security import WARN as PSA_WARN
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform.addons import addon_version
 from trainforge.platform.iam import pod_identity_trust_output
@@ -463,10 +467,10 @@ class FsxLustre(pulumi.ComponentResource):
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=ADMIN_NAMESPACE,
                 labels={
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/enforce-version": "latest",
-                    "pod-security.kubernetes.io/warn": "baseline",
-                    "pod-security.kubernetes.io/audit": "baseline",
+                    PSA_ENFORCE: "baseline",
+                    PSA_ENFORCE_VERSION: "latest",
+                    PSA_WARN: "baseline",
+                    PSA_AUDIT: "baseline",
                 },
             ),
             opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider),

@@ -17,6 +17,10 @@ system namespace (not one trainforge creates).
 
 from __future__ import annotations
 
+from trainforge.core.pod_security import AUDIT as PSA_AUDIT
+from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
+from trainforge.core.pod_security import ENFORCE_VERSION as PSA_ENFORCE_VERSION
+from trainforge.core.pod_security import WARN as PSA_WARN
 from trainforge.platform.cluster import SYSTEM_LABEL
 
 SYSTEM_NODE_SELECTOR = {SYSTEM_LABEL: "true"}
@@ -30,10 +34,10 @@ PRIVILEGED_NAMESPACE_REASON = (
 def psa_labels(enforce: str, reason: str | None = None) -> dict[str, str]:
     """Pod Security Admission labels: `enforce` as given, `restricted` warned and audited."""
     labels = {
-        "pod-security.kubernetes.io/enforce": enforce,
-        "pod-security.kubernetes.io/enforce-version": "latest",
-        "pod-security.kubernetes.io/warn": "restricted",
-        "pod-security.kubernetes.io/audit": "restricted",
+        PSA_ENFORCE: enforce,
+        PSA_ENFORCE_VERSION: "latest",
+        PSA_WARN: "restricted",
+        PSA_AUDIT: "restricted",
     }
     if enforce == "privileged":
         # A privileged namespace is a deliberate exception and must say why.

@@ -33,6 +33,10 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core.contract import GPU_RESOURCE, PoolFacts
 from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.core.pod_security import AUDIT as PSA_AUDIT
+from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
+from trainforge.core.pod_security import ENFORCE_VERSION as PSA_ENFORCE_VERSION
+from trainforge.core.pod_security import WARN as PSA_WARN
 from trainforge.jobs.pod import TEAM_LABEL
 from trainforge.platform import team_access
 from trainforge.platform.services_config import TeamConfig
@@ -254,10 +258,10 @@ class TeamNamespaces(pulumi.ComponentResource):
                         **args.labels,
                         TEAM_LABEL: t,
                         QUEUED_LABEL: "true",
-                        "pod-security.kubernetes.io/enforce": team.pod_security,
-                        "pod-security.kubernetes.io/enforce-version": "latest",
-                        "pod-security.kubernetes.io/audit": "restricted",
-                        "pod-security.kubernetes.io/warn": "restricted",
+                        PSA_ENFORCE: team.pod_security,
+                        PSA_ENFORCE_VERSION: "latest",
+                        PSA_AUDIT: "restricted",
+                        PSA_WARN: "restricted",
                     },
                 ),
                 opts=child,

@@ -25,6 +25,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
+from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
 from trainforge.jobs import trainjob
 from trainforge.platform import chart_images
 from trainforge.platform.chart_images import ChartImage
@@ -84,7 +85,7 @@ class KubeflowTrainer(pulumi.ComponentResource):
             f"{name}-ns",
             metadata=k8s.meta.v1.ObjectMetaArgs(
                 name=NAMESPACE,
-                labels={"pod-security.kubernetes.io/enforce": "baseline"},
+                labels={PSA_ENFORCE: "baseline"},
             ),
             opts=child,
         )

@@ -691,7 +691,7 @@ class TeamConfig(StackModel):
     # `baseline` by default: the training operator injects an `init-pytorch` container into
     # Worker pods of Master/Worker PyTorchJobs without a securityContext.
     pod_security: Literal["baseline", "restricted"] = "baseline"
-    """Enforced Pod Security level (`restricted` is always warned and audited). `restricted` rejects the operator's `init-pytorch` container in Master/Worker jobs: use it only for teams running elastic (Worker-only) jobs."""
+    """Enforced Pod Security level (`restricted` is always warned and audited). `restricted` rejects the operator's `init-pytorch` container in the Workers of Master/Worker PyTorchJobs (the plan reports it: `TRAINFORGE_POD_SECURITY`): use it for teams whose jobs are elastic (Worker-only), TrainJobs or indexed Jobs."""
     claims: tuple[ClaimName, ...] = ()
     """PersistentVolumeClaims of the team's namespace (datasets, models) that its jobs may mount with `volumes` besides the FSx claim; the team creates them, a job naming any other is refused at preview. Not `fsx-<team>` (always mounted)."""
     uid: TeamId | None = None

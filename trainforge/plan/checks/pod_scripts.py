@@ -39,11 +39,37 @@ SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
 NOT_RUN = "TRAINFORGE_POD_SCRIPT_NOT_RUN"
 UNREHEARSED = "TRAINFORGE_POD_SCRIPT_UNREHEARSED"
+# The fix of an UNREHEARSED finding, by what stopped the rehearsal (RULES holds the general one)
+CAPABILITY_FIX = (
+    "drop the capabilities that could leave the sandbox (securityContext.capabilities.drop: "
+    "[ALL], add back only what the script needs), or waive this rule for this object with the "
+    "reason it is safe unchecked"
+)
+
+RUNTIME_FIX = (
+    "name a training runtime the plan or the platform declares, with a pod template the "
+    "Trainer can build from, or waive this rule for this object with the reason it is safe "
+    "unchecked"
+)
+
+
+def volume_fix(kind: str) -> str:
+    """An UNREHEARSED finding's fix for a volume of `kind` the rehearsal does not model."""
+    return (
+        f"mount the team's FSx claim (persistentVolumeClaim), an emptyDir or a read-only "
+        f"ConfigMap/Secret in place of the {kind} volume, or waive this rule for this object "
+        "with the reason it is safe unchecked"
+        + (" (a hostPath is also refused by Pod Security baseline: TRAINFORGE_POD_SECURITY)"
+           if kind == "hostPath" else "")
+    )  # fmt: skip
+
+
 RULES = {
     UNREHEARSED: (
-        "drop the capabilities that could leave the sandbox (securityContext.capabilities.drop: "
-        "[ALL], add back only what the script needs) or mount a volume type the rehearsal "
-        "models; or waive this rule for this object with the reason it is safe unchecked"
+        "remove what the rehearsal cannot model (the finding names it: a capability that "
+        "could leave the sandbox, or a volume kind other than a claim, an emptyDir or a "
+        "read-only ConfigMap/Secret), or waive this rule for this object with the reason it "
+        "is safe unchecked"
     ),
     NOT_RUN: (
         "run the plan where the rehearsal can run (Linux, root, util-linux: CI and the dev "
@@ -142,6 +168,7 @@ class Script:
     obj_name: str = ""
     fs_group: int | None = None
     skip: str | None = None
+    skip_fix: str | None = None  # what lifts `skip` (the UNREHEARSED finding's fix)
     shell: str = "sh"  # the container's shell: `bash -c` runs with bash
     cwd: str | None = None  # the container's workingDir
     image: bool = False  # a training image's script: IMAGE_STAND_INS on PATH
@@ -286,10 +313,12 @@ def script_of(
             "sandbox and change this machine; rehearse it in a throwaway VM, or drop the "
             "capability"
         )
+        s.skip_fix = CAPABILITY_FIX
     kinds = [(vm.name, _volume_kind(vm.volume)) for vm in mounts]
     other = [(n, k) for n, k in kinds if k not in ("claim", "emptyDir", "readOnly")]
     if other and s.skip is None:
         s.skip = f"volume {other[0][0]!r} is a {other[0][1]}, which is not rehearsed"
+        s.skip_fix = volume_fix(other[0][1])
     return s
 
 
@@ -339,7 +368,7 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
                 trainer = (o.doc.get("spec") or {}).get("trainer") or {}
                 s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
                 if s is not None:
-                    scripts.append(replace(s, skip=why))
+                    scripts.append(replace(s, skip=why, skip_fix=RUNTIME_FIX))
         for replica, pod in pods:
             fs_group = (pod.get("securityContext") or {}).get("fsGroup")
             for c in containers(pod):
@@ -545,9 +574,9 @@ def _short(script: str, limit: int = 120) -> str:
     return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
-def _finding(s: Script, rule: str, message: str) -> Finding:
+def _finding(s: Script, rule: str, message: str, fix: str | None = None) -> Finding:
     names = frozenset({s.ident, s.obj_name})
-    return Finding(s.ident, rule, message, RULES[rule], urn=s.urn, names=names)
+    return Finding(s.ident, rule, message, fix or RULES[rule], urn=s.urn, names=names)
 
 
 def _each(work: Callable[[Script], _T], scripts: list[Script]) -> list[_T]:
@@ -586,6 +615,7 @@ def _rehearse(
     ]
     unrun = [f"its file system's setup {p.ident} is not rehearsed" for p in setups if p.skip]
     skip = s.skip or next(iter(unrun), None)
+    skip_fix = s.skip_fix or next((p.skip_fix for p in setups if p.skip), None)
     lines += [f"{s.title}: `{_short(s.script)}`", f"  as {s.identity.describe()}"]
     entry: dict[str, Any] = {"object": s.ident, "container": s.container, "scenarios": {}}
     if s.replicas:
@@ -593,7 +623,7 @@ def _rehearse(
     if skip:  # a script the rehearsal cannot run is not a script that passed: say so
         lines.append(f"  not rehearsed: {skip}")
         entry["skipped"] = skip
-        findings.append(_finding(s, UNREHEARSED, f"{s.title}: not rehearsed: {skip}"))
+        findings.append(_finding(s, UNREHEARSED, f"{s.title}: not rehearsed: {skip}", skip_fix))
         return lines, entry, findings, made
     # every pod on the same file systems: the same claim, or another directory of it
     file_systems = {claims[k].fs for k in mine}
