@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from trainforge.core.pods import argv, containers, get, literal_env
+from trainforge.core.pods import argv, containers, get, literal_env, volume_file_mode
 from trainforge.jobs import pod as job_pod
 from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.backends import pod_templates
@@ -291,6 +291,42 @@ def script_of(
     if other and s.skip is None:
         s.skip = f"volume {other[0][0]!r} is a {other[0][1]}, which is not rehearsed"
     return s
+
+
+def unexecutable(pod: dict[str, Any], c: dict[str, Any]) -> str | None:
+    """Why container `c` of pod spec `pod` cannot start its program (None: it can, or this
+    cannot tell): a program given by path (`./run.sh`, `/workspace/run.sh`; relative ones
+    from the container's workingDir) that is a file of a ConfigMap, Secret or projected
+    volume whose mode (`volume_file_mode`: the item's, the volume's defaultMode, 0644) has no
+    execute bit for the container's user fails at exec with "permission denied", and the pod
+    with it: the runtime execs the file itself, it runs no shell for it. Root needs any
+    execute bit; another user the others' bit, or the group's where the pod sets an fsGroup
+    (the kubelet gives the volume's files that group; it adds no execute bit to a file)."""
+    args = argv(c)
+    if not args or "/" not in args[0]:
+        return None  # none, or found on the image's PATH
+    workdir = c.get("workingDir") or "/"
+    path = posixpath.normpath(posixpath.join(str(workdir), args[0]))
+    identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    for vm in _mounts(pod, c):
+        top = vm.path.rstrip("/")
+        if _volume_kind(vm.volume) != "readOnly" or vm.sub_path or not path.startswith(top + "/"):
+            continue
+        mode = volume_file_mode(vm.volume, path[len(top) + 1 :])
+        bits = 0o111 if identity.uid == 0 else 0o001 | (0o010 if fs_group is not None else 0)
+        if mode & bits:
+            return None
+        shown = args[0] if args[0] == path else f"{args[0]} ({path})"
+        return (
+            f"container {c.get('name')!r} runs {shown}, a file of volume {vm.name!r} mounted "
+            f"with mode {mode:04o}, which uid {identity.uid} cannot execute: the pod fails at "
+            "start with 'permission denied'; give the file an execute bit (a file of an "
+            "entry's codeDir: chmod +x it in the project, shipped 0555; a ConfigMap of your "
+            f"own: its item's mode or the volume's defaultMode) or run it through its "
+            f"interpreter (bash {args[0]})"
+        )
+    return None
 
 
 def unrunnable_alone(s: Script) -> str | None:
@@ -661,7 +697,41 @@ def _rehearse(
     return lines, entry, findings, made
 
 
+def _unexecutable_findings(ctx: PlanContext) -> list[Finding]:
+    """SCRIPT_FAILS for each container whose program the pod could not execute
+    (`unexecutable`), once per object and message, in the pods the object writes."""
+    found: dict[tuple[str, str], Finding] = {}
+    for o in ctx.objects:
+        for t in pod_templates(o.doc, build=False):
+            for c in containers(t.spec):
+                why = unexecutable(t.spec, c)
+                if why is not None and (o.ident, why) not in found:
+                    where = f"{t.name} pod: " if t.name else ""
+                    names = frozenset({o.ident, o.name})
+                    found[(o.ident, why)] = Finding(
+                        o.ident, SCRIPT_FAILS, where + why, RULES[SCRIPT_FAILS],
+                        urn=o.urn, names=names,
+                    )  # fmt: skip
+    return list(found.values())
+
+
 def check(ctx: PlanContext) -> CheckResult:
+    unexec = _unexecutable_findings(ctx)
+    result = _check_scripts(ctx)
+    if unexec:
+        title = "Pod script rehearsal"
+        lines = [f"NOT EXECUTABLE: {f.message}" for f in unexec]
+        if result.sections:
+            result.sections[0].lines[:0] = lines
+        else:
+            result.sections.append(
+                Section(title, lines, {"unexecutable": [f.resource for f in unexec]})
+            )
+        result.findings[:0] = unexec
+    return result
+
+
+def _check_scripts(ctx: PlanContext) -> CheckResult:
     scripts, consumers, claims = _collect(ctx)
     if not scripts:
         return CheckResult()
