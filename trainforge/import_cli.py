@@ -226,8 +226,8 @@ def rehearsal_flags(
     stack's program run offline (`trainforge.local.planned_context`: the team's claims, the
     file system setup Jobs that run first, the Trainer runtimes), as the plan runs it once
     the entry is in the stack; the job's objects alone for a project without a program.
-    The program runs (seconds) only where a pod of the job runs a shell script or a program
-    it cannot execute."""
+    The program runs (seconds) only where a pod of the job runs a shell script, a program it
+    cannot execute or code that writes off its volumes."""
     from trainforge.jobs import trainjob  # noqa: PLC0415
     from trainforge.jobs.backends import pod_templates  # noqa: PLC0415
     from trainforge.local import planned_context  # noqa: PLC0415
@@ -240,14 +240,18 @@ def rehearsal_flags(
         pods = [t.spec for t in pod_templates(doc, build=False)]
         if doc.get("kind") == trainjob.KIND:  # the trainer's container, as the job writes it
             pods.append({"containers": [(doc.get("spec") or {}).get("trainer") or {}]})
-        # a shell script to rehearse, or a program the pod cannot execute (a file of a
-        # ConfigMap without an execute bit)
+        # a shell script to rehearse, a program the pod cannot execute (a file of a
+        # ConfigMap without an execute bit), or code that writes off its volumes
         return any(
-            pod_scripts.shell_script(c) is not None or pod_scripts.unexecutable(p, c)
+            pod_scripts.shell_script(c) is not None
+            or pod_scripts.unexecutable(p, c)
+            or pod_scripts.unwritable_writes(p, c, configmaps)
             for p in pods
             for c in p.get("containers") or ()
             if isinstance(c, dict)
         )
+
+    configmaps = {str(d["metadata"]["name"]): d for d in docs if d.get("kind") == "ConfigMap"}
 
     if not any(scripts(d) for d in docs):
         return []

@@ -5,6 +5,7 @@ user, wave 21)."""
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from tests.jobs.helpers import CODE, EFA_POOL, GPU_POOL, node_shape, target
 from tests.jobs.importing import POOLS, container, imp, pytorchjob_yaml, replica, write
 from trainforge.core.contract import EFA_RESOURCE
 from trainforge.jobs.backends import emit, pod_templates
+from trainforge.jobs.code_paths import path_uses
 from trainforge.jobs.importer import ImportProblem
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
@@ -148,3 +150,31 @@ def test_a_v21_pod_template_override_is_named_as_such_and_its_selector_obeyed(tm
     with pytest.raises(ImportProblem) as e:
         imp(bad)
     assert "spec.podTemplateOverrides[0].spec.nodeSelector" in str(e.value)
+
+
+def test_the_code_path_reader_names_writes_and_uses_by_file_and_line():
+    """jobs/code_paths.py, the one reader the importer (paths under a dropped mount) and the
+    plan (writes on no writable volume) share: literal paths, joins, pathlib and names bound
+    once count; a computed path is not guessed at."""
+    py = textwrap.dedent(
+        """\
+        import os, torch
+        from pathlib import Path
+        CK = "/checkpoints"
+        open(os.path.join("/checkpoints", "done"), "w").write("x")
+        data = open("/data/train.txt").read()
+        (Path(CK) / "y").write_text("a")
+        torch.save({}, f"/ckpt/step{1}.pt")
+        open(os.environ["OUT"] + "/x", "w")
+        """
+    )
+    sh = "#!/bin/bash\nmkdir -p /checkpoints/run\necho hi > /out/done  # a comment /nope\n"
+    assert [(u.where, u.path, u.writes) for u in path_uses([("t.py", py), ("run", sh)])] == [
+        ("t.py:3", "/checkpoints", False),
+        ("t.py:4", "/checkpoints/done", True),
+        ("t.py:5", "/data/train.txt", False),
+        ("t.py:6", "/checkpoints/y", True),
+        ("t.py:7", "/ckpt", True),
+        ("run:2", "/checkpoints/run", True),
+        ("run:3", "/out/done", True),
+    ]

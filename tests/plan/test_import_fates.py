@@ -81,3 +81,52 @@ FAILS = (
     "chmod +x it in the project, shipped 0555; a ConfigMap of your own: its item's mode or "
     "the volume's defaultMode) or run it through its interpreter (bash /workspace/run.sh)"
 )
+
+
+def test_shipped_code_that_writes_under_a_dropped_mount_is_named_and_flagged(
+    tmp_path, capsys, monkeypatch
+):
+    """review/ckpt-write.yaml: a ConfigMap script writes /checkpoints/done, /checkpoints a PVC
+    mount the import drops (with advice). The plan was CLEAN and run-local failed with
+    FileNotFoundError. Now the import's line for the mount names the write (file:line), the
+    plan flags it (TRAINFORGE_POD_CANNOT_WRITE) with the same message as the import's list,
+    and the advice it gave (declare the claim at /checkpoints) clears it."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    path = REVIEW / "ckpt-write.yaml"
+    assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "ckpt (/checkpoints): dropped" in ln]
+    assert line.endswith(
+        "The shipped code names paths under /checkpoints: imported/ckpt-write/train.py:7 "
+        "writes /checkpoints/done; without the mount they are on the pod's read-only root "
+        "file system, so a write there fails (FileNotFoundError) and a read finds only what "
+        "the image holds"
+    )
+    said = [
+        ln.removeprefix("#   - TRAINFORGE_POD_CANNOT_WRITE: ")
+        for ln in out.splitlines()
+        if ln.startswith("#   - TRAINFORGE_POD_CANNOT_WRITE: ")
+    ]
+    assert said == [WRITES]
+    _add(root, out)
+    result = plan_project(root, "dev", standins=False)
+    flagged = [v.message for v in result.failing if v.rule == "TRAINFORGE_POD_CANNOT_WRITE"]
+    assert flagged == [WRITES]
+
+    # the import's advice: the team's claim at /checkpoints; the write then lies on it
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:teams"][0]["claims"] = ["ckpt-pvc"]
+    (job,) = [j for j in stack["config"]["trainforge:jobs"] if j["name"] == "ckpt-write"]
+    job["volumes"] = [{"claim": "ckpt-pvc", "mountPath": "/checkpoints"}]
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    assert not [v for v in result.failing if v.rule == "TRAINFORGE_POD_CANNOT_WRITE"]
+
+
+WRITES = (
+    "Master, Worker pods: the code of container 'pytorch' writes outside its writable volumes "
+    "(/dev/shm, /tmp, /fsx): /workspace/train.py:7 writes /checkpoints/done; its root file "
+    "system is read-only, so each write fails in the pod (FileNotFoundError, or EROFS where "
+    "the image has the folder)"
+)

@@ -28,7 +28,7 @@ from trainforge.core import image_routes, labels, versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts, efa_count
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import import_code, torchrun_args
+from trainforge.jobs import code_paths, import_code, torchrun_args
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.image_facts import stock_facts
 from trainforge.jobs.import_image import dropped_torchless, torch_need, torchless, unknown_facts
@@ -250,6 +250,23 @@ def _size(
                 changes.append(_efa_fate(f"{res_at}.{kind}.{res}", value, pool, gpus))
             elif res not in (GPU, "cpu", "memory"):
                 changes.append(f"{res_at}.{kind}.{res} {value}: dropped (not supported)")
+
+
+def _uses_under(m: import_code.Mount, uses: list[code_paths.PathUse]) -> str:
+    """What the shipped code does under a mount the import drops (file:line), said on the
+    mount's line: in the pod that path is on the read-only root file system, so a write there
+    fails (the plan flags it, TRAINFORGE_POD_CANNOT_WRITE) and a read finds only what the
+    image holds."""
+    mine = [u for u in uses if code_paths.under(u.path, m.path)]
+    if not mine:
+        return ""
+    shown = "; ".join(u.describe() for u in mine[:4])
+    more = f"; and {len(mine) - 4} more" if len(mine) > 4 else ""
+    return (
+        f". The shipped code names paths under {m.path}: {shown}{more}; without the mount "
+        "they are on the pod's read-only root file system, so a write there fails "
+        "(FileNotFoundError) and a read finds only what the image holds"
+    )
 
 
 def _efa_fate(at: str, value: Any, pool: PoolFacts, gpus: int) -> str:
@@ -676,7 +693,8 @@ def import_workload(
                 f"env {', '.join(nccl)}: kept (your value replaces the platform's default)"
             )
 
-    # the pod's other fields
+    # the pod's other fields; the shipped code's paths (code_paths: the plan's one reader)
+    uses = code_paths.path_uses((posixpath.join(code_dir, p), t) for p, t in files.items())
     for m in found:
         if m in shipped.mounts:
             continue
@@ -687,7 +705,7 @@ def import_workload(
         why = import_code.dropped_why(m)
         if program.kind == "module" and get(m.volume, "configMap", "name"):
             why = "entrypoint.module imports from your image, so no ConfigMap file is shipped"
-        changes.append(f"{m.at} {m.name} ({m.path}): dropped; {why}")
+        changes.append(f"{m.at} {m.name} ({m.path}): dropped; {why}{_uses_under(m, uses)}")
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
         if k == "envFrom":
             for src in c[k] if isinstance(c[k], list) else []:

@@ -21,8 +21,8 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from trainforge.core.pods import argv, containers, get, literal_env, volume_file_mode
+from trainforge.jobs import code_paths, shell_argv, trainjob
 from trainforge.jobs import pod as job_pod
-from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.entrypoint import default_checkpoint_dir
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -697,6 +697,93 @@ def _rehearse(
     return lines, entry, findings, made
 
 
+def unwritable_writes(
+    pod: dict[str, Any], c: dict[str, Any], configmaps: dict[str, dict[str, Any]]
+) -> list[code_paths.PathUse]:
+    """The writes of container `c`'s own code (the ConfigMap volumes mounted at its
+    workingDir or named in its command: `configmaps`, name -> the ConfigMap object of the
+    pod's namespace) that lie on no writable volume of it, where its root file system is
+    read-only (readOnlyRootFilesystem): each fails in the pod (FileNotFoundError, or EROFS).
+    The one reader of the code's paths: trainforge.jobs.code_paths (the importer names the
+    same uses under each mount it drops). Files are named by their path in the pod."""
+    if not (c.get("securityContext") or {}).get("readOnlyRootFilesystem"):
+        return []
+    mounts = _mounts(pod, c)
+    writable = [
+        vm.path for vm in mounts if not vm.read_only and _volume_kind(vm.volume) != "readOnly"
+    ]
+    words = [*argv(c), str(c.get("workingDir") or "")]
+    files: list[tuple[str, str]] = []
+    for vm in mounts:
+        cm = configmaps.get(str(get(vm.volume, "configMap", "name")))
+        top = vm.path.rstrip("/")
+        if (
+            cm is None
+            or vm.sub_path
+            or not any(code_paths.under(w, top) or top in w for w in words)
+        ):
+            continue
+        data = {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
+        items = get(vm.volume, "configMap", "items") or [{"key": k, "path": k} for k in data]
+        for item in items:
+            if isinstance(item, dict) and str(item.get("key")) in data:
+                files.append((f"{top}/{item.get('path')}", data[str(item["key"])]))
+    return [
+        u
+        for u in code_paths.path_uses(files)
+        if u.writes and not any(code_paths.under(u.path, w) for w in writable)
+    ]
+
+
+def _unwritable_findings(ctx: PlanContext) -> list[Finding]:
+    """CANNOT_WRITE for each write of a container's own code on no writable volume of it
+    (`unwritable_writes`): one finding per object and container, naming the replica types
+    (Master, Worker) whose pods run the same."""
+    out: list[Finding] = []
+    for o in ctx.objects:
+        ns = o.namespace or ""
+        configmaps = {
+            x.obj_name: x.doc
+            for x in ctx.objects
+            if x.kind == "ConfigMap" and (x.namespace or "") == ns
+        }
+        if not configmaps:
+            continue
+        said: dict[str, list[str]] = {}  # message body -> replica types
+        for t in pod_templates(o.doc, build=False):
+            for c in containers(t.spec):
+                writes = unwritable_writes(t.spec, c, configmaps)
+                if not writes:
+                    continue
+                shown = "; ".join(u.describe() for u in writes[:MOST_WRITES])
+                more = (
+                    f"; and {len(writes) - MOST_WRITES} more" if len(writes) > MOST_WRITES else ""
+                )
+                mounted = ", ".join(vm.path for vm in _mounts(t.spec, c) if not vm.read_only)
+                body = (
+                    f"the code of container {c.get('name')!r} writes outside its writable "
+                    f"volumes ({mounted or 'none'}): {shown}{more}; its root file system is "
+                    "read-only, so each write fails in the pod (FileNotFoundError, or EROFS "
+                    "where the image has the folder)"
+                )
+                said.setdefault(body, []).extend([t.name] if t.name else [])
+        for body, replicas in said.items():
+            where = f"{', '.join(replicas)} pod{'s' * (len(replicas) > 1)}: " if replicas else ""
+            names = frozenset({o.ident, o.name})
+            out.append(
+                Finding(o.ident, CANNOT_WRITE, where + body, WRITE_FIX, urn=o.urn, names=names)
+            )
+    return out
+
+
+MOST_WRITES = 4
+WRITE_FIX = (
+    "mount a volume there (a job entry: `volumes: [{claim: <your team's claim>, mountPath: "
+    "<the folder>}]`, docs/jobs.md), or write under one the pod has (the job contract's "
+    f"{CHECKPOINT_DIR} and {OUTPUT_DIR}, /tmp)"
+)
+
+
 def _unexecutable_findings(ctx: PlanContext) -> list[Finding]:
     """SCRIPT_FAILS for each container whose program the pod could not execute
     (`unexecutable`), once per object and message, in the pods the object writes."""
@@ -716,11 +803,14 @@ def _unexecutable_findings(ctx: PlanContext) -> list[Finding]:
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    unexec = _unexecutable_findings(ctx)
+    unexec = _unexecutable_findings(ctx) + _unwritable_findings(ctx)
     result = _check_scripts(ctx)
     if unexec:
         title = "Pod script rehearsal"
-        lines = [f"NOT EXECUTABLE: {f.message}" for f in unexec]
+        lines = [
+            f"{'NOT EXECUTABLE' if f.rule == SCRIPT_FAILS else 'CANNOT WRITE'}: {f.message}"
+            for f in unexec
+        ]
         if result.sections:
             result.sections[0].lines[:0] = lines
         else:
