@@ -178,3 +178,21 @@ def test_the_code_path_reader_names_writes_and_uses_by_file_and_line():
         ("run:2", "/checkpoints/run", True),
         ("run:3", "/out/done", True),
     ]
+
+
+def test_a_v21_pod_template_overrides_configmap_script_is_shipped(tmp_path):
+    """A v2.1 TrainJob mounts its code the v2.1 way: a `node` container override's
+    volumeMounts and the override's volumes. The one reader of a TrainJob's node pod patches
+    (import_read.node_pod_patches) gives them to the mounts, so the script is shipped."""
+    doc = yaml.safe_load(_v21_trainjob({"eks.amazonaws.com/nodegroup": "efa-p5"}))
+    doc["spec"]["trainer"]["command"] = ["torchrun", "/code/train.py"]
+    override = doc["spec"]["podTemplateOverrides"][0]["spec"]
+    override["containers"] = [
+        {"name": "node", "volumeMounts": [{"name": "c", "mountPath": "/code"}]}
+    ]
+    override["volumes"] = [{"name": "c", "configMap": {"name": "v21-code"}}]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "v21-code"},
+          "data": {"train.py": "print('v21')\n"}}  # fmt: skip
+    r = imp(write(tmp_path, yaml.safe_dump_all([doc, cm], sort_keys=False)))
+    assert r.entry["entrypoint"] == {"script": "imported/v21/train.py"}
+    assert r.files == {"imported/v21/train.py": "print('v21')\n"}
