@@ -240,6 +240,9 @@ def rehearsal_flags(
         pods = [t.spec for t in pod_templates(doc, build=False)]
         if doc.get("kind") == trainjob.KIND:  # the trainer's container, as the job writes it
             pods.append({"containers": [(doc.get("spec") or {}).get("trainer") or {}]})
+            with contextlib.suppress(KeyError, TypeError, AttributeError, StopIteration):
+                built = trainjob.built_pod(doc)  # and its pod, on the platform's runtime
+                pods += [built.get("spec") or {}] if built is not None else []
         # a shell script to rehearse, a program the pod cannot execute (a file of a
         # ConfigMap without an execute bit), or code that writes off its volumes
         return any(

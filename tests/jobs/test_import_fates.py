@@ -196,3 +196,24 @@ def test_a_v21_pod_template_overrides_configmap_script_is_shipped(tmp_path):
     r = imp(write(tmp_path, yaml.safe_dump_all([doc, cm], sort_keys=False)))
     assert r.entry["entrypoint"] == {"script": "imported/v21/train.py"}
     assert r.files == {"imported/v21/train.py": "print('v21')\n"}
+
+
+def test_a_trainjobs_write_off_its_volumes_is_flagged_in_the_pod_the_trainer_builds(tmp_path):
+    """On the trainjob backend the pod is the Trainer's, built from the runtime: the plan's
+    static reads (a write on no writable volume) run on that pod, as the script rehearsal
+    does, and the import's list of what the plan flags says it."""
+    from trainforge import import_cli  # noqa: PLC0415
+    from trainforge.jobs.codeship import CodeBundle  # noqa: PLC0415
+
+    entry = {"name": "tjw", "team": "research", "pool": GPU_POOL.name, "workers": 2,
+             "gpusPerWorker": 1, "backend": "trainjob",
+             "entrypoint": {"script": "imported/tjw/train.py"}}  # fmt: skip
+    code = "open('/checkpoints/done', 'w').write('x')\n"
+    t = target(GPU_POOL, backends=("trainjob",))
+    job = resolve_job(parse_job(entry, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    emitted = emit(job, t, CODE, CodeBundle((("train.py", code),)))
+    assert emitted.workload["kind"] == "TrainJob"
+    flags = import_cli.rehearsal_flags([emitted.workload, emitted.user_configmap], None, "")
+    assert [(r, m.split(": ", 1)[1].split(";")[0]) for r, m in flags] == [
+        ("TRAINFORGE_POD_CANNOT_WRITE", "/workspace/train.py:1 writes /checkpoints/done")
+    ]

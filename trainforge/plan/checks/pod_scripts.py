@@ -735,6 +735,19 @@ def unwritable_writes(
     ]
 
 
+def _pods_of(o: Any, ctx: PlanContext) -> list[tuple[str, dict[str, Any]]]:
+    """(replica name, pod spec) of the pods object `o` runs: the templates it writes, or a
+    TrainJob's pod as the Trainer builds it from its runtime (as `_collect` reads it; none
+    where it cannot be built, which the script rehearsal reports)."""
+    if o.kind != trainjob.KIND:
+        return [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+    try:
+        built = trainjob.built_pod(o.doc, runtime_docs(ctx))
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        built = None
+    return [("", built.get("spec") or {})] if built is not None else []
+
+
 def _unwritable_findings(ctx: PlanContext) -> list[Finding]:
     """CANNOT_WRITE for each write of a container's own code on no writable volume of it
     (`unwritable_writes`): one finding per object and container, naming the replica types
@@ -750,23 +763,23 @@ def _unwritable_findings(ctx: PlanContext) -> list[Finding]:
         if not configmaps:
             continue
         said: dict[str, list[str]] = {}  # message body -> replica types
-        for t in pod_templates(o.doc, build=False):
-            for c in containers(t.spec):
-                writes = unwritable_writes(t.spec, c, configmaps)
+        for replica, pod in _pods_of(o, ctx):
+            for c in containers(pod):
+                writes = unwritable_writes(pod, c, configmaps)
                 if not writes:
                     continue
                 shown = "; ".join(u.describe() for u in writes[:MOST_WRITES])
                 more = (
                     f"; and {len(writes) - MOST_WRITES} more" if len(writes) > MOST_WRITES else ""
                 )
-                mounted = ", ".join(vm.path for vm in _mounts(t.spec, c) if not vm.read_only)
+                mounted = ", ".join(vm.path for vm in _mounts(pod, c) if not vm.read_only)
                 body = (
                     f"the code of container {c.get('name')!r} writes outside its writable "
                     f"volumes ({mounted or 'none'}): {shown}{more}; its root file system is "
                     "read-only, so each write fails in the pod (FileNotFoundError, or EROFS "
                     "where the image has the folder)"
                 )
-                said.setdefault(body, []).extend([t.name] if t.name else [])
+                said.setdefault(body, []).extend([replica] if replica else [])
         for body, replicas in said.items():
             where = f"{', '.join(replicas)} pod{'s' * (len(replicas) > 1)}: " if replicas else ""
             names = frozenset({o.ident, o.name})
@@ -789,11 +802,11 @@ def _unexecutable_findings(ctx: PlanContext) -> list[Finding]:
     (`unexecutable`), once per object and message, in the pods the object writes."""
     found: dict[tuple[str, str], Finding] = {}
     for o in ctx.objects:
-        for t in pod_templates(o.doc, build=False):
-            for c in containers(t.spec):
-                why = unexecutable(t.spec, c)
+        for replica, pod in _pods_of(o, ctx):
+            for c in containers(pod):
+                why = unexecutable(pod, c)
                 if why is not None and (o.ident, why) not in found:
-                    where = f"{t.name} pod: " if t.name else ""
+                    where = f"{replica} pod: " if replica else ""
                     names = frozenset({o.ident, o.name})
                     found[(o.ident, why)] = Finding(
                         o.ident, SCRIPT_FAILS, where + why, RULES[SCRIPT_FAILS],
