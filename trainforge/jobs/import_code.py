@@ -39,8 +39,9 @@ class Mount:
 
 def mounts(w: Workload, docs: list[dict[str, Any]]) -> list[Mount]:
     """The container's mounts: its own volumeMounts with the pod's volumes; for a TrainJob
-    those of the `node` container in the runtime patches of its `node` replicated job (the
-    only place a TrainJob mounts a volume: trainjob.SHAPE's levels), later patches last."""
+    those of the `node` container in the pod patches of its `node` replicated job (the only
+    place a TrainJob mounts a volume: its runtimePatches, or a v2.1 file's
+    podTemplateOverrides; `import_read.node_pod_patches`), later patches last."""
     out = _mounts(w.container, w.pod, w.at, f"{w.pod_at}.volumes")
     if w.kind != trainjob.KIND:
         return out
