@@ -121,8 +121,8 @@ def _out_dir(root: Path, out: str | None) -> str:
     return posixpath.normpath(rel.as_posix())
 
 
-def _write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
+def _write(root: Path, result: Imported) -> None:
+    for rel, text in result.files.items():
         path = root / rel
         blocked = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
         if blocked is not None or path.is_dir():
@@ -132,9 +132,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
             raise _Refused(
                 f"--out: {rel} exists with other content; remove it or choose another --out"
             )
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text, encoding="utf-8")
+    result.write_to(root)
 
 
 def _check(contract: Any, root: Path, result: Imported, written: bool) -> list[str]:
@@ -186,9 +184,7 @@ def plan_flags(
         target = contract.target(spec.team, spec.pool, where)
         job = resolve_job(spec, target, where)
         with tempfile.TemporaryDirectory() as tmp, contextlib.chdir(tmp):
-            for rel, text in result.files.items():
-                Path(rel).parent.mkdir(parents=True, exist_ok=True)
-                Path(rel).write_text(text, encoding="utf-8")
+            result.write_to(Path("."))
             bundle = entrypoint.user_code(job, ".", where)
         emitted = emit(job, target, codeship.collect(), bundle)
     except (JobConfigError, StackError):
@@ -216,7 +212,8 @@ def rehearsal_flags(
     stack's program run offline (`trainforge.local.planned_context`: the team's claims, the
     file system setup Jobs that run first, the Trainer runtimes), as the plan runs it once
     the entry is in the stack; the job's objects alone for a project without a program.
-    The program runs (seconds) only where a pod of the job runs a shell script."""
+    The program runs (seconds) only where a pod of the job runs a shell script, a program it
+    cannot execute or code that writes off its volumes."""
     from trainforge.jobs import trainjob  # noqa: PLC0415
     from trainforge.jobs.backends import pod_templates  # noqa: PLC0415
     from trainforge.local import planned_context  # noqa: PLC0415
@@ -229,8 +226,21 @@ def rehearsal_flags(
         pods = [t.spec for t in pod_templates(doc, build=False)]
         if doc.get("kind") == trainjob.KIND:  # the trainer's container, as the job writes it
             pods.append({"containers": [(doc.get("spec") or {}).get("trainer") or {}]})
-        containers = (c for p in pods for c in p.get("containers") or () if isinstance(c, dict))
-        return any(pod_scripts.shell_script(c) is not None for c in containers)
+            with contextlib.suppress(KeyError, TypeError, AttributeError, StopIteration):
+                built = trainjob.built_pod(doc)  # and its pod, on the platform's runtime
+                pods += [built.get("spec") or {}] if built is not None else []
+        # a shell script to rehearse, a program the pod cannot execute (a file of a
+        # ConfigMap without an execute bit), or code that writes off its volumes
+        return any(
+            pod_scripts.shell_script(c) is not None
+            or pod_scripts.unexecutable(p, c)
+            or pod_scripts.unwritable_writes(p, c, configmaps)
+            for p in pods
+            for c in p.get("containers") or ()
+            if isinstance(c, dict)
+        )
+
+    configmaps = {str(d["metadata"]["name"]): d for d in docs if d.get("kind") == "ConfigMap"}
 
     if not any(scripts(d) for d in docs):
         return []
@@ -399,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             quota=quotas.get(team, {}) if quotas is not None else None,
         )
         if args.out is not None:
-            _write(root, result.files)
+            _write(root, result)
     except (ImportProblem, _Refused, stack_file.StackFileError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 2

@@ -311,6 +311,38 @@ def argv(container: Any) -> list[str]:
     return [str(a) for a in [*(get(container, "command") or ()), *(get(container, "args") or ())]]
 
 
+# a ConfigMap (or Secret, projected) volume's file mode where neither its item nor the volume
+# sets one: k8s.io/api core/v1 types.go ConfigMapVolumeSourceDefaultMode, SecretVolumeSourceDefaultMode,
+# ProjectedVolumeSourceDefaultMode, each 0644 ("Defaults to 0644"; read 2026-12-01)
+VOLUME_DEFAULT_MODE = 0o644
+_MODE_VOLUMES = ("configMap", "secret", "projected")
+
+
+def volume_file_mode(volume: Any, rel: str) -> int:
+    """The mode the kubelet gives file `rel` (relative to the mount) of a ConfigMap, Secret
+    or projected volume: its item's `mode`, else the volume's `defaultMode`, else 0644. The
+    one reader of it: the importer keeps a file's execute bits (`./run.sh` under
+    `defaultMode: 0755`), the plan refuses a program the pod could not execute."""
+    source = next(
+        (get(volume, k) for k in _MODE_VOLUMES if isinstance(get(volume, k), Mapping)), {}
+    )
+    items = [x for x in source.get("items") or () if isinstance(x, Mapping)]
+    items += [
+        x
+        for s in source.get("sources") or ()
+        if isinstance(s, Mapping)
+        for v in s.values()
+        if isinstance(v, Mapping)
+        for x in v.get("items") or ()
+        if isinstance(x, Mapping)
+    ]
+    item = next((x for x in items if x.get("path") == rel), {})
+    for mode in (item.get("mode"), source.get("defaultMode")):
+        if isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= 0o777:
+            return mode
+    return VOLUME_DEFAULT_MODE
+
+
 def _int(v: Any, default: Any) -> Any:
     return int(v) if isinstance(v, int | str) and str(v).isdigit() else default
 

@@ -23,7 +23,7 @@ from trainforge.core import pods
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.codeship import USER_CODE_MOUNT
-from trainforge.jobs.import_read import ImportProblem, Workload, get
+from trainforge.jobs.import_read import ImportProblem, Workload, get, node_pod_patches
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,9 @@ class Mount:
 
 def mounts(w: Workload, docs: list[dict[str, Any]]) -> list[Mount]:
     """The container's mounts: its own volumeMounts with the pod's volumes; for a TrainJob
-    those of the `node` container in the runtime patches of its `node` replicated job (the
-    only place a TrainJob mounts a volume: trainjob.SHAPE's levels), later patches last."""
+    those of the `node` container in the pod patches of its `node` replicated job (the only
+    place a TrainJob mounts a volume: its runtimePatches, or a v2.1 file's
+    podTemplateOverrides; `import_read.node_pod_patches`), later patches last."""
     out = _mounts(w.container, w.pod, w.at, f"{w.pod_at}.volumes")
     if w.kind != trainjob.KIND:
         return out
@@ -52,14 +53,10 @@ def mounts(w: Workload, docs: list[dict[str, Any]]) -> list[Mount]:
         ),
         None,
     )
-    for t in pods.pod_templates(doc or {}, {trainjob.KIND: trainjob.SHAPE}, build=False):
-        if t.name != trainjob.REPLICATED_JOB:
-            continue
-        for i, c in enumerate(t.spec.get("containers") or []):
+    for spec_at, spec in node_pod_patches(doc or {}):
+        for i, c in enumerate(spec.get("containers") or []):
             if isinstance(c, dict) and c.get("name") == trainjob.CONTAINER:
-                out += _mounts(
-                    c, t.spec, f"{t.path}.spec.containers[{i}]", f"{t.path}.spec.volumes"
-                )
+                out += _mounts(c, spec, f"{spec_at}.containers[{i}]", f"{spec_at}.volumes")
     return out
 
 
@@ -98,6 +95,9 @@ class Shipped:
     mounts: list[Mount] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # "ConfigMap x" per mount
     missing: list[str] = field(default_factory=list)  # full paths in the original pod
+    # file -> the mode the kubelet gave it (its item's `mode`, else the volume's
+    # `defaultMode`, else Kubernetes' 0644), for the files it made executable
+    executable: dict[str, int] = field(default_factory=dict)
 
     def rewrite(self, word: str) -> str:
         """`word` with each shipped mount's path replaced by USER_CODE_MOUNT, where the
@@ -158,6 +158,8 @@ def ship(
                     "or put the file beside the YAML",
                 )
         for rel, text in files.items():
+            if (mode := pods.volume_file_mode(m.volume, rel)) & 0o111:
+                out.executable[rel] = mode
             if out.files.get(rel, text) != text:
                 raise ImportProblem(
                     file, m.at, f"{rel} comes from two ConfigMaps; a job ships one code directory"

@@ -330,27 +330,55 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
 
 
 def _patched_pod(doc: dict[str, Any]) -> tuple[dict[str, Any], str]:
-    """(the pod fields, field path) a TrainJob's runtime patches set on the pods of its `node`
-    replicated job, later patches last: the pinned TrainJob CRD's pod patch holds
-    nodeSelector, tolerations, affinity, schedulingGates, securityContext,
-    serviceAccountName, imagePullSecrets, initContainers, containers and volumes
-    (trainer.kubeflow.org_trainjobs.yaml of Trainer v2.2.1, c505fc7c, vendored in
-    trainforge/plan/data/crds/, read 2026-11-30), which the Trainer applies to the pods it
-    builds: so a `nodeSelector` there placed them, as a pod's own does. The importer reads
-    these as the pod's (a selector chooses or refuses the pool; every other field is named
-    with its fate); its containers and volumes are read by `import_code.mounts`. ({}, "spec")
-    without such a patch; the path is the last patch's that sets a field."""
+    """(the pod fields, field path) a TrainJob's pod patches (`node_pod_patches`) set on the
+    pods of its `node` replicated job, later patches last, as the pod's: a `nodeSelector`
+    there placed them, as a pod's own does, so it chooses or refuses the pool; every other
+    field is named with its fate; containers and volumes are read by `import_code.mounts`.
+    ({}, "spec") without such a patch; the path is the last patch's that sets a field."""
     pod: dict[str, Any] = {}
     at = "spec"
-    shapes = {trainjob.KIND: trainjob.SHAPE}
-    for t in pods.pod_templates(doc, shapes, build=False):
-        if t.name != trainjob.REPLICATED_JOB:
-            continue
-        fields = {k: v for k, v in t.spec.items() if k not in ("containers", "volumes")}
+    for path, spec in node_pod_patches(doc):
+        fields = {k: v for k, v in spec.items() if k not in ("containers", "volumes")}
         if fields:
             pod.update(fields)
-            at = f"{t.path}.spec"
+            at = path
     return pod, at
+
+
+def node_pod_patches(doc: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(field path, pod spec fields) of each patch a TrainJob writes on the pods of its `node`
+    replicated job, in order: the one reader of both spellings of it.
+
+    - `spec.runtimePatches` (Trainer v2.2.1, the pinned version): its pod patch holds
+      nodeSelector, tolerations, affinity, schedulingGates, securityContext,
+      serviceAccountName, imagePullSecrets, initContainers, containers and volumes
+      (trainer.kubeflow.org_trainjobs.yaml of v2.2.1, c505fc7c, vendored in
+      trainforge/plan/data/crds/, read 2026-11-30), found at trainjob.SHAPE's levels.
+    - `spec.podTemplateOverrides` (Trainer v2.1.0, 73c9bece, trainjob_types.go
+      `PodTemplateOverrides []PodTemplateOverride`: `targetJobs` [{name}], `metadata`,
+      `spec` PodTemplateSpecOverride: serviceAccountName, nodeSelector, affinity,
+      tolerations, volumes, initContainers, containers (name, env, volumeMounts),
+      schedulingGates, imagePullSecrets; read 2026-12-01): gone at v2.2.0 and the pinned
+      v2.2.1, which replaced it with runtimePatches. A file written for v2.1 still says
+      where its pods ran and what they mounted, so it is read the same way, under its own
+      path (the importer says the field itself is v2.1's: `_TRAINJOB_DROPPED`)."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    shapes = {trainjob.KIND: trainjob.SHAPE}
+    for t in pods.pod_templates(doc, shapes, build=False):
+        if t.name == trainjob.REPLICATED_JOB and isinstance(t.spec, dict):
+            out.append((f"{t.path}.spec", t.spec))
+    overrides = get(doc, "spec", "podTemplateOverrides")
+    for i, o in enumerate(overrides if isinstance(overrides, list) else []):
+        targets = o.get("targetJobs") if isinstance(o, dict) else None
+        names = (
+            [get(t, "name") for t in targets if isinstance(t, dict)]
+            if isinstance(targets, list)
+            else []
+        )
+        spec = o.get("spec") if isinstance(o, dict) else None
+        if trainjob.REPLICATED_JOB in names and isinstance(spec, dict):
+            out.append((f"spec.podTemplateOverrides[{i}].spec", spec))
+    return out
 
 
 def _procs(nproc: Any, file: str) -> int:
@@ -486,6 +514,11 @@ _TRAINJOB_DROPPED = {
     "initializer": "; not supported (a job entry has no initializer, and the platform's "
     "NetworkPolicies give pods no internet: put the data set and model on the team's FSx or "
     "its S3 prefix, which the job reads; docs/teams.md, Network)",
+    # Trainer v2.1.0's (trainjob_types.go at v2.1.0, 73c9bece, read 2026-12-01); gone at v2.2.0
+    "podTemplateOverrides": "; a Trainer v2.1 field (v2.1.0's TrainJobSpec), gone since v2.2.0 "
+    f"and at the pinned v{versions.TRAINER_VERSION}, which replaced it with spec.runtimePatches: "
+    "each field of its node pods (nodeSelector, tolerations, ...) is read as the pod's and "
+    "named, on its own line; code it mounts from a ConfigMap of the file is shipped",
     "suspend": "; Kueue admits and queues jobs",
     "managedBy": "; the platform sets it where MultiKueue runs the job (a fleet's manager stack)",
 }

@@ -20,14 +20,15 @@ import re
 import shlex
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, NoReturn
 
 from trainforge.core import image_routes, labels, versions
-from trainforge.core.contract import GPU_RESOURCE, PoolFacts
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts, efa_count
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
-from trainforge.jobs import import_code, torchrun_args
+from trainforge.jobs import code_paths, import_code, torchrun_args
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.image_facts import stock_facts
 from trainforge.jobs.import_image import dropped_torchless, torch_need, torchless, unknown_facts
@@ -80,6 +81,19 @@ class Imported:
     entry: dict[str, Any]
     files: dict[str, str] = field(default_factory=dict)
     changes: list[str] = field(default_factory=list)
+    # the files the original pod ran as programs (an execute bit in their ConfigMap volume's
+    # mode): written executable, so that codeship ships them 0555 (read-only, runnable)
+    executable: frozenset[str] = frozenset()
+
+    def write_to(self, root: Path) -> None:
+        """Write the files below `root` as the import names them, the executable ones with
+        their execute bits (codeship.collect reads them from the file's mode): the one writer
+        of `--out` and of the plan-flag rehearsal's scratch copy."""
+        for rel, text in self.files.items():
+            path = root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+            path.chmod(0o755 if rel in self.executable else 0o644)
 
 
 # --- translating -------------------------------------------------------------------------------
@@ -232,8 +246,64 @@ def _size(
             )
     for kind, given in (("requests", requests), ("limits", limits)):
         for res, value in sorted(given.items()):
-            if res not in (GPU, "cpu", "memory"):
+            if res == EFA_RESOURCE:
+                changes.append(_efa_fate(f"{res_at}.{kind}.{res}", value, pool, gpus))
+            elif res not in (GPU, "cpu", "memory"):
                 changes.append(f"{res_at}.{kind}.{res} {value}: dropped (not supported)")
+
+
+def _uses_under(m: import_code.Mount, uses: list[code_paths.PathUse]) -> str:
+    """What the shipped code does under a mount the import drops (file:line), said on the
+    mount's line: in the pod that path is on the read-only root file system, so a write there
+    fails (the plan flags it, TRAINFORGE_POD_CANNOT_WRITE) and a read finds only what the
+    image holds."""
+    mine = [u for u in uses if code_paths.under(u.path, m.path)]
+    if not mine:
+        return ""
+    shown = "; ".join(u.describe() for u in mine[:4])
+    more = f"; and {len(mine) - 4} more" if len(mine) > 4 else ""
+    return (
+        f". The shipped code names paths under {m.path}: {shown}{more}; without the mount "
+        "they are on the pod's read-only root file system, so a write there fails "
+        "(FileNotFoundError) and a read finds only what the image holds"
+    )
+
+
+def _efa_fate(at: str, value: Any, pool: PoolFacts, gpus: int) -> str:
+    """What the pod gets for an asked EFA count: the entry leaves `efa` unset, so the job
+    model turns EFA on for a GPU pod on an EFA pool (trainforge.jobs.wiring) and the pod
+    requests the pool's own count (`efa_count`: the node's all for a full-node pod, else its
+    GPUs' share) with FI_PROVIDER=efa (trainforge.jobs.pod); elsewhere it gets none. Said as
+    such, never "not supported" (the pod still gets EFA), with the rehearsal's reason where
+    the asked count fits no node of the pool (32 is a p5.48xlarge's, a p4d.24xlarge has 4)."""
+    from trainforge.jobs import capacity  # noqa: PLC0415
+
+    if not pool.efa_interfaces or not gpus:
+        why = (
+            f"pool {pool.name} has no EFA interfaces"
+            if not pool.efa_interfaces
+            else "EFA carries NCCL traffic, and the pod has no GPUs"
+        )
+        return f"{at} {value}: dropped; {why}, so the pod gets none (NCCL goes over TCP)"
+    n = efa_count(pool, gpus)
+    line = (
+        f"{at} {value} -> {EFA_RESOURCE} {n}: the pool's own EFA count (efa, on by default "
+        f"for a GPU pod on an EFA pool): a pod on {pool.name} "
+        f"({', '.join(pool.instance_types) or 'its nodes'}) requests {n} with FI_PROVIDER=efa"
+    )
+    try:
+        asked = int(str(value))
+    except ValueError:
+        return line
+    if asked == n:
+        return line
+    req = capacity.PodRequest.with_cpu(Fraction(0), Fraction(0), gpus, asked)
+    shorts = [
+        why for r in capacity.rooms(pool) for k, why in capacity.fit(r, req).short if k == "efa"
+    ]
+    if shorts:
+        return f"{line}; {asked} would not have fit ({'; '.join(shorts)})"
+    return line
 
 
 def _memory_short(memory: str, gpus: int, pool: PoolFacts) -> str:
@@ -558,6 +628,13 @@ def import_workload(
             f"entrypoint.codeDir {code_dir}: its {len(files)} file(s) shipped, mounted at "
             f"{USER_CODE_MOUNT}"
         )
+    if shipped.executable:
+        modes = ", ".join(f"{p} ({m:04o})" for p, m in sorted(shipped.executable.items()))
+        rest = " (the others 0444)" if len(shipped.executable) < len(files) else ""
+        changes.append(
+            f"file modes of {via}: {modes} -> shipped executable with mode 0555{rest}: "
+            "read-only code, runnable as the original pod ran it"
+        )
     program.args = [_moved(a, resolved, shipped) for a in program.args]
     moved = [m.path for m in shipped.mounts if m.path != USER_CODE_MOUNT]
     if moved:
@@ -616,7 +693,8 @@ def import_workload(
                 f"env {', '.join(nccl)}: kept (your value replaces the platform's default)"
             )
 
-    # the pod's other fields
+    # the pod's other fields; the shipped code's paths (code_paths: the plan's one reader)
+    uses = code_paths.path_uses((posixpath.join(code_dir, p), t) for p, t in files.items())
     for m in found:
         if m in shipped.mounts:
             continue
@@ -627,7 +705,7 @@ def import_workload(
         why = import_code.dropped_why(m)
         if program.kind == "module" and get(m.volume, "configMap", "name"):
             why = "entrypoint.module imports from your image, so no ConfigMap file is shipped"
-        changes.append(f"{m.at} {m.name} ({m.path}): dropped; {why}")
+        changes.append(f"{m.at} {m.name} ({m.path}): dropped; {why}{_uses_under(m, uses)}")
     for k in sorted(set(c) - _CONTAINER_KNOWN - {"resourcesPerNode", "numNodes", "numProcPerNode"}):
         if k == "envFrom":
             for src in c[k] if isinstance(c[k], list) else []:
@@ -681,6 +759,7 @@ def import_workload(
         entry,
         {posixpath.join(code_dir, p): t for p, t in files.items()},
         changes,
+        frozenset(posixpath.join(code_dir, p) for p in shipped.executable),
     )
 
 

@@ -20,9 +20,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from trainforge.core.pods import argv, containers, get, literal_env
+from trainforge.core.pods import argv, containers, get, literal_env, volume_file_mode
+from trainforge.jobs import code_paths, shell_argv, trainjob
 from trainforge.jobs import pod as job_pod
-from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.jobs.entrypoint import default_checkpoint_dir
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -320,6 +320,42 @@ def script_of(
         s.skip = f"volume {other[0][0]!r} is a {other[0][1]}, which is not rehearsed"
         s.skip_fix = volume_fix(other[0][1])
     return s
+
+
+def unexecutable(pod: dict[str, Any], c: dict[str, Any]) -> str | None:
+    """Why container `c` of pod spec `pod` cannot start its program (None: it can, or this
+    cannot tell): a program given by path (`./run.sh`, `/workspace/run.sh`; relative ones
+    from the container's workingDir) that is a file of a ConfigMap, Secret or projected
+    volume whose mode (`volume_file_mode`: the item's, the volume's defaultMode, 0644) has no
+    execute bit for the container's user fails at exec with "permission denied", and the pod
+    with it: the runtime execs the file itself, it runs no shell for it. Root needs any
+    execute bit; another user the others' bit, or the group's where the pod sets an fsGroup
+    (the kubelet gives the volume's files that group; it adds no execute bit to a file)."""
+    args = argv(c)
+    if not args or "/" not in args[0]:
+        return None  # none, or found on the image's PATH
+    workdir = c.get("workingDir") or "/"
+    path = posixpath.normpath(posixpath.join(str(workdir), args[0]))
+    identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
+    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    for vm in _mounts(pod, c):
+        top = vm.path.rstrip("/")
+        if _volume_kind(vm.volume) != "readOnly" or vm.sub_path or not path.startswith(top + "/"):
+            continue
+        mode = volume_file_mode(vm.volume, path[len(top) + 1 :])
+        bits = 0o111 if identity.uid == 0 else 0o001 | (0o010 if fs_group is not None else 0)
+        if mode & bits:
+            return None
+        shown = args[0] if args[0] == path else f"{args[0]} ({path})"
+        return (
+            f"container {c.get('name')!r} runs {shown}, a file of volume {vm.name!r} mounted "
+            f"with mode {mode:04o}, which uid {identity.uid} cannot execute: the pod fails at "
+            "start with 'permission denied'; give the file an execute bit (a file of an "
+            "entry's codeDir: chmod +x it in the project, shipped 0555; a ConfigMap of your "
+            f"own: its item's mode or the volume's defaultMode) or run it through its "
+            f"interpreter (bash {args[0]})"
+        )
+    return None
 
 
 def unrunnable_alone(s: Script) -> str | None:
@@ -691,7 +727,144 @@ def _rehearse(
     return lines, entry, findings, made
 
 
+def unwritable_writes(
+    pod: dict[str, Any], c: dict[str, Any], configmaps: dict[str, dict[str, Any]]
+) -> list[code_paths.PathUse]:
+    """The writes of container `c`'s own code (the ConfigMap volumes mounted at its
+    workingDir or named in its command: `configmaps`, name -> the ConfigMap object of the
+    pod's namespace) that lie on no writable volume of it, where its root file system is
+    read-only (readOnlyRootFilesystem): each fails in the pod (FileNotFoundError, or EROFS).
+    The one reader of the code's paths: trainforge.jobs.code_paths (the importer names the
+    same uses under each mount it drops). Files are named by their path in the pod."""
+    if not (c.get("securityContext") or {}).get("readOnlyRootFilesystem"):
+        return []
+    mounts = _mounts(pod, c)
+    writable = [
+        vm.path for vm in mounts if not vm.read_only and _volume_kind(vm.volume) != "readOnly"
+    ]
+    words = [*argv(c), str(c.get("workingDir") or "")]
+    files: list[tuple[str, str]] = []
+    for vm in mounts:
+        cm = configmaps.get(str(get(vm.volume, "configMap", "name")))
+        top = vm.path.rstrip("/")
+        if (
+            cm is None
+            or vm.sub_path
+            or not any(code_paths.under(w, top) or top in w for w in words)
+        ):
+            continue
+        data = {str(k): str(v) for k, v in (cm.get("data") or {}).items()}
+        items = get(vm.volume, "configMap", "items") or [{"key": k, "path": k} for k in data]
+        for item in items:
+            if isinstance(item, dict) and str(item.get("key")) in data:
+                files.append((f"{top}/{item.get('path')}", data[str(item["key"])]))
+    return [
+        u
+        for u in code_paths.path_uses(files)
+        if u.writes and not any(code_paths.under(u.path, w) for w in writable)
+    ]
+
+
+def _pods_of(o: Any, ctx: PlanContext) -> list[tuple[str, dict[str, Any]]]:
+    """(replica name, pod spec) of the pods object `o` runs: the templates it writes, or a
+    TrainJob's pod as the Trainer builds it from its runtime (as `_collect` reads it; none
+    where it cannot be built, which the script rehearsal reports)."""
+    if o.kind != trainjob.KIND:
+        return [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+    try:
+        built = trainjob.built_pod(o.doc, runtime_docs(ctx))
+    except (KeyError, TypeError, AttributeError, StopIteration):
+        built = None
+    return [("", built.get("spec") or {})] if built is not None else []
+
+
+def _unwritable_findings(ctx: PlanContext) -> list[Finding]:
+    """CANNOT_WRITE for each write of a container's own code on no writable volume of it
+    (`unwritable_writes`): one finding per object and container, naming the replica types
+    (Master, Worker) whose pods run the same."""
+    out: list[Finding] = []
+    for o in ctx.objects:
+        ns = o.namespace or ""
+        configmaps = {
+            x.obj_name: x.doc
+            for x in ctx.objects
+            if x.kind == "ConfigMap" and (x.namespace or "") == ns
+        }
+        if not configmaps:
+            continue
+        said: dict[str, list[str]] = {}  # message body -> replica types
+        for replica, pod in _pods_of(o, ctx):
+            for c in containers(pod):
+                writes = unwritable_writes(pod, c, configmaps)
+                if not writes:
+                    continue
+                shown = "; ".join(u.describe() for u in writes[:MOST_WRITES])
+                more = (
+                    f"; and {len(writes) - MOST_WRITES} more" if len(writes) > MOST_WRITES else ""
+                )
+                mounted = ", ".join(vm.path for vm in _mounts(pod, c) if not vm.read_only)
+                body = (
+                    f"the code of container {c.get('name')!r} writes outside its writable "
+                    f"volumes ({mounted or 'none'}): {shown}{more}; its root file system is "
+                    "read-only, so each write fails in the pod (FileNotFoundError, or EROFS "
+                    "where the image has the folder)"
+                )
+                said.setdefault(body, []).extend([replica] if replica else [])
+        for body, replicas in said.items():
+            where = f"{', '.join(replicas)} pod{'s' * (len(replicas) > 1)}: " if replicas else ""
+            names = frozenset({o.ident, o.name})
+            out.append(
+                Finding(o.ident, CANNOT_WRITE, where + body, WRITE_FIX, urn=o.urn, names=names)
+            )
+    return out
+
+
+MOST_WRITES = 4
+WRITE_FIX = (
+    "mount a volume there (a job entry: `volumes: [{claim: <your team's claim>, mountPath: "
+    "<the folder>}]`, docs/jobs.md), or write under one the pod has (the job contract's "
+    f"{CHECKPOINT_DIR} and {OUTPUT_DIR}, /tmp)"
+)
+
+
+def _unexecutable_findings(ctx: PlanContext) -> list[Finding]:
+    """SCRIPT_FAILS for each container whose program the pod could not execute
+    (`unexecutable`), once per object and message, in the pods the object writes."""
+    found: dict[tuple[str, str], Finding] = {}
+    for o in ctx.objects:
+        for replica, pod in _pods_of(o, ctx):
+            for c in containers(pod):
+                why = unexecutable(pod, c)
+                if why is not None and (o.ident, why) not in found:
+                    where = f"{replica} pod: " if replica else ""
+                    names = frozenset({o.ident, o.name})
+                    found[(o.ident, why)] = Finding(
+                        o.ident, SCRIPT_FAILS, where + why, RULES[SCRIPT_FAILS],
+                        urn=o.urn, names=names,
+                    )  # fmt: skip
+    return list(found.values())
+
+
 def check(ctx: PlanContext) -> CheckResult:
+    unexec = _unexecutable_findings(ctx) + _unwritable_findings(ctx)
+    result = _check_scripts(ctx)
+    if unexec:
+        title = "Pod script rehearsal"
+        lines = [
+            f"{'NOT EXECUTABLE' if f.rule == SCRIPT_FAILS else 'CANNOT WRITE'}: {f.message}"
+            for f in unexec
+        ]
+        if result.sections:
+            result.sections[0].lines[:0] = lines
+        else:
+            result.sections.append(
+                Section(title, lines, {"unexecutable": [f.resource for f in unexec]})
+            )
+        result.findings[:0] = unexec
+    return result
+
+
+def _check_scripts(ctx: PlanContext) -> CheckResult:
     scripts, consumers, claims = _collect(ctx)
     if not scripts:
         return CheckResult()

@@ -1,0 +1,132 @@
+"""`trainforge import` -> plan: a field the import changes is what the pod gets, and what the
+pod would hit the plan flags (newcomer review, a Kubeflow user, wave 21)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from trainforge import import_cli
+from trainforge.core.pods import containers
+from trainforge.jobs.backends import pod_templates
+from trainforge.plan.core import plan_project
+
+ROOT = Path(__file__).resolve().parents[2]
+REVIEW = ROOT / "tests" / "fixtures" / "import" / "review"
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py", "Pulumi.dev.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    shutil.copytree(ROOT / "examples", root / "examples")
+    return root
+
+
+def _add(root: Path, out: str) -> None:
+    entries = yaml.safe_load("\n".join(ln for ln in out.splitlines() if not ln.startswith("#")))
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:jobs"] += entries
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+
+
+def test_a_configmap_script_run_by_its_execute_bit_keeps_it(tmp_path, capsys, monkeypatch):
+    """review/runsh.yaml runs `./run.sh` from a ConfigMap mounted with defaultMode 0755. The
+    import wrote run.sh 0644, the platform shipped it 0444 and the pod failed at start with
+    "permission denied" while the plan was CLEAN. Now the import keeps the execute bit (said
+    on a line; shipped 0555, read-only) and the plan is clean of the pod's start; a file
+    shipped without one is flagged by the plan (TRAINFORGE_POD_SCRIPT_FAILS) and by the
+    import's list of what the plan will flag."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    path = REVIEW / "runsh.yaml"
+    assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        "#   - file modes of ConfigMap runsh-code: run.sh (0755), train.py (0755) -> shipped "
+        "executable with mode 0555: read-only code, runnable as the original pod ran it"
+    ) in out.splitlines()
+    assert "TRAINFORGE_POD_SCRIPT_FAILS" not in out
+    _add(root, out)
+    result = plan_project(root, "dev", standins=False)
+    mine = [v for v in result.failing if "runsh-job" in str(v.names)]
+    assert [v.rule for v in mine] == ["TRAINFORGE_DOCKER_HUB"], [(v.rule, v.message) for v in mine]
+    (job,) = [dj for dj in result.inventory.declared.jobs if dj.spec.name == "runsh-job"]
+    pod = pod_templates(job.emitted.workload)[0].spec
+    assert containers(pod)[0]["command"] == ["/workspace/run.sh"]
+    (src,) = [v for v in pod["volumes"] if v["name"] == "src"]
+    assert {i["path"]: i.get("mode") for i in src["configMap"]["items"]}["run.sh"] == 0o555
+
+    # the shipped file without its execute bit: what the pod hits, the plan flags
+    (root / "imported" / "runsh-job" / "run.sh").chmod(0o644)
+    result = plan_project(root, "dev", standins=False)
+    flagged = [v.message for v in result.failing if v.rule == "TRAINFORGE_POD_SCRIPT_FAILS"]
+    assert flagged == [FAILS]
+
+    # a ConfigMap without defaultMode (0644): the original pod fails too; the import says so
+    no_mode = tmp_path / "no-mode.yaml"
+    no_mode.write_text(path.read_text().replace(", defaultMode: 0755", ""))
+    assert import_cli.main([str(no_mode), "--stack", "dev"]) == 0
+    said = capsys.readouterr().out.split("# What `trainforge plan` will flag", 1)[1]
+    assert f"#   - TRAINFORGE_POD_SCRIPT_FAILS: {FAILS}" in said.splitlines()
+
+
+FAILS = (
+    "Master pod: container 'pytorch' runs /workspace/run.sh, a file of volume 'src' mounted "
+    "with mode 0444, which uid 537786 cannot execute: the pod fails at start with "
+    "'permission denied'; give the file an execute bit (a file of an entry's codeDir: "
+    "chmod +x it in the project, shipped 0555; a ConfigMap of your own: its item's mode or "
+    "the volume's defaultMode) or run it through its interpreter (bash /workspace/run.sh)"
+)
+
+
+def test_shipped_code_that_writes_under_a_dropped_mount_is_named_and_flagged(
+    tmp_path, capsys, monkeypatch
+):
+    """review/ckpt-write.yaml: a ConfigMap script writes /checkpoints/done, /checkpoints a PVC
+    mount the import drops (with advice). The plan was CLEAN and run-local failed with
+    FileNotFoundError. Now the import's line for the mount names the write (file:line), the
+    plan flags it (TRAINFORGE_POD_CANNOT_WRITE) with the same message as the import's list,
+    and the advice it gave (declare the claim at /checkpoints) clears it."""
+    root = _project(tmp_path)
+    monkeypatch.chdir(root)
+    path = REVIEW / "ckpt-write.yaml"
+    assert import_cli.main([str(path), "--stack", "dev", "--out", "imported"]) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "ckpt (/checkpoints): dropped" in ln]
+    assert line.endswith(
+        "The shipped code names paths under /checkpoints: imported/ckpt-write/train.py:7 "
+        "writes /checkpoints/done; without the mount they are on the pod's read-only root "
+        "file system, so a write there fails (FileNotFoundError) and a read finds only what "
+        "the image holds"
+    )
+    said = [
+        ln.removeprefix("#   - TRAINFORGE_POD_CANNOT_WRITE: ")
+        for ln in out.splitlines()
+        if ln.startswith("#   - TRAINFORGE_POD_CANNOT_WRITE: ")
+    ]
+    assert said == [WRITES]
+    _add(root, out)
+    result = plan_project(root, "dev", standins=False)
+    flagged = [v.message for v in result.failing if v.rule == "TRAINFORGE_POD_CANNOT_WRITE"]
+    assert flagged == [WRITES]
+
+    # the import's advice: the team's claim at /checkpoints; the write then lies on it
+    stack = yaml.safe_load((root / "Pulumi.dev.yaml").read_text())
+    stack["config"]["trainforge:teams"][0]["claims"] = ["ckpt-pvc"]
+    (job,) = [j for j in stack["config"]["trainforge:jobs"] if j["name"] == "ckpt-write"]
+    job["volumes"] = [{"claim": "ckpt-pvc", "mountPath": "/checkpoints"}]
+    (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
+    result = plan_project(root, "dev", standins=False)
+    assert not [v for v in result.failing if v.rule == "TRAINFORGE_POD_CANNOT_WRITE"]
+
+
+WRITES = (
+    "Master, Worker pods: the code of container 'pytorch' writes outside its writable volumes "
+    "(/dev/shm, /tmp, /fsx): /workspace/train.py:7 writes /checkpoints/done; its root file "
+    "system is read-only, so each write fails in the pod (FileNotFoundError, or EROFS where "
+    "the image has the folder)"
+)
