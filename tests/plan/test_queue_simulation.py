@@ -90,6 +90,12 @@ def test_borrow_within_cohort_preempts_a_lower_priority_borrower():
     assert by["b-low"].reason.startswith(
         "preempted by a-high (a borrowing job of higher priority), waits for"
     )
+    # the cohort's idle GPU is b's own guarantee (a borrows the other): said whose, so the
+    # text does not read as one GPU b could borrow
+    assert by["b-low"].reason.endswith(
+        "team b is guaranteed 2 GPUs there and uses 0 GPUs; cohort c has 1 GPU idle (team b's "
+        "own unused guarantee: 1 GPU; to borrow: none)"
+    ), by["b-low"].reason
 
 
 @pytest.mark.parametrize(
@@ -233,7 +239,7 @@ def test_borrowing_is_bounded_by_the_limit_and_by_what_the_cohort_has_idle():
     assert (by["b2"].state, by["a3"].state) == ("admitted", "pending")
     assert by["a3"].reason == (
         "waits for 3 GPUs in pool gpu-pool: team a is guaranteed 2 GPUs there and uses 0 GPUs; "
-        "cohort c has 2 GPUs idle"
+        "cohort c has 2 GPUs idle (team a's own unused guarantee: 2 GPUs; to borrow: none)"
     )
 
 

@@ -544,6 +544,15 @@ class Simulation:
             if q.cohort:
                 idle = self.quotas.cohort_quota(q, f, r) - self.quotas.cohort_usage(q, f, r)
                 text += f"; cohort {q.cohort} has {amount(r, max(idle, Fraction(0)))} idle"
+                # the cohort's idle quota counts the team's own unused guarantee too (a
+                # preempted job's team uses none of it): say whose, and what is left to borrow
+                own = min(max(q.nominal[f][r] - q.use(f, r), Fraction(0)), max(idle, Fraction(0)))
+                if own:
+                    lend = max(idle, Fraction(0)) - own
+                    text += (
+                        f" (team {q.name}'s own unused guarantee: {amount(r, own)}; to borrow: "
+                        f"{amount(r, lend) if lend else 'none'})"
+                    )
                 limit = q.borrow_limit[f][r]
                 if limit is not None:
                     text += f", borrowing limit {amount(r, limit)}"
