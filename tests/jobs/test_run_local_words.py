@@ -299,10 +299,15 @@ def test_every_workers_exit_after_the_masters_exit_0_says_the_job_has_succeeded(
     monkeypatch.setenv("PET_NPROC_PER_NODE", "2")
     said = "but once the Master has exited 0 the job has succeeded"
     ckpt = tmp_path / "ckpt"
+    # an earlier run in the same directory finished before this one's processes started
+    before = RunLedger(ckpt, rank=0, world_size=4, log=lambda m: None, clock=lambda: 100.0)
+    before.begin_attempt()
+    before.record_exit(exits.SUCCESS, step=5, detail="")
     zero = RunLedger(ckpt, rank=0, world_size=4, log=lambda m: None)
-    zero.begin_attempt()
     worker = RunLedger(ckpt, rank=2, world_size=4, log=lambda m: None)
     monkeypatch.setattr(exits.context, "ledger", worker)
+    assert not worker.master_finished()  # that run's success is not this one's
+    zero.begin_attempt()
 
     def lines() -> list[str]:
         out = [exits.exit_line(r, rank=2, step=None, detail="x")

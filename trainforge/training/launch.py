@@ -304,6 +304,7 @@ def _launch(argv: list[str], local: str) -> int:
         from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
         from torch.distributed.run import main as torchrun_main
 
+    started = time.time()  # a finished attempt before it is an earlier run's
     try:
         torchrun_main(argv)
     except ChildFailedError as e:
@@ -313,7 +314,9 @@ def _launch(argv: list[str], local: str) -> int:
         ckpt = checkpoint_dir(argv)
         records = failure_records(ckpt, float(first), local)
         # a pod's launcher (run-local's one launcher runs every pod: its verdict says it)
-        done = (ranks := master_ranks()) is not None and master_finished(ckpt, ranks)
+        done = (ranks := master_ranks()) is not None and master_finished(
+            ckpt, ranks, ended_after=started
+        )
         code, root_rank, root, line = verdict(failures, records, times, done)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
         folders = [Path(local)] + ([Path(ckpt) / LEDGER_DIR / EXITS_DIR] if ckpt else [])

@@ -114,12 +114,19 @@ def master_ranks() -> int | None:
     return int(procs) if procs.isdigit() and int(procs) > 0 else None
 
 
-def master_finished(checkpoint: str | Path | None, ranks: int, since: float | None = None) -> bool:
+def master_finished(
+    checkpoint: str | Path | None,
+    ranks: int,
+    since: float | None = None,
+    ended_after: float | None = None,
+) -> bool:
     """Whether the job's first `ranks` ranks (a PyTorchJob's Master pod: its
     PET_NPROC_PER_NODE ranks from 0) ended the run: rank 0 marked the run ledger's last
     attempt finished (its exit 0: `RunLedger.record_exit` of SUCCESS), that attempt began at
     or after `since`, and none of them left a failure's exit record at or after `since` (None:
-    that attempt's start). The one test of "the Master has exited 0" that run-local's verdict
+    that attempt's start); `ended_after`: rank 0 closed it at or after then (a process's
+    start: an earlier run's finished attempt in the same directory is not this run's). The
+    one test of "the Master has exited 0" that run-local's verdict
     (jobs/local.py `_succeeded`) and a Worker's exit line (exits.exit_line, through
     `RunLedger.master_finished`) read: once it holds, a PyTorchJob has succeeded
     (jobs/success.py)."""
@@ -133,6 +140,8 @@ def master_finished(checkpoint: str | Path | None, ranks: int, since: float | No
     except (TypeError, KeyError, IndexError, ValueError, AttributeError):
         return False
     if not last.get("finished") or (since is not None and started < since):
+        return False
+    if ended_after is not None and float(last.get("updated_at") or 0) < ended_after:
         return False
     since = started if since is None else since
     for path in sorted((root / EXITS_DIR).glob("attempt_*/rank_*.json")):
@@ -375,7 +384,10 @@ class RunLedger:
         """Whether the Master's pod (PET_NPROC_PER_NODE ranks from 0, one where the pod is not
         told) has ended this run with exit 0 (`master_finished`), as this rank fails: its
         job has succeeded then (a PyTorchJob's rule), whatever this rank's exit."""
-        return self.root is not None and master_finished(self.root.parent, master_ranks() or 1)
+        ranks = master_ranks() or 1
+        return self.root is not None and master_finished(
+            self.root.parent, ranks, ended_after=self.process_started_at
+        )
 
     def record_exit(
         self,
