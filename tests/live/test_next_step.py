@@ -240,3 +240,36 @@ def test_a_workers_exit_after_the_masters_success_says_what_the_success_rule_say
     # while the job has not succeeded, the same exit is the controller's failure words
     g.job["status"]["conditions"][1]["status"] = "False"
     assert "then: the job fails" in explain.status(g, recorded.NOW)
+
+
+def test_status_and_why_commands_on_the_fake_cluster_say_the_success_rules_words(capsys, tmp_path):
+    """The same Succeeded PyTorchJob and failed Worker pod served by the fake API server the
+    live tests use: `trainforge status` and `trainforge why` print the pod's exit with what
+    the success rule says follows it."""
+    from tests.live.test_status import FakeApi, run
+    from trainforge.jobs.pod import JOB_LABEL
+    from trainforge.jobs.success import after_success
+    from trainforge.live import cli
+
+    job, g = _succeeded_pytorchjob_with_a_failed_worker()
+    ns, name = g.job["metadata"]["namespace"], g.job["metadata"]["name"]
+    g.job["metadata"].update(uid="uid-own", creationTimestamp="2026-11-25T11:00:00Z")
+    pod = g.pods[0]
+    pod["metadata"]["namespace"] = ns
+    routes = {
+        f"/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs/{name}": g.job,
+        f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_LABEL}={name}": {
+            "kind": "PodList", "items": [pod]},
+        f"/api/v1/namespaces/{ns}/events": {"kind": "EventList", "items": []},
+    }  # fmt: skip
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    said = f"then: nothing; {after_success(job)}"
+    try:
+        for main in (cli.status_main, cli.why_main):
+            code, out, err = run(capsys, main, name, "-n", ns, "--kubeconfig", api.config,
+                                 now=lambda: recorded.NOW)  # fmt: skip
+            assert code == 0, err
+            assert said in out and "the job fails" not in out, out
+    finally:
+        api.httpd.shutdown()
