@@ -274,3 +274,52 @@ def test_run_locals_ctrl_c_restarts_nothing_and_says_no_torchrun_restart(tmp_pat
     for line in lines:
         assert "[a stop you asked for: run-local re-creates nothing after a Ctrl-C;" in line
     assert "torchrun restarts" not in err and "re-creating it" not in err, err[-3000:]
+
+
+def test_every_workers_exit_after_the_masters_exit_0_says_the_job_has_succeeded(
+    monkeypatch, tmp_path
+):
+    """Once the run ledger says the Master's pod ended the run with exit 0 (rank 0 closed the
+    attempt finished, no rank of its pod failed: ledger.master_finished, the test run-local's
+    verdict reads), a Worker's hang or bug said the controller's words alone ("the pod is
+    re-created"); now every exit line of a Worker's says what follows the job's success, and
+    so does its pod's launcher. Before the Master finished, only a lost peer says it. Real
+    RunLedgers in one checkpoint directory; the Master's pod's rank 1 failing stops it."""
+    from trainforge.jobs.restarts import on_exit
+    from trainforge.jobs.spec import parse_job
+    from trainforge.training import exits, launch
+    from trainforge.training.ledger import RunLedger
+
+    for name in ("TRAINFORGE_RUN_LOCAL", "TORCHELASTIC_RESTART_COUNT", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    job = parse_job({"name": "j", "team": "research", "pool": "cpu", "workers": 2,
+                     "procsPerWorker": 2}, "t")  # fmt: skip
+    monkeypatch.setenv("TRAINFORGE_ON_EXIT", on_exit(job))
+    monkeypatch.setenv("PET_NODE_RANK", "1")
+    monkeypatch.setenv("PET_NPROC_PER_NODE", "2")
+    said = "but once the Master has exited 0 the job has succeeded"
+    ckpt = tmp_path / "ckpt"
+    # an earlier run in the same directory finished before this one's processes started
+    before = RunLedger(ckpt, rank=0, world_size=4, log=lambda m: None, clock=lambda: 100.0)
+    before.begin_attempt()
+    before.record_exit(exits.SUCCESS, step=5, detail="")
+    zero = RunLedger(ckpt, rank=0, world_size=4, log=lambda m: None)
+    worker = RunLedger(ckpt, rank=2, world_size=4, log=lambda m: None)
+    monkeypatch.setattr(exits.context, "ledger", worker)
+    assert not worker.master_finished()  # that run's success is not this one's
+    zero.begin_attempt()
+
+    def lines() -> list[str]:
+        out = [exits.exit_line(r, rank=2, step=None, detail="x")
+               for r in (exits.HANG, exits.USER_ERROR, exits.PEER_LOST)]  # fmt: skip
+        launcher = launch.verdict({2: exits.USER_ERROR.code}, {2: exits.USER_ERROR}, None,
+                                  worker.master_finished())[3]  # fmt: skip
+        return [*out, launcher]
+
+    assert [said in x for x in lines()] == [False, False, True, False], lines()
+    zero.record_exit(exits.SUCCESS, step=5, detail="")  # the Master's rank 0 exits 0
+    assert all(said in x for x in lines()), lines()
+    # the Master's pod's second rank failed: the Master did not exit 0, nothing succeeded
+    one = RunLedger(ckpt, rank=1, world_size=4, log=lambda m: None)
+    one.record_exit(exits.USER_ERROR, step=5, detail="x")
+    assert [said in x for x in lines()] == [False, False, True, False], lines()

@@ -197,3 +197,79 @@ def test_a_trainjobs_next_step_not_known_says_why():
     )
     status = explain.status(g, recorded.NOW)
     assert "then: not known (JobSet vit-l's failurePolicy has rules" in status
+
+
+def _succeeded_pytorchjob_with_a_failed_worker():
+    """An emitted PyTorchJob (2 pods, ExitCode) the operator marked Succeeded (its Master
+    exited 0) whose Worker pod ended with exit 1 after it, carrying what the emitter told it."""
+    raw = {"name": "own", "team": "research", "pool": CPU_POOL.name, "workers": 2}
+    t = target(CPU_POOL, backends=BACKENDS)
+    job = resolve_job(parse_job(raw, "trainforge:jobs[0]"), t, "trainforge:jobs[0]")
+    doc = copy.deepcopy(emit(job, t, CODE).workload)
+    doc["status"] = {"conditions": [
+        recorded.cond("Running", "False", "2026-11-25T11:57:00Z"),
+        recorded.cond("Succeeded", "True", "2026-11-25T11:57:30Z", "PyTorchJobSucceeded"),
+    ]}  # fmt: skip
+    pod = failed_pod("own-worker-0", "pytorch", 1)
+    pod["spec"]["containers"][0]["env"] = [{"name": ON_EXIT, "value": on_exit(job)}]
+    return job, gathered(doc, "pytorchjob", "PyTorchJob", "pytorch", [pod])
+
+
+def test_a_workers_exit_after_the_masters_success_says_what_the_success_rule_says():
+    """A Worker pod that failed once its Master's exit 0 had ended the job: the operator
+    re-creates nothing (v1.9.4 UpdateJobStatus: the Master's success finishes the job), so
+    status and why say the told `succeeded` part (jobs/success.after_success, the rule
+    run-local's verdict reads), not 'then: the pod is re-created' or 'the job fails'; why
+    says the job finished, and shows that pod (before, it said only 'finished successfully')."""
+    from trainforge.jobs.local import succeeded_line
+    from trainforge.jobs.success import after_success
+
+    job, g = _succeeded_pytorchjob_with_a_failed_worker()
+    said = after_success(job)
+    assert said is not None
+    status = explain.status(g, recorded.NOW)
+    why = explain.why(g, recorded.NOW, {})
+    for text in (status, why):
+        assert f"exit 1 (user_error) 2m ago  then: nothing; {said}\n" in text, text
+        assert "the pod is re-created" not in text and "the job fails" not in text, text
+    assert why.startswith("own finished successfully.\n"), why
+    # run-local's verdict for the same run says the same of the pods
+    assert "no pod is re-created, and " + said.split("no pod is re-created, and ")[1] in (
+        succeeded_line(1, " (user_error)", job)
+    )
+    # while the job has not succeeded, the same exit is the controller's failure words
+    g.job["status"]["conditions"][1]["status"] = "False"
+    assert "then: the job fails" in explain.status(g, recorded.NOW)
+
+
+def test_status_and_why_commands_on_the_fake_cluster_say_the_success_rules_words(capsys, tmp_path):
+    """The same Succeeded PyTorchJob and failed Worker pod served by the fake API server the
+    live tests use: `trainforge status` and `trainforge why` print the pod's exit with what
+    the success rule says follows it."""
+    from tests.live.test_status import FakeApi, run
+    from trainforge.jobs.pod import JOB_LABEL
+    from trainforge.jobs.success import after_success
+    from trainforge.live import cli
+
+    job, g = _succeeded_pytorchjob_with_a_failed_worker()
+    ns, name = g.job["metadata"]["namespace"], g.job["metadata"]["name"]
+    g.job["metadata"].update(uid="uid-own", creationTimestamp="2026-11-25T11:00:00Z")
+    pod = g.pods[0]
+    pod["metadata"]["namespace"] = ns
+    routes = {
+        f"/apis/kubeflow.org/v1/namespaces/{ns}/pytorchjobs/{name}": g.job,
+        f"/api/v1/namespaces/{ns}/pods?labelSelector={JOB_LABEL}={name}": {
+            "kind": "PodList", "items": [pod]},
+        f"/api/v1/namespaces/{ns}/events": {"kind": "EventList", "items": []},
+    }  # fmt: skip
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    said = f"then: nothing; {after_success(job)}"
+    try:
+        for main in (cli.status_main, cli.why_main):
+            code, out, err = run(capsys, main, name, "-n", ns, "--kubeconfig", api.config,
+                                 now=lambda: recorded.NOW)  # fmt: skip
+            assert code == 0, err
+            assert said in out and "the job fails" not in out, out
+    finally:
+        api.httpd.shutdown()

@@ -931,6 +931,11 @@ def test_a_job_admitted_by_preempting_says_it_starts_once_the_preempted_pods_are
     assert by_job["nlp-big"]["expectedStartSeconds"] == 3600  # vision-small's end
     big = next(ln for ln in lines if ln.startswith("nlp/nlp-big"))
     assert "; expected to start after 60 min;" in big and "after 0 s" not in big, big
+    # the cohort's 2 idle GPUs are nlp's own guarantee, which its preempted job no longer uses
+    assert (
+        "team nlp is guaranteed 2 GPUs there and uses 0 GPUs; cohort trainforge has 2 GPUs "
+        "idle (team nlp's own unused guarantee: 2 GPUs; to borrow: none)" in big
+    ), big
     assert "after 0 s" not in lines[0]
     (obj,) = [
         o for o in result.objects

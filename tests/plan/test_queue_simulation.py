@@ -90,6 +90,12 @@ def test_borrow_within_cohort_preempts_a_lower_priority_borrower():
     assert by["b-low"].reason.startswith(
         "preempted by a-high (a borrowing job of higher priority), waits for"
     )
+    # the cohort's idle GPU is b's own guarantee (a borrows the other): said whose, so the
+    # text does not read as one GPU b could borrow
+    assert by["b-low"].reason.endswith(
+        "team b is guaranteed 2 GPUs there and uses 0 GPUs; cohort c has 1 GPU idle (team b's "
+        "own unused guarantee: 1 GPU; to borrow: none)"
+    ), by["b-low"].reason
 
 
 @pytest.mark.parametrize(
@@ -233,7 +239,7 @@ def test_borrowing_is_bounded_by_the_limit_and_by_what_the_cohort_has_idle():
     assert (by["b2"].state, by["a3"].state) == ("admitted", "pending")
     assert by["a3"].reason == (
         "waits for 3 GPUs in pool gpu-pool: team a is guaranteed 2 GPUs there and uses 0 GPUs; "
-        "cohort c has 2 GPUs idle"
+        "cohort c has 2 GPUs idle (team a's own unused guarantee: 2 GPUs; to borrow: none)"
     )
 
 
@@ -1127,3 +1133,31 @@ def test_an_initializers_quota_is_held_from_admission_and_given_back_before_the_
     assert second.started == 7200.0
     assert Q._waiting_text(second).endswith(f"; expected to start {words} 2.0 h")
     assert q.usage[F][Q.GPU] == 0  # every pod set's quota given back at the end
+
+
+def test_a_waiting_jobs_start_by_preempting_adds_the_preempted_pods_grace():
+    """h (priority 10, 2 GPUs) waits behind a and b (priority 10, 1 GPU each); l (priority 0)
+    takes a's GPU when a ends at 1 h; at 2 h b ends and h gets in by preempting l. Kueue admits
+    h then, but its pods start once l's pods are gone, within their terminationGracePeriod
+    Seconds (330 s here): the plan said "expected to start after 2.0 h (it preempts l ...)",
+    a figure the words contradicted; the figure now adds the grace, in the section's line and
+    in the verdict's (plan/verdict.py admission, from the section's row)."""
+    from trainforge.plan import verdict
+
+    q = _queue("t", 2, preemption={"withinClusterQueue": "LowerPriority"})
+    work = [_work("a", "t", 1, 0, priority=10), _work("b", "t", 1, 1, priority=10),
+            _work("h", "t", 2, 2, priority=10), _work("l", "t", 1, 3)]  # fmt: skip
+    for w, hours in zip(work, (1, 2, 1, 5), strict=True):
+        w.duration = w.remaining = hours * 3600.0
+    work[3].grace = 330.0
+    sim = Q.Simulation({"t": q}, {})
+    sim.run_timed(work)
+    h = work[2]
+    assert (h.started, h.first_preempts) == (7200.0, [("l", 330.0)])
+    said = (
+        "expected to start after 2.1 h (admitted after 2.0 h; it preempts l: its pods start once "
+        "l's pods are gone, within their terminationGracePeriodSeconds (6 min))"
+    )
+    assert said in Q.summary(work), Q.summary(work)
+    row = next(r for r in Q._section(work, sim, []).data if r["job"] == "h")
+    assert verdict.admission(row).endswith(said), verdict.admission(row)

@@ -793,7 +793,7 @@ def launch(
             proc = subprocess.Popen(cmd, env=env, cwd=cwd, process_group=0)
             rc = proc.wait()
             code = 128 - rc if rc < 0 else rc
-            if code and not stopped and _succeeded(ledger_dir, seen, started, success_ranks):
+            if code and not stopped and _succeeded(ledger_dir, started, success_ranks):
                 line = succeeded_line(code, exit_name(code, seen, started), job)
                 print(line, file=sys.stderr, flush=True)
                 job_ended(ledger_dir, since=started, finished=True)
@@ -839,25 +839,14 @@ def _ledger_dir(cmd: list[str], env: dict[str, str]) -> str | None:
     return (checkpoint_dir(cmd) if flagged else None) or env.get(c.CHECKPOINT_DIR) or None
 
 
-def _succeeded(where: str | None, env: dict[str, str], since: float, ranks: int) -> bool:
+def _succeeded(where: str | None, since: float, ranks: int) -> bool:
     """Whether the job's backend ends it Succeeded (success.SUCCESS_RULE) though the local
-    launcher failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0, i.e. rank 0
-    marked the attempt begun since `since` finished in the run ledger and none of them left an
-    exit record of a failure. 0 `ranks`: every pod must succeed, and one did not."""
-    import json  # noqa: PLC0415
+    launcher failed: its first `ranks` ranks (a PyTorchJob's Master pod) exited 0 in the
+    attempt begun since `since` (ledger.master_finished, the test a Worker's exit line reads
+    too). 0 `ranks`: every pod must succeed, and one did not."""
+    from trainforge.training.ledger import master_finished  # noqa: PLC0415
 
-    from trainforge.training.ledger import LEDGER_DIR, RUN_FILE  # noqa: PLC0415
-
-    if not ranks or not where:
-        return False
-    try:
-        data = json.loads((Path(where) / LEDGER_DIR / RUN_FILE).read_text(encoding="utf-8"))
-        last = data["attempts"][-1]
-    except (OSError, ValueError, TypeError, KeyError, IndexError):
-        return False
-    if not last.get("finished") or float(last.get("started_at") or 0) < since:
-        return False
-    return not any(int(r.get("rank", -1)) < ranks for r in _exit_records(env, since))
+    return master_finished(where, ranks, since)
 
 
 def succeeded_line(code: int, name: str, job: JobSpec | None) -> str:

@@ -384,16 +384,23 @@ def torchrun_max_restarts(container: dict) -> int:
     return int(env) if env is not None and env.isdigit() else 0
 
 
-def next_text(g: Gathered, pod: dict, code: object) -> str | None:
+def next_text(g: Gathered, pod: dict, code: object, ended: bool = True) -> str | None:
     """What happens after the pod's exit `code`, as its controller was told to do it
     (`told_on_exit`): "then: <what>", with torchrun's restarts in the pod first where its
-    launcher has any. None where it is not known."""
+    launcher has any. None where it is not known. `ended`: the exit is the pod's current end
+    (its container did not run again); once the job has Succeeded, what follows such an exit
+    is the told `succeeded` part (a PyTorchJob's Master's exit 0 ended the job: no pod is
+    re-created; jobs/success.py, the rule run-local's verdict reads), not the controller's
+    words for a failure."""
     told = told_on_exit(g, pod)
     if not isinstance(code, int) or code == 0:
         return None
     if told is None:
         unknown = _jobset_unknown(g) if g.backend == trainjob.BACKEND else ""
         return f"then: not known ({unknown})" if unknown else None
+    after = failures.on_exit_succeeded(told)
+    if ended and after is not None and job_state(g)[0] == "Succeeded":
+        return f"then: nothing; {after}"
     words = failures.on_exit_words(told, code)
     if words is None:
         return None
@@ -430,7 +437,11 @@ def pod_line(
             what = "exit" if shown is ended else "last exit"
             text = exit_text(shown, ours, g is not None and runs_runtime(g, pod))
             parts.append(f"{what} {text} {age(shown.get('finishedAt'), now)} ago")
-            then = next_text(g, pod, shown.get("exitCode")) if g is not None else None
+            then = (
+                next_text(g, pod, shown.get("exitCode"), ended=shown is ended)
+                if g is not None
+                else None
+            )
             if then:
                 parts.append(then)
     elif phase == "Pending":
@@ -772,6 +783,34 @@ def no_workload(g: Gathered) -> list[str]:
     ]
 
 
+def succeeded_why(g: Gathered, now: datetime) -> str:
+    """`why` of a Succeeded job: that it finished, and where some of its pods ended failed (a
+    PyTorchJob's Worker after its Master's exit 0, which alone ends it: jobs/success.py), those
+    pods' lines, whose `then:` says what the rule says follows (no pod is re-created, the
+    cleanPodPolicy), the words run-local's verdict prints for the same run."""
+    done = f"{g.name} finished successfully.\n"
+    failed = [p for p in g.pods if _failed_now(p, g.container)]
+    if not failed:
+        return done
+    ours = exit_codes_are_ours(g)
+    lines = [f"  {pod_line(p, g.container, now, ours, g)}" for p in failed]
+    return (
+        done
+        + "Pods of it that failed (the job succeeded without them):\n"
+        + "\n".join(lines)
+        + "\n"
+    )
+
+
+def _failed_now(pod: dict, container: str) -> bool:
+    """Whether the pod's training container has ended with a nonzero code and not run again."""
+    for c in (pod.get("status") or {}).get("containerStatuses") or []:
+        if c.get("name") == container:
+            ended = (c.get("state") or {}).get("terminated") or {}
+            return bool(ended.get("exitCode"))
+    return False
+
+
 def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: str = "") -> str:
     """One diagnosis: the first thing that explains why the job is not (or no longer) making
     progress, and where to read more (docs/troubleshooting.md). `last_lines`: each restarted
@@ -779,7 +818,7 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
     state, cond = job_state(g)
     wl = g.workload
     if state == "Succeeded":
-        return f"{g.name} finished successfully.\n"
+        return succeeded_why(g, now)
     reasons = fleet_why(g, state)
     if reasons:
         return "\n".join(reasons) + "\n"

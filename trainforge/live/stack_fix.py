@@ -15,9 +15,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from trainforge.jobs import trainjob
 from trainforge.live.gather import Gathered
 from trainforge.plan import kueue as K
-from trainforge.plan.checks.queues import Workload, workload_fix
+from trainforge.plan.checks.queues import Workload, others_held, workload_fix
 from trainforge.plan.stack_platform import StackRefused, stack_platform
 
 
@@ -45,17 +46,35 @@ def stack_queues(root: Path, stack: str) -> tuple[Any, list[dict[str, Any]]]:
 def never_fix(g: Gathered, root: Path, stack: str) -> str:
     """The sized fix of `g`'s Workload, which Kueue never admits: its pods as Kueue counts
     them (`K.workload_podsets`, the namespace's LimitRanges), on the stack's queues; "" where
-    the fix names no change (no team, pool or quota over)."""
+    the fix names no change (no team, pool or quota over). A TrainJob's trainer pods are its
+    pods (Kueue's pod set `node`), and its initializers' pod sets are held beside them in the
+    flavors Kueue assigns them (`others_held`), as the plan sizes a TrainJob with
+    initializers (queues.quota_change with `beside=`): the plan's line and why's are one."""
     wl = g.workload or {}
     contract, objects = stack_queues(root, stack)
     sets = K.workload_podsets(wl, g.limit_ranges)
-    pods = sum(p.count for p in sets)
+    trainer = next(
+        (p for p in sets if g.backend == trainjob.BACKEND and p.name == trainjob.REPLICATED_JOB),
+        None,
+    )
+    own = [trainer] if trainer is not None else sets
+    pods = sum(p.count for p in own)
     if not pods:
         return ""
-    need = K.workload_need(wl, g.limit_ranges)
+    need: dict[str, Fraction] = {}
+    for p in own:
+        for r, v in p.total().items():
+            need[r] = need.get(r, Fraction(0)) + v
     queue = ((g.local_queue or {}).get("spec") or {}).get("clusterQueue")
+    m = K.read(objects)
     w = Workload(g.name, "", g.namespace, 0, queue=queue)
     w.pods = pods
+    q = m.queues.get(queue or "")
+    if trainer is not None and len(sets) > 1 and q is not None:
+        got = K.Assigner(K.Quotas(m.queues, m.shared), m.flavors).assign(q, list(sets))
+        w.init_need = others_held(got, sets, trainer.name)
     per_pod = {r: Fraction(v) / pods for r, v in need.items() if v}
-    main = max(sets, key=lambda p: p.count)  # its workers' (a PyTorchJob's Master is one)
-    return workload_fix([contract], K.read(objects), w, per_pod, podset=main)
+    main = trainer or max(
+        sets, key=lambda p: p.count
+    )  # its workers' (a PyTorchJob's Master is one)
+    return workload_fix([contract], m, w, per_pod, podset=main)

@@ -10,10 +10,10 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
-from trainforge.jobs.duration import DEADLINE, duration_text
+from trainforge.jobs.duration import DEADLINE
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
-from trainforge.plan.checks.queues import QUEUE_TITLE, amount, preempt_words, start_words
+from trainforge.plan.checks.queues import QUEUE_TITLE, amount, preempt_words, start_text
 from trainforge.plan.cost import row_totals
 from trainforge.plan.diff import change_text, unknown_text
 from trainforge.plan.price_facts import usd as _usd
@@ -141,9 +141,9 @@ def admission(row: dict[str, Any]) -> str:
         start = row.get("expectedStartSeconds")
         if start is None:
             return f"{text}; expected start unknown"
-        return (
-            f"{text}; {start_words(bool(row.get('expectedStartIsBound')))} {duration_text(start)}"
-        )
+        stop = row.get("preemptedStopSeconds") or 0.0
+        preempts = [(n, stop) for n in row.get("preempts") or []]
+        return f"{text}; {start_text(start, bool(row.get('expectedStartIsBound')), preempts)}"
     lent = row.get("borrowing")
     stop = row.get("preemptedStopSeconds") or 0.0
     then = "; " + preempt_words((n, stop) for n in row["preempts"]) if row.get("preempts") else ""

@@ -635,10 +635,10 @@ def after_success(rank: int | None = None) -> str | None:
     has, whatever its Workers do: jobs.success.after_success), for a failure outside the Master's
     pod: the pod's PET_NODE_RANK (the operator's) where set, else the failed `rank` (this
     process's RANK by default) is not 0. None where not told (the job succeeds only when
-    every pod has), or for the Master's own failure. Said beside a lost peer (peer_lost),
-    the failure a Master's exit 0 causes in its Workers: a rank cannot know whether that exit
-    came first, so the line says both; other failures of a Worker say the controller's words
-    alone (run-local's verdict says how the job ended: jobs/local.succeeded_line)."""
+    every pod has), or for the Master's own failure. Said beside every failure of a Worker's
+    once the run ledger says the Master's pod has exited 0 (`master_finished`), and beside a
+    lost peer (peer_lost), the failure a Master's exit 0 causes in its Workers, where a rank
+    cannot know whether that exit came first, so the line says both."""
     from trainforge.training.contract import ON_EXIT  # noqa: PLC0415 - contract imports config
 
     value = os.environ.get(ON_EXIT)
@@ -716,9 +716,11 @@ def exit_line(
         retry = f"{then}, unless another rank's cause stops the job first"
     else:
         retry = then
-    # a Worker that lost its peer may have lost it to its Master's exit 0, which ended the job
+    # once the Master's exit 0 has ended the job (the run ledger says so), every exit of a
+    # Worker's says what follows it; a lost peer may have been lost to that exit, and says it
+    # too (a rank cannot know whether the exit came first)
     succeeded = after_success() if then is not None and in_pod is None else None
-    if succeeded is not None and reason is PEER_LOST:
+    if succeeded is not None and (reason is PEER_LOST or master_finished(context.ledger)):
         retry = f"{retry}; but {succeeded}"
     if counted:
         retry = f"{retry}; {counted}"
@@ -726,6 +728,17 @@ def exit_line(
         f"trainforge exit: {reason.name} code={reason.code}{place}: {detail} "
         f"[{retry}; action: {action or reason.action}]"
     )
+
+
+def master_finished(ledger: object | None) -> bool:
+    """Whether the run ledger (a RunLedger, or None) says the Master's pod has ended the run
+    with exit 0 as this rank fails (ledger.RunLedger.master_finished). Never raises:
+    bookkeeping does not change an exit."""
+    check = getattr(ledger, "master_finished", None)
+    try:
+        return bool(check()) if check is not None else False
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def ledger_count(ledger: object | None, reason: Reason) -> str | None:

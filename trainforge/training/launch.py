@@ -42,7 +42,14 @@ from pathlib import Path
 
 from trainforge.core import failures
 from trainforge.training import exits, torchrun_env
-from trainforge.training.ledger import EXITS_DIR, LEDGER_DIR, LOCAL_EXITS_ENV, checkpoint_dir
+from trainforge.training.ledger import (
+    EXITS_DIR,
+    LEDGER_DIR,
+    LOCAL_EXITS_ENV,
+    checkpoint_dir,
+    master_finished,
+    master_ranks,
+)
 
 # A record older than this before the first failure torchrun saw belongs to an earlier attempt.
 RECORD_WINDOW_S = 30.0
@@ -84,8 +91,12 @@ def verdict(
     failures: dict[int, int],
     records: dict[int, exits.Reason] | None = None,
     times: dict[int, int] | None = None,
+    master_done: bool = False,
 ) -> tuple[int, int, exits.Reason | None, str]:
-    """`worker_exit_code`'s (code, the root cause's rank, its reason or None, line)."""
+    """`worker_exit_code`'s (code, the root cause's rank, its reason or None, line).
+    `master_done`: the run ledger says the Master's pod has ended the run with exit 0
+    (ledger.master_finished): a Worker's failure, whatever its cause, then says what follows
+    the job's success, as its rank's own exit line does (exits.exit_line)."""
     records, times = records or {}, times or {}
     first = min(times.values(), default=None)
     parts = []
@@ -121,7 +132,8 @@ def verdict(
     if known:
         root = exits.root_cause([c[2] for c in known])  # type: ignore[misc]
         rank, code, _ = next(c for c in known if c[2] is root)
-        why = f"{root.label}, {_then(code, rank if root is exits.PEER_LOST else 0)}"
+        told = rank if root is exits.PEER_LOST or master_done else 0
+        why = f"{root.label}, {_then(code, told)}"
     else:  # only other signals' deaths, foreign codes or teardown kills: the first failure's
         rank, code = min(
             [(r, c) for r, c, _ in candidates] or followers,
@@ -400,6 +412,7 @@ def _launch(argv: list[str], local: str) -> int:
         from torch.distributed.run import main as torchrun_main
 
     notice_slow_shutdowns(shutdown_grace(argv))
+    started = time.time()  # a finished attempt before it is an earlier run's
     try:
         torchrun_main(argv)
     except ChildFailedError as e:
@@ -408,7 +421,11 @@ def _launch(argv: list[str], local: str) -> int:
         first = min(times.values(), default=0)
         ckpt = checkpoint_dir(argv)
         records = failure_records(ckpt, float(first), local)
-        code, root_rank, root, line = verdict(failures, records, times)
+        # a pod's launcher (run-local's one launcher runs every pod: its verdict says it)
+        done = (ranks := master_ranks()) is not None and master_finished(
+            ckpt, ranks, ended_after=started
+        )
+        code, root_rank, root, line = verdict(failures, records, times, done)
         print(f"trainforge launch: {line}", file=sys.stderr, flush=True)
         folders = [Path(local)] + ([Path(ckpt) / LEDGER_DIR / EXITS_DIR] if ckpt else [])
         stopped = followers(failures, records, times, root_rank)

@@ -106,6 +106,54 @@ def _read_json(path: Path) -> Any | None:
         return None
 
 
+def master_ranks() -> int | None:
+    """The ranks of the Master's pod: this pod's PET_NPROC_PER_NODE, which the training
+    operator (and run-local's `pod_wrapper`) gives every pod of a PyTorchJob; None where the
+    process is told none (no pod, or an elastic job's)."""
+    procs = os.environ.get("PET_NPROC_PER_NODE", "")
+    return int(procs) if procs.isdigit() and int(procs) > 0 else None
+
+
+def master_finished(
+    checkpoint: str | Path | None,
+    ranks: int,
+    since: float | None = None,
+    ended_after: float | None = None,
+) -> bool:
+    """Whether the job's first `ranks` ranks (a PyTorchJob's Master pod: its
+    PET_NPROC_PER_NODE ranks from 0) ended the run: rank 0 marked the run ledger's last
+    attempt finished (its exit 0: `RunLedger.record_exit` of SUCCESS), that attempt began at
+    or after `since`, and none of them left a failure's exit record at or after `since` (None:
+    that attempt's start); `ended_after`: rank 0 closed it at or after then (a process's
+    start: an earlier run's finished attempt in the same directory is not this run's). The
+    one test of "the Master has exited 0" that run-local's verdict
+    (jobs/local.py `_succeeded`) and a Worker's exit line (exits.exit_line, through
+    `RunLedger.master_finished`) read: once it holds, a PyTorchJob has succeeded
+    (jobs/success.py)."""
+    if not ranks or not checkpoint:
+        return False
+    root = Path(checkpoint) / LEDGER_DIR
+    data = _read_json(root / RUN_FILE)
+    try:
+        last = data["attempts"][-1]  # type: ignore[index]
+        started = float(last.get("started_at") or 0)
+    except (TypeError, KeyError, IndexError, ValueError, AttributeError):
+        return False
+    if not last.get("finished") or (since is not None and started < since):
+        return False
+    if ended_after is not None and float(last.get("updated_at") or 0) < ended_after:
+        return False
+    since = started if since is None else since
+    for path in sorted((root / EXITS_DIR).glob("attempt_*/rank_*.json")):
+        rec = _read_json(path)
+        try:
+            if float(rec.get("time") or 0) >= since and int(rec.get("rank", -1)) < ranks:
+                return False
+        except (TypeError, ValueError, AttributeError):
+            continue
+    return True
+
+
 @dataclasses.dataclass
 class Attempt:
     attempt: int
@@ -347,6 +395,15 @@ class RunLedger:
             self._warn("write the run ledger", e)
 
     # -- exits (any rank) -----------------------------------------------------------------
+
+    def master_finished(self) -> bool:
+        """Whether the Master's pod (PET_NPROC_PER_NODE ranks from 0, one where the pod is not
+        told) has ended this run with exit 0 (`master_finished`), as this rank fails: its
+        job has succeeded then (a PyTorchJob's rule), whatever this rank's exit."""
+        ranks = master_ranks() or 1
+        return self.root is not None and master_finished(
+            self.root.parent, ranks, ended_after=self.process_started_at
+        )
 
     def record_exit(
         self,

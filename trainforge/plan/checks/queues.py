@@ -35,9 +35,11 @@ from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE as DEFAULT_QUEUE
 from trainforge.platform.queues import pool_capacity
 
 QUEUE_TITLE = "Queue admission (Kueue, all declared jobs submitted at once)"
-# a pod's terminationGracePeriodSeconds where its spec sets none: Kubernetes' default
-# (k8s.io/api core/v1 PodSpec.TerminationGracePeriodSeconds, "Defaults to 30 seconds"); the
-# job emitter always sets one (trainforge.jobs.pod.termination_grace)
+# a pod's terminationGracePeriodSeconds where its spec sets none: Kubernetes' default for the
+# pinned minor (versions.KUBERNETES_VERSION 1.35): kubernetes/api tag v0.35.7 (cfdecb50,
+# 2026-07-23) core/v1/types.go, PodSpec.TerminationGracePeriodSeconds "Defaults to 30
+# seconds." and `DefaultTerminationGracePeriodSeconds = 30` (read 2026-12-01); the job emitter
+# always sets one (trainforge.jobs.pod.termination_grace)
 DEFAULT_GRACE = 30
 RULE_LABEL = "TRAINFORGE_QUEUE_LABEL"
 RULE_NEVER = "TRAINFORGE_QUEUE_NEVER_ADMITTED"
@@ -548,6 +550,15 @@ class Simulation:
             if q.cohort:
                 idle = self.quotas.cohort_quota(q, f, r) - self.quotas.cohort_usage(q, f, r)
                 text += f"; cohort {q.cohort} has {amount(r, max(idle, Fraction(0)))} idle"
+                # the cohort's idle quota counts the team's own unused guarantee too (a
+                # preempted job's team uses none of it): say whose, and what is left to borrow
+                own = min(max(q.nominal[f][r] - q.use(f, r), Fraction(0)), max(idle, Fraction(0)))
+                if own:
+                    lend = max(idle, Fraction(0)) - own
+                    text += (
+                        f" (team {q.name}'s own unused guarantee: {amount(r, own)}; to borrow: "
+                        f"{amount(r, lend) if lend else 'none'})"
+                    )
                 limit = q.borrow_limit[f][r]
                 if limit is not None:
                     text += f", borrowing limit {amount(r, limit)}"
@@ -1285,14 +1296,27 @@ def start_words(bound: bool) -> str:
     return f"expected to start {'within' if bound else 'after'}"
 
 
+def start_text(admitted: float, bound: bool, preempts: Iterable[tuple[str, float]] = ()) -> str:
+    """A waiting job's expected start, `admitted` seconds after submission when Kueue admits
+    it (`bound`: `start_words`): its pods start then, or where its admission preempts jobs
+    ((job, grace) each), once their pods are gone: up to their terminationGracePeriodSeconds
+    later, which the figure adds (`preempt_words`). The one wording of the plan's section and
+    verdict (plan/verdict.py `admission`)."""
+    preempts = list(preempts)
+    most = max((g for _, g in preempts), default=0.0)
+    text = f"{start_words(bound)} {duration_text(admitted + most)}"
+    if preempts:
+        at = "within" if bound else "after"
+        text += f" (admitted {at} {duration_text(admitted)}; {preempt_words(preempts)})"
+    return text
+
+
 def _waiting_text(w: Workload) -> str:
     text = w.reason_at_once or w.reason or "waits"
     if w.at_once == "never":
         return text
     if w.started is not None:
-        text += f"; {start_words(w.start_bound)} {duration_text(w.started - w.submitted)}"
-        if w.first_preempts:
-            text += f" ({preempt_words(w.first_preempts)})"
+        text += f"; {start_text(w.started - w.submitted, w.start_bound, w.first_preempts)}"
     else:
         text += (
             "; expected start unknown (a job ahead has no expected duration, or it is more "
@@ -1401,6 +1425,8 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
             "borrowing": {r: str(v) for r, v in borrowing.items()},
             "cohort": q.cohort if q is not None else None, "reclaimers": owners,
             "preemptedBy": w.preempted_by, "reason": reason, "sizing": w.sizing,
+            # Kueue's admission (the cost's spans begin there); where it preempts, its pods
+            # start up to preemptedStopSeconds later (`start_text`)
             "expectedStartSeconds": None if never else w.started,
             "expectedStartIsBound": w.start_bound,  # at the latest, not about then
             "expectedEndSeconds": None if never or w.started is None else w.ends,
