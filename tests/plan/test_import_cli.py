@@ -233,7 +233,7 @@ def _pip_job(tmp_path: Path) -> Path:
 
 
 PIP_LINE = (
-    "#   - entrypoint.command:2: pip install reaches a package index (pypi.org unless --index-url)"
+    "#   - entrypoint.command:2: pip install downloads from a package index (pypi.org unless --index-url)"
 )
 
 
