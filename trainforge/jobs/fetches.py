@@ -25,6 +25,7 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from trainforge.jobs import shell_argv
@@ -105,7 +106,8 @@ def in_region_s3(f: Fetch, region: str) -> bool:
     global name is us-east-1's)."""
     if not f.bucket:
         return False
-    target = s3_target(f.reaches) or (f.bucket, "")
+    url = f.reaches if "://" in f.reaches else f"https://{f.reaches}/{f.bucket}"
+    target = s3_target(url) or (f.bucket, "")
     return target[1] == region or (
         not target[1] and (f.reaches.startswith("s3://") or region == "us-east-1")
     )
@@ -249,8 +251,8 @@ def staged_path(root: str | None, staged: tuple[str, ...]) -> bool:
 
 def _call(
     call: ast.Call, name: str, staged: tuple[str, ...], consts: Consts = _NONE
-) -> tuple[str, ...] | None:
-    """(fetcher, what it reaches) when `call` (dotted `name`) downloads, else None; `consts`:
+) -> tuple[Any, ...] | None:
+    """(fetcher, what it reaches[, error, upload, bucket]: Fetch's fields) when `call` (dotted `name`) downloads, else None; `consts`:
     the file's names that hold a literal (`_constants`)."""
     short = name.rsplit(".", 1)[-1]
 
@@ -297,7 +299,12 @@ def _call(
     ):
         url = text(_arg(call, "url"))
         host = url_host(url) if url else None
-        return (f"{name}({url!r})", host) if host else None
+        # a body sent (requests' data/json/files, urlopen's data): the pod's data goes out
+        sent = short in ("post", "put", "patch") or any(
+            _kw(call, k) is not None for k in ("data", "json", "files")
+        )
+        bucket = (s3_target(url) or ("", ""))[0] if url else ""
+        return (f"{name}({url!r})", host, "", sent, bucket) if host else None
     if name in ("os.system",) or (
         name.startswith("subprocess.")
         and short in ("run", "call", "check_call", "check_output", "Popen")
@@ -306,7 +313,7 @@ def _call(
     return None
 
 
-def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[str, ...] | None:
+def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[Any, ...] | None:
     """A literal command (a string or a list of strings) that runs a fetching command."""
     node = _arg(call, "args")
     if isinstance(node, ast.List | ast.Tuple):
@@ -317,7 +324,9 @@ def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[str, ...] | Non
     else:
         script = _text(node, consts) or ""
     found = next(shell_fetches(script, "-"), None)
-    return (found.fetcher, found.reaches) if found else None
+    return (
+        (found.fetcher, found.reaches, found.error, found.upload, found.bucket) if found else None
+    )
 
 
 def python_fetches(
@@ -335,7 +344,7 @@ def python_fetches(
 @functools.lru_cache(maxsize=4096)
 def _python_fetches(
     source: str, staged: tuple[str, ...]
-) -> tuple[tuple[int, tuple[str, ...]], ...]:
+) -> tuple[tuple[int, tuple[Any, ...]], ...]:
     """python_fetches' (line, what it reaches), once per file text and staged paths, wherever
     it is mounted: every container of every pod of a plan mounts the same runtime files from
     its ConfigMaps, at per-team paths (prod: 291 reads of ~20 files)."""

@@ -20,7 +20,7 @@ from trainforge.plan.checks import pod_files
 from trainforge.plan.checks import pod_scripts as P
 from trainforge.plan.checks.iam_stack import stack_iam
 from trainforge.plan.checks.job_backends import runtime_docs
-from trainforge.plan.checks.s3_reach import outside_bucket
+from trainforge.plan.checks.s3_reach import outside_bucket, s3_endpoints
 from trainforge.plan.checks.submitted import open_egress, packages, pod_line_at
 from trainforge.plan.sdk import SENT_URN
 
@@ -127,6 +127,8 @@ def s3_refusal(ctx: PlanContext, f: F.Fetch) -> str | None:
     """What the stack's S3 gateway endpoint does with `f`, a request to a bucket of the
     stack's region, where it refuses it (s3_reach.outside_bucket), else None: a bucket the
     stack declares, an endpoint that lets it through, or no endpoint (NAT, no policy)."""
+    if not s3_endpoints(ctx.inventory):  # S3 through NAT: no policy between (no stack read)
+        return None
     _, stack = stack_iam(ctx)
     verdict = outside_bucket(ctx.inventory, f.bucket, stack.account, set(stack.buckets), f.upload)
     return verdict[1] if verdict is not None and verdict[0] else None

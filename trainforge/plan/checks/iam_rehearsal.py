@@ -477,6 +477,12 @@ def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
         run.judge(role, f"{role.label} (node role)", "node", calls)
 
 
+EXFIL = (
+    "another account's bucket: a pod holding its credentials or a presigned URL could carry "
+    "the team's data there"
+)
+
+
 def _rehearse_s3_endpoints(run: _Run, inv: Any) -> None:
     """Each S3 gateway endpoint's policy (s3_reach): a bucket the stack declares (this account's,
     the checkpoint bucket)
@@ -505,8 +511,8 @@ def _rehearse_s3_endpoints(run: _Run, inv: Any) -> None:
         ),
         ("s3:GetObject", layers, "AWS", True, "ECR's image layers (AWS-owned)"),
         ("s3:PutObject", layers, "AWS", False, "ECR's layer bucket is only read"),
-        ("s3:PutObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, "another account's bucket"),
-        ("s3:GetObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, "another account's bucket"),
+        ("s3:PutObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL),
+        ("s3:GetObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL),
     ]
     for ep in s3_endpoints(inv):
         t = run.tally(f"S3 gateway endpoint {ep.name} (policy)")
@@ -525,11 +531,7 @@ def _rehearse_s3_endpoints(run: _Run, inv: Any) -> None:
                 msg = f"S3 gateway endpoint {ep.name} denies {what}: {d.explain()}"
                 rule = DENIED
             else:
-                msg = (
-                    f"S3 gateway endpoint {ep.name} lets {what} through, which must be denied: "
-                    f"{d.reason}; a pod with that account's credentials or a presigned URL "
-                    "can write the team's data there"
-                )
+                msg = f"S3 gateway endpoint {ep.name} lets {what} through, which must be denied: {d.reason}"
                 rule = TOO_BROAD
             names = frozenset({ep.name})
             run.findings.append(Finding(ep.name, rule, msg, RULES[rule], ep.urn, names))
