@@ -277,7 +277,7 @@ def downloads(contract: Any, root: Path, stack: str, team: str, result: Imported
     argv = [str(w) for w in point.get("command") or []]
     found = container_fetches(argv, "entrypoint.command", files, env, staged)
     region = stack_file.read_stack(root, stack).namespace("aws").get("region") or DEFAULT_REGION
-    return [f"{f.where}: {f.fetcher} reaches {f.reaches}" for f in outside_aws(found, region)]
+    return [f.describe() for f in outside_aws(found, region)]
 
 
 RULE_REF = f"{FETCH_RULE}; docs/teams.md, Network"

@@ -180,7 +180,7 @@ def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str
 
     from trainforge.jobs.entrypoint import USER_CODE_MOUNT
     from trainforge.jobs.fetches import cluster_note
-    from trainforge.plan.checks.fetches import internet_fetches
+    from trainforge.plan.checks.fetches import internet_fetches, s3_refusal
     from trainforge.plan.checks.submitted import open_egress
 
     jobs = ctx.declared.jobs
@@ -197,7 +197,8 @@ def internet_notes(stack: str, job: Any, program: str | None = None) -> list[str
             where = f.where
             if code_dir and where.startswith(USER_CODE_MOUNT + "/"):  # the project's file
                 where = f"{code_dir.rstrip('/')}/{where[len(USER_CODE_MOUNT) + 1 :]}"
-            out.append(cluster_note(job.name, replace(f, where=where), o.namespace))
+            s3 = s3_refusal(ctx, f) if f.bucket else None
+            out.append(cluster_note(job.name, replace(f, where=where), o.namespace, s3))
     return list(dict.fromkeys(out))
 
 
@@ -459,7 +460,7 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
     """`run-local SCRIPT | -m MODULE | pkg.mod:func` without a stack file: the same launcher,
     contract variables, run ledger and report as a job's own code (jobs.local.adhoc_job)."""
     from trainforge.core.errors import JobConfigError
-    from trainforge.jobs.fetches import cluster_note
+    from trainforge.jobs.fetches import cluster_note, without_stack
     from trainforge.jobs.local import (
         adhoc_job,
         adhoc_target,
@@ -498,7 +499,7 @@ def run_adhoc(target: str, module: bool, own: list[str], args: list[str]) -> int
         )
         # what its code downloads, which a team namespace's pods cannot (no stack: the
         # platform's own policies), said before it runs as `--stack` says it
-        fetched = job_fetches(job, project, "run-local")
+        fetched = without_stack(job_fetches(job, project, "run-local"))
         if not ns.dry_run:
             claim_run_dir(run_dir, owner)
     except JobConfigError as e:

@@ -262,7 +262,7 @@ def test_a_download_is_said_before_a_script_runs_with_no_stack(project, monkeypa
     err = capsys.readouterr().err.splitlines()
     assert err == [
         "run-local: ft/ft.py: note: ft/ft.py:7: "
-        "transformers.AutoModel.from_pretrained('gpt2') reaches the Hugging Face Hub "
+        "transformers.AutoModel.from_pretrained('gpt2') downloads from the Hugging Face Hub "
         "(huggingface.co); it may work here, but on the cluster a team namespace's "
         "NetworkPolicies block it (no stack key opens internet egress), so the call fails "
         "there (TRAINFORGE_INTERNET_FETCH; docs/teams.md, Network)"

@@ -43,6 +43,7 @@ KARPENTER = "role platform-karpenter-controller (Karpenter 1.14.1, kube-system/k
 EBS = "role platform-eks-ebs-csi (aws-ebs-csi-driver, kube-system/ebs-csi-controller-sa)"
 FSX = "role platform-services-fsx-csi (aws-fsx-csi-driver, kube-system/fsx-csi-controller-sa)"
 NODES = ("role platform-eks-node (node role)", "role platform-karpenter-node (node role)")
+S3_ENDPOINT = "S3 gateway endpoint platform-net-s3 (policy)"
 
 PROD = {  # principal: (allowed, denied as required)
     "trust of role platform-eks-ebs-csi (kube-system/ebs-csi-controller-sa)": (2, 4),
@@ -57,6 +58,7 @@ PROD = {  # principal: (allowed, denied as required)
     FSX: (2, 1),
     NODES[0]: (13, 0),
     NODES[1]: (13, 0),
+    S3_ENDPOINT: (3, 3),  # a stack bucket read and written, ECR layers read; the rest denied
 }
 
 
@@ -105,6 +107,7 @@ KEYS = {
     "fsx": FSX,
     "node": NODES[0],
     "karpenter_node": NODES[1],
+    "s3_endpoint": S3_ENDPOINT,
 }
 
 
@@ -309,7 +312,7 @@ def test_without_an_s3_gateway_endpoint_there_is_no_outside_the_vpc_case(prod):
     inv = drop(inv, lambda r: r.name == "platform-net-s3" and r.type.endswith("VpcEndpoint"))
     result, section = rehearse(inv)
     assert result.findings == []
-    assert counts(section) == expected(llm=(63, 82, 0), vision=(63, 82, 0))
+    assert counts(section) == expected(llm=(63, 82, 0), vision=(63, 82, 0), s3_endpoint=None)
 
 
 def test_a_bucket_policy_open_to_another_team_prefix_is_too_broad(prod):

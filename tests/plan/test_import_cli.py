@@ -251,9 +251,7 @@ def _pip_job(tmp_path: Path) -> Path:
     return path
 
 
-PIP_LINE = (
-    "#   - entrypoint.command:2: pip install reaches a package index (pypi.org unless --index-url)"
-)
+PIP_LINE = "#   - entrypoint.command:2: pip install downloads from a package index (pypi.org unless --index-url)"
 
 
 def test_an_imported_command_that_downloads_is_said_with_the_stacks_egress(tmp_path, capsys):

@@ -59,7 +59,7 @@ def test_the_trainer_mnist_notebook_is_refused(tmp_path, capsys):
     assert (
         "downloads from the internet when it runs (mnist.py:58, line 56 of the file the SDK "
         "writes in the pod: "
-        "torchvision.datasets.FashionMNIST(download=True) reaches the data set's mirrors on the "
+        "torchvision.datasets.FashionMNIST(download=True) downloads from the data set's mirrors on the "
         "internet), but namespace research's NetworkPolicies let its pods reach only DNS"
     ) in text
     assert (
@@ -105,7 +105,7 @@ def test_own_code_and_an_imported_command_are_read(tmp_path, capsys):
         f"(/workspace/train.py:{line}: torchvision.datasets.MNIST(download=True)" in out  # fmt: skip
     assert (
         "research/PyTorchJob/hf-finetune downloads from the internet when it runs (container "
-    ) in out and "command:2: pip install reaches a package index" in out
+    ) in out and "command:2: pip install downloads from a package index" in out
     assert "fix: stage it on the team's FSx volume, mounted at /fsx in these pods" in out
 
 
@@ -127,7 +127,7 @@ def test_run_local_says_a_download_fails_on_the_cluster(tmp_path, capsys, monkey
     notes = [x for x in capsys.readouterr().err.splitlines() if " note: " in x]
     assert notes == [
         f"run-local: mnist-user: note: examples/mnist/train.py:{len(text.splitlines()) + 3}: "
-        "torchvision.datasets.MNIST(download=True) reaches the data set's mirrors on the "
+        "torchvision.datasets.MNIST(download=True) downloads from the data set's mirrors on the "
         "internet; it may work here, but on the cluster namespace research's NetworkPolicies "
         f"block it, so the call fails there ({FC.RULE}; docs/teams.md, Network)"
     ]
@@ -204,7 +204,7 @@ def test_only_where_egress_is_closed():
     (f,) = FC.check(_ctx(_job(), *closed)).findings
     assert f.rule == FC.RULE and f.resource == "research/Job/ft"
     assert (
-        "(container c command python -c:2: transformers.AutoModel.from_pretrained('gpt2') reaches the Hugging Face Hub"
+        "(container c command python -c:2: transformers.AutoModel.from_pretrained('gpt2') downloads from the Hugging Face Hub"
         in f.message
     )
     https = _Obj({"kind": "NetworkPolicy", "metadata": {"name": "allow-https", "namespace": "research"},
@@ -289,7 +289,7 @@ def test_aws_hosts_of_the_stacks_region_are_reached():
     assert FC.check(ctx).findings == []
     ctx.objects[0] = job("https://b.s3.eu-central-1.amazonaws.com/d.tar")
     (f,) = FC.check(ctx).findings
-    assert "reaches b.s3.eu-central-1.amazonaws.com" in f.message
+    assert "downloads from b.s3.eu-central-1.amazonaws.com" in f.message
 
 
 def test_a_malformed_object_is_left_to_the_schema_checks():

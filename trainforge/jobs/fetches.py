@@ -25,6 +25,7 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 from urllib.parse import urlsplit
 
 from trainforge.jobs import shell_argv
@@ -55,12 +56,61 @@ _SAVED_TO = re.compile(r"""printf\s+["']%s["']\s+["']?\$(\w+)["']?\s*>\s*["']?([
 
 @dataclass(frozen=True)
 class Fetch:
-    """One recognised download: where (file:line), the fetcher, and what it reaches."""
+    """One recognised transfer: where (file:line), the fetcher, what it reaches, and whether
+    it sends the pod's data out (an upload) rather than fetching something in."""
 
     where: str
     fetcher: str  # e.g. "torchvision.datasets.FashionMNIST(download=True)"
     reaches: str  # e.g. "the data set's mirrors on the internet", a URL's host
     error: str = ""  # the library's own error when the download fails, where it has one
+    upload: bool = False  # curl -T, wget --post-file, aws s3 cp LOCAL s3://... (_upload)
+    bucket: str = ""  # the S3 bucket a URL names (s3_bucket), "" for any other host
+
+    @property
+    def verb(self) -> str:
+        """ "uploads to" or "downloads from": what the plan, import and run-local print."""
+        return "uploads to" if self.upload else "downloads from"
+
+    def describe(self) -> str:
+        """`where: fetcher uploads to|downloads from what`, the one line every reader prints."""
+        return f"{self.where}: {self.fetcher} {self.verb} {self.reaches}"
+
+
+# S3's hostnames (S3 User Guide, "Virtual hosting of buckets" and "Path-style requests"):
+# BUCKET.s3.REGION.amazonaws.com, BUCKET.s3-REGION.amazonaws.com, BUCKET.s3.amazonaws.com
+# (us-east-1's legacy global name), and the path-style s3[.-]REGION.amazonaws.com/BUCKET
+_S3_HOST = re.compile(r"^(?:(?P<bucket>.+)\.)?s3(?:[.-](?P<region>[a-z0-9-]+))?\.amazonaws\.com$")
+
+
+def s3_target(url: str) -> tuple[str, str] | None:
+    """(bucket, region: "" for the global name) an S3 URL names (`s3://BUCKET/...`, a
+    virtual-hosted or a path-style HTTPS URL), else None. `s3://`'s region is the caller's:
+    "" too."""
+    if url.startswith("s3://"):
+        bucket = url[5:].split("/", 1)[0]
+        return (bucket, "") if bucket else None
+    parts = urlsplit(url)
+    m = _S3_HOST.match(parts.hostname or "") if parts.scheme in ("http", "https") else None
+    if not m:
+        return None
+    region = m["region"] or ""
+    if region in ("external-1", "accelerate"):  # not a region: no bucket in region here
+        return None
+    bucket = m["bucket"] or parts.path.lstrip("/").split("/", 1)[0]
+    return (bucket, region) if bucket else None
+
+
+def in_region_s3(f: Fetch, region: str) -> bool:
+    """Whether `f` reaches S3 of `region`, which the team policies open and the VPC's S3
+    gateway endpoint's policy then judges (`s3://` URLs: the SDK's region, the stack's; the
+    global name is us-east-1's)."""
+    if not f.bucket:
+        return False
+    url = f.reaches if "://" in f.reaches else f"https://{f.reaches}/{f.bucket}"
+    target = s3_target(url) or (f.bucket, "")
+    return target[1] == region or (
+        not target[1] and (f.reaches.startswith("s3://") or region == "us-east-1")
+    )
 
 
 def local_path(text: str) -> bool:
@@ -201,8 +251,8 @@ def staged_path(root: str | None, staged: tuple[str, ...]) -> bool:
 
 def _call(
     call: ast.Call, name: str, staged: tuple[str, ...], consts: Consts = _NONE
-) -> tuple[str, ...] | None:
-    """(fetcher, what it reaches) when `call` (dotted `name`) downloads, else None; `consts`:
+) -> tuple[Any, ...] | None:
+    """(fetcher, what it reaches[, error, upload, bucket]: Fetch's fields) when `call` (dotted `name`) downloads, else None; `consts`:
     the file's names that hold a literal (`_constants`)."""
     short = name.rsplit(".", 1)[-1]
 
@@ -249,7 +299,12 @@ def _call(
     ):
         url = text(_arg(call, "url"))
         host = url_host(url) if url else None
-        return (f"{name}({url!r})", host) if host else None
+        # a body sent (requests' data/json/files, urlopen's data): the pod's data goes out
+        sent = short in ("post", "put", "patch") or any(
+            _kw(call, k) is not None for k in ("data", "json", "files")
+        )
+        bucket = (s3_target(url) or ("", ""))[0] if url else ""
+        return (f"{name}({url!r})", host, "", sent, bucket) if host else None
     if name in ("os.system",) or (
         name.startswith("subprocess.")
         and short in ("run", "call", "check_call", "check_output", "Popen")
@@ -258,7 +313,7 @@ def _call(
     return None
 
 
-def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[str, ...] | None:
+def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[Any, ...] | None:
     """A literal command (a string or a list of strings) that runs a fetching command."""
     node = _arg(call, "args")
     if isinstance(node, ast.List | ast.Tuple):
@@ -269,7 +324,9 @@ def _subprocess(call: ast.Call, consts: Consts = _NONE) -> tuple[str, ...] | Non
     else:
         script = _text(node, consts) or ""
     found = next(shell_fetches(script, "-"), None)
-    return (found.fetcher, found.reaches) if found else None
+    return (
+        (found.fetcher, found.reaches, found.error, found.upload, found.bucket) if found else None
+    )
 
 
 def python_fetches(
@@ -287,7 +344,7 @@ def python_fetches(
 @functools.lru_cache(maxsize=4096)
 def _python_fetches(
     source: str, staged: tuple[str, ...]
-) -> tuple[tuple[int, tuple[str, ...]], ...]:
+) -> tuple[tuple[int, tuple[Any, ...]], ...]:
     """python_fetches' (line, what it reaches), once per file text and staged paths, wherever
     it is mounted: every container of every pod of a plan mounts the same runtime files from
     its ConfigMaps, at per-team paths (prod: 291 reads of ~20 files)."""
@@ -342,12 +399,50 @@ def command_fetches(
     if re.match(r"^pip3?(\.\d+)?$", prog) and _pip_installs(words):
         return [Fetch(where, "pip install", "a package index (pypi.org unless --index-url)")]
     if prog in ("wget", "curl") and urls:
-        return [Fetch(where, f"{prog} {urls[0]}", str(url_host(urls[0])))]
+        up = _upload(prog, words[1:])
+        fetcher = f"{prog} {up + ' ' if up else ''}{urls[0]}"
+        bucket = (s3_target(urls[0]) or ("", ""))[0]
+        return [Fetch(where, fetcher, str(url_host(urls[0])), upload=bool(up), bucket=bucket)]
+    if prog == "aws" and words[1:2] == ["s3"] and len(words) > 2:
+        return _aws_s3(words[2:], where)
     if prog == "git" and "clone" in words and urls:
         return [Fetch(where, f"git clone {urls[0]}", str(url_host(urls[0])))]
     if prog in ("huggingface-cli", "hf") and "download" in words:
         return [Fetch(where, f"{prog} download", HUB)]
     return []
+
+
+# curl's and wget's options that send a local file or data (curl(1): -T/--upload-file,
+# -d/--data* and -F/--form with @FILE; wget(1): --post-file, --body-file, --post-data,
+# --body-data), longest first so `--data-binary` is read before `--data`
+_CURL_SENDS = ("--upload-file", "--data-binary", "--data-urlencode", "--data-raw", "--data",
+               "--form", "--json", "-T", "-d", "-F")  # fmt: skip
+_WGET_SENDS = ("--post-file", "--body-file", "--post-data", "--body-data")
+
+
+def _upload(prog: str, args: list[str]) -> str:
+    """The option by which `curl`/`wget` `args` send data out (`-T`, `--post-file`...), else
+    ""; a bare `-X PUT`/`--method=PUT` with no body sends nothing of the pod's."""
+    sends = _CURL_SENDS if prog == "curl" else _WGET_SENDS
+    for a in args:
+        for opt in sends:
+            if a == opt or a.startswith(opt + "=") or (len(opt) == 2 and a.startswith(opt)):
+                return opt
+    return ""
+
+
+def _aws_s3(args: list[str], where: str) -> list[Fetch]:
+    """`aws s3 cp|mv|sync SRC DST` (an upload when DST is `s3://` and SRC is local or `-`,
+    stdin) and `aws s3 ls|rm|...` (a read): a Fetch naming the bucket."""
+    op, rest = args[0], [a for a in args[1:] if not a.startswith("-")]
+    urls = [a for a in rest if a.startswith("s3://")]
+    if not urls:
+        return []
+    upload = op in ("cp", "mv", "sync") and len(rest) >= 2 and not rest[0].startswith("s3://")
+    url = urls[-1] if upload else urls[0]
+    bucket = url[5:].split("/", 1)[0]
+    fetcher = f"aws s3 {op} {rest[0]}" if upload else f"aws s3 {op}"
+    return [Fetch(where, fetcher, url, upload=upload, bucket=bucket)]
 
 
 def _commands(line: str) -> Iterator[list[str]]:
@@ -500,24 +595,40 @@ def s3_urls(argv: list[str], env: Mapping[str, str]) -> list[tuple[str, str, boo
 
 
 def outside_aws(found: list[Fetch], region: str) -> list[Fetch]:
-    """`found` less what reaches AWS hosts of `region` (S3 and the VPC's endpoints), which
-    the team policies open."""
-    return [f for f in found if not f.reaches.endswith(f".{region}.amazonaws.com")]
+    """`found` less what reaches AWS API hosts of `region` (the VPC's endpoints), which the
+    team policies open. S3 of `region` is kept (`in_region_s3`): the policies open its
+    ranges, for every bucket, and which buckets answer is the S3 endpoint's policy's say
+    (the plan: `plan/checks/s3_reach.py`)."""
+    return [
+        f
+        for f in found
+        if in_region_s3(f, region)
+        or not (f.reaches.endswith(f".{region}.amazonaws.com") or f.reaches.startswith("s3://"))
+    ]
 
 
-def cluster_note(what: str, f: Fetch, namespace: str | None = None) -> str:
-    """run-local's line for one download of the code it runs: it may work on this machine,
+def without_stack(found: list[Fetch]) -> list[Fetch]:
+    """What run-local says is blocked when it has no stack to read: `found` less S3 requests,
+    which the team policies let out (S3's ranges) and which only the stack's S3 endpoint
+    policy judges, by the bucket's account (`plan/checks/s3_reach.py`): unknown here."""
+    return [f for f in found if not f.bucket]
+
+
+def cluster_note(what: str, f: Fetch, namespace: str | None = None, s3: str | None = None) -> str:
+    """run-local's line for one transfer of the code it runs: it may work on this machine,
     not in the pods. `namespace`: the stack's namespace whose policies the plan read as
     closed; None (no stack): the platform's team policies (platform/teams.py
     `network_policies`: default-deny, egress to DNS, the VPC's endpoints, S3, the Pod Identity
-    agent), which no stack key opens (docs/teams.md, Network)."""
-    cluster = (
-        f"namespace {namespace}'s NetworkPolicies block it"
-        if namespace
-        else "a team namespace's NetworkPolicies block it (no stack key opens internet egress)"
-    )
+    agent), which no stack key opens (docs/teams.md, Network). `s3`: for a request to a
+    bucket, what the stack's S3 endpoint does with it (the plan's `fetches.s3_refusal`)."""
+    if s3:
+        cluster = f"bucket {f.bucket} is not the stack's, and {s3}"
+    elif namespace:
+        cluster = f"namespace {namespace}'s NetworkPolicies block it"
+    else:
+        cluster = "a team namespace's NetworkPolicies block it (no stack key opens internet egress)"
     return (
-        f"run-local: {what}: note: {f.where}: {f.fetcher} reaches {f.reaches}; it may work "
+        f"run-local: {what}: note: {f.describe()}; it may work "
         f"here, but on the cluster {cluster}, so the call fails there ({RULE}; docs/teams.md, "
         "Network)"
     )

@@ -954,7 +954,7 @@ def run_local(
 
     The Python twin of `trainforge run-local --stack STACK JOB` for jobs declared in code: it
     says first (stderr) each download its code makes, which its pods cannot (`job_fetches`)."""
-    from trainforge.jobs.fetches import cluster_note
+    from trainforge.jobs.fetches import cluster_note, without_stack
     from trainforge.jobs.restarts import budget
 
     run = user_code_run(
@@ -965,7 +965,7 @@ def run_local(
         volumes=volumes,
         extra_args=extra_args,
     )
-    for f in job_fetches(job, project_dir):  # as `trainforge run-local SCRIPT` says it
+    for f in without_stack(job_fetches(job, project_dir)):  # as `run-local SCRIPT` says it
         print(cluster_note(job.name, f), file=sys.stderr, flush=True)
     from trainforge.jobs.restarts import outcome
 

@@ -17,12 +17,16 @@ live. In an existing VPC (whose layout is not ours) the endpoints use the given 
 subnets and the egress stays the VPC CIDR (`endpoint_cidrs` is then the VPC CIDR, and the
 program warns). S3 through a gateway endpoint still answers on S3's public address ranges, which
 NetworkPolicy can only name as CIDRs, so they are read from the region's S3 managed prefix
-list (`com.amazonaws.<region>.s3`) when the program runs (`s3_cidrs`).
+list (`com.amazonaws.<region>.s3`) when the program runs (`s3_cidrs`). Since those ranges are
+every bucket's, the S3 endpoint's policy (`s3_endpoint_policy`) is what keeps a pod from
+writing to a bucket of another account; the interface endpoints' policies
+(`interface_endpoint_policy`) refuse another account's credentials.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 from dataclasses import dataclass
 
 import pulumi
@@ -52,6 +56,127 @@ INTERFACE_ENDPOINTS: dict[str, str] = {
 FSX_ONLY = frozenset({"fsx"})
 HTTPS = 443
 
+# AWS-owned buckets the nodes read through the S3 gateway endpoint (s3:GetObject only), as
+# aws-samples/data-perimeter-policy-examples vpc_endpoint_policies/s3_endpoint_policy.json
+# (commit 031eaa58, read 2026-12-01) "AllowRequestsToAWSOwnedResources" names them, and the
+# ECR User Guide ("Amazon ECR interface VPC endpoints (AWS PrivateLink)", "Minimum Amazon S3
+# bucket permissions for Amazon ECR": arn:aws:s3:::prod-<region>-starport-layer-bucket/*) for
+# the layer bucket, which kubelet reads through presigned URLs; none is in the stack's account, so aws:ResourceAccount
+# alone would break them:
+AWS_OWNED_BUCKETS: dict[str, str] = {
+    "prod-{region}-starport-layer-bucket": "ECR image layers (every image the nodes pull)",
+    "al2023-repos-{region}-de612dc2": "Amazon Linux 2023 package repositories (dnf on nodes)",
+    "aws-ssm-{region}": "SSM Agent updates and documents (the AL2023 AMIs run the agent)",
+    "amazon-ssm-{region}": "SSM Agent installers and updates",
+    "amazon-ssm-packages-{region}": "SSM Distributor packages",
+    "{region}-birdwatcher-prod": "SSM Distributor manifests",
+    "aws-ssm-document-attachments-{region}": "SSM document attachments",
+}
+# Left out: the ECR public gallery and the add-on registries are not S3 (their layers come
+# through ECR's starport bucket above); nodeadm reads only the EKS API and IMDS (no bucket);
+# the FSx data repository's bucket is named by the stack and added (`s3_endpoint_policy`).
+
+
+# Interface endpoints given a policy: the identity perimeter of
+# aws-samples/data-perimeter-policy-examples vpc_endpoint_policies/{ec2,ecr.api,ssm,sts}_
+# endpoint_policy.json (read 2026-12-01), with this account for their organization: only
+# principals of the stack's account (and AWS services) call the service through the VPC, so a
+# pod holding another account's credentials cannot push an image to that account's ECR, put a
+# parameter there or send to its queue from here. ecr.dkr is ECR's registry API (same
+# service, same keys). SQS also gets the resource side: only this account's queues (the
+# interruption queue), as a queue elsewhere may admit anyone. Left at AWS's default (full
+# access): eks-auth (its one API, AssumeRoleForPodIdentity, answers only for this cluster's
+# associations, so it carries nothing out) and fsx (not in those examples; its API manages
+# file systems and moves no file data).
+PRINCIPAL_PERIMETER = frozenset({"sts", "ecr.api", "ecr.dkr", "ec2", "sqs", "ssm"})
+RESOURCE_PERIMETER = frozenset({"sqs"})
+
+
+def interface_endpoint_policy(service: str, account: str) -> dict | None:
+    """The policy of the interface endpoint of `service` (PRINCIPAL_PERIMETER), else None:
+    AWS's default. STS also admits web-identity federation into this account's roles
+    (AssumeRoleWithWebIdentity is unsigned: it has no principal account), as the examples'
+    sts policy does."""
+    if service not in PRINCIPAL_PERIMETER:
+        return None
+    ours: dict[str, str] = {"aws:PrincipalAccount": account}
+    if service in RESOURCE_PERIMETER:
+        ours["aws:ResourceAccount"] = account
+    statements: list[dict] = [
+        {
+            "Sid": "ThisAccountsPrincipals",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"StringEquals": ours},
+        },
+        {
+            "Sid": "AwsServicePrincipals",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "*",
+            "Resource": "*",
+            "Condition": {"Bool": {"aws:PrincipalIsAWSService": "true"}},
+        },
+    ]
+    if service == "sts":
+        statements.append(
+            {
+                "Sid": "WebIdentityIntoThisAccountsRoles",
+                "Effect": "Allow",
+                "Principal": {"Federated": "*"},
+                "Action": ["sts:AssumeRoleWithWebIdentity"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:ResourceAccount": account}},
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def s3_endpoint_policy(region: str, account: str, buckets: tuple[str, ...] = ()) -> dict:
+    """The S3 gateway endpoint's policy. Why: without one the endpoint admits AWS's default
+    (any principal, any action, any bucket of any account), so a pod holding another account's
+    credentials or a presigned URL could write the team volume to a bucket anywhere. This
+    one admits every S3 action on buckets of the stack's `account` (`aws:ResourceAccount`:
+    the checkpoint bucket, the S3 mirror, a data repository in this account), reads of the
+    AWS-owned buckets the nodes need (AWS_OWNED_BUCKETS), and every action on `buckets`
+    the stack names itself (`fsx.dataRepository`, which may be another account's). Another
+    account's bucket is denied. An endpoint policy grants nothing by itself: the caller's
+    IAM policy and the bucket's policy still decide (VPC PrivateLink guide, "Control access
+    to VPC endpoints using endpoint policies")."""
+    owned = [f"arn:aws:s3:::{b.format(region=region)}/*" for b in AWS_OWNED_BUCKETS]
+    statements: list[dict] = [
+        {
+            "Sid": "ThisAccountsBuckets",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": "*",
+            "Condition": {"StringEquals": {"aws:ResourceAccount": account}},
+        },
+        {
+            "Sid": "AwsOwnedBucketsNodesRead",
+            "Effect": "Allow",
+            "Principal": "*",
+            "Action": "s3:GetObject",
+            "Resource": owned,
+        },
+    ]
+    if buckets:
+        named_ = sorted(set(buckets))
+        statements.append(
+            {
+                "Sid": "StackNamedBuckets",
+                "Effect": "Allow",
+                "Principal": "*",
+                "Action": "s3:*",
+                "Resource": [f"arn:aws:s3:::{b}" for b in named_]
+                + [f"arn:aws:s3:::{b}/*" for b in named_],
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
+
 
 def s3_prefix_list_name(region: str) -> str:
     return f"com.amazonaws.{region}.s3"
@@ -72,6 +197,9 @@ class NetworkArgs:
     config: NetworkConfig
     tags: dict[str, str]
     fsx: bool = True  # the stack has FSx for Lustre (`fsx.enabled`): its endpoint is needed
+    # buckets the stack names outside its own (the FSx data repository's): the S3 endpoint's
+    # policy admits them by name, as they may be another account's
+    s3_buckets: tuple[str, ...] = ()
 
 
 class Network(pulumi.ComponentResource):
@@ -138,16 +266,19 @@ class Network(pulumi.ComponentResource):
                     self,
                 )
         if cfg.vpc_endpoints:
-            self._endpoints(name, region, args.tags, child, args.fsx)
+            self._endpoints(name, region, args, child)
         self.register_outputs({"vpcId": self.vpc_id, "privateSubnetIds": self.private_subnet_ids})
 
-    def _endpoints(self, name: str, region: str, tags: dict[str, str], child, fsx: bool) -> None:
+    def _endpoints(self, name: str, region: str, args: NetworkArgs, child) -> None:
+        tags, fsx = args.tags, args.fsx
+        account = aws.get_caller_identity().account_id
         s3 = aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=self.vpc_id,
             service_name=f"com.amazonaws.{region}.s3",
             vpc_endpoint_type="Gateway",
             route_table_ids=self.private_route_table_ids,
+            policy=json.dumps(s3_endpoint_policy(region, account, args.s3_buckets)),
             tags=named(tags, f"{name}-s3"),
             opts=child,
         )
@@ -174,6 +305,7 @@ class Network(pulumi.ComponentResource):
             if service in FSX_ONLY and not fsx:
                 continue
             slug = service.replace(".", "-")
+            policy = interface_endpoint_policy(service, account)
             self.interface_endpoints[service] = aws.ec2.VpcEndpoint(
                 f"{name}-{slug}",
                 vpc_id=self.vpc_id,
@@ -182,6 +314,7 @@ class Network(pulumi.ComponentResource):
                 private_dns_enabled=True,
                 subnet_ids=self.endpoint_subnet_ids or self.private_subnet_ids,
                 security_group_ids=[sg.id],
+                policy=json.dumps(policy) if policy else None,
                 tags=endpoint_tags(tags, f"{name}-{slug}", why),
                 opts=child,
             )

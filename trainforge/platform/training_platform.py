@@ -136,8 +136,13 @@ class TrainingPlatform(pulumi.ComponentResource):
         tags = resource_tags(config)
 
         fsx = config.services is not None and config.services.fsx.enabled
+        repo = config.services.fsx.data_repository if fsx and config.services else None
+        # the data repository's bucket may be another account's: the S3 endpoint names it
+        buckets = (
+            (repo.data_repository_path.removeprefix("s3://").split("/", 1)[0],) if repo else ()
+        )
         self.network = Network(
-            f"{name}-net", NetworkArgs(config.cluster, config.network, tags, fsx), child
+            f"{name}-net", NetworkArgs(config.cluster, config.network, tags, fsx, buckets), child
         )
         # a fleet worker's endpoint also admits its manager's egress addresses (read now)
         fleet = config.fleet

@@ -18,7 +18,9 @@ from trainforge.plan import cost as C
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import pod_files
 from trainforge.plan.checks import pod_scripts as P
+from trainforge.plan.checks.iam_stack import stack_iam
 from trainforge.plan.checks.job_backends import runtime_docs
+from trainforge.plan.checks.s3_reach import outside_bucket, s3_endpoints
 from trainforge.plan.checks.submitted import open_egress, packages, pod_line_at
 from trainforge.plan.sdk import SENT_URN
 
@@ -112,8 +114,24 @@ def internet_fetches(ctx: PlanContext, o: Any) -> tuple[list[F.Fetch], list[Any]
     except (KeyError, TypeError, ValueError, AttributeError, StopIteration):
         return [], []
     if found and hasattr(ctx, "inventory"):
-        found = F.outside_aws(found, C.plan_region(ctx.inventory))
+        region = C.plan_region(ctx.inventory)
+        found = [
+            f
+            for f in F.outside_aws(found, region)
+            if not F.in_region_s3(f, region) or s3_refusal(ctx, f) is not None
+        ]
     return list(dict.fromkeys(found)), templates
+
+
+def s3_refusal(ctx: PlanContext, f: F.Fetch) -> str | None:
+    """What the stack's S3 gateway endpoint does with `f`, a request to a bucket of the
+    stack's region, where it refuses it (s3_reach.outside_bucket), else None: a bucket the
+    stack declares, an endpoint that lets it through, or no endpoint (NAT, no policy)."""
+    if not s3_endpoints(ctx.inventory):  # S3 through NAT: no policy between (no stack read)
+        return None
+    _, stack = stack_iam(ctx)
+    verdict = outside_bucket(ctx.inventory, f.bucket, stack.account, set(stack.buckets), f.upload)
+    return verdict[1] if verdict is not None and verdict[0] else None
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -129,18 +147,28 @@ def check(ctx: PlanContext) -> CheckResult:
             {p for t in templates for c in pods.containers(t.spec) for p in kept(t.spec, c)}
         )
         for f in found:
-            what = f"{f.where}: {f.fetcher} reaches {f.reaches}"
-            if opened is not None:
+            what = f.describe()
+            s3 = s3_refusal(ctx, f) if f.bucket else None
+            if opened is not None and s3 is None:
                 lines.append(f"{ident}: {what}; egress open over HTTPS ({opened}): not refused")
                 continue
             error = f" ({f.error})" if f.error else ""
-            message = (
-                f"{ident} downloads from the internet when it runs ({what}), but namespace "
-                f"{o.namespace}'s NetworkPolicies let its pods reach only DNS, the VPC's AWS "
-                "endpoints, S3 of the stack's region over HTTPS and the Pod Identity agent: the "
-                f"connection is blocked, so the call fails when the job reaches it{error}"
-            )
+            does = "uploads" if f.upload else "downloads"
+            if s3 is not None:
+                message = (
+                    f"{ident} {does} when it runs ({what}): bucket {f.bucket} is not this "
+                    f"stack's, and {s3}"
+                )
+            else:
+                message = (
+                    f"{ident} {does} {'to' if f.upload else 'from'} the internet when it runs "
+                    f"({what}), but namespace {o.namespace}'s NetworkPolicies let its pods reach "
+                    "only DNS, the VPC's interface endpoints, S3 of the stack's region over "
+                    "HTTPS (the buckets the S3 endpoint's policy admits) and the Pod Identity "
+                    f"agent: the connection is blocked, so the call fails when the job reaches "
+                    f"it{error}"
+                )
             lines.append(f"REFUSED: {ident}: {what}")
             findings.append(Finding(ident, RULE, message, fix(volumes), o.urn, frozenset({ident})))
-    title = "Code that downloads from the internet"
+    title = "Code that downloads from or uploads to the internet or another account's S3"
     return CheckResult(findings=findings, sections=[Section(title, lines, {})] if lines else [])

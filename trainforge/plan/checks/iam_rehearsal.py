@@ -24,6 +24,7 @@ from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_re
 from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import chart_name
+from trainforge.plan.checks.s3_reach import ANOTHER_ACCOUNT, s3_endpoints, through
 from trainforge.plan.cost import plan_region
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.resource_types import EKS_ADDON, HELM_RELEASE
@@ -131,6 +132,7 @@ def check(ctx: PlanContext) -> CheckResult:
     _rehearse_karpenter(run, inv, objects)
     _rehearse_csi(run, addons, objects)
     _rehearse_node_roles(run, addons)
+    _rehearse_s3_endpoints(run, inv)
     lines = [t.line() for t in run.tallies] + stack.notes
     if not run.tallies:
         lines = ["no IAM role with a Pod Identity association or a known caller in this stack"]
@@ -473,3 +475,63 @@ def _rehearse_node_roles(run: _Run, addons: set[str]) -> None:
         agent = "eks-pod-identity-agent" in addons
         calls = ref.node_role_calls(_caller(stack, role), vpc_cni=cni, pod_identity_agent=agent)
         run.judge(role, f"{role.label} (node role)", "node", calls)
+
+
+EXFIL = (
+    "another account's bucket: a pod holding its credentials or a presigned URL could carry "
+    "the team's data there"
+)
+
+
+def _rehearse_s3_endpoints(run: _Run, inv: Any) -> None:
+    """Each S3 gateway endpoint's policy (s3_reach): a bucket the stack declares (this account's,
+    the checkpoint bucket)
+    read and written, ECR's layer bucket (AWS-owned) read, so nodes pull images, and another
+    account's bucket neither written nor read: a pod holding that account's credentials or a
+    presigned URL cannot carry the team volume out through the VPC (docs/teams.md, Network).
+    The principal is this account's node or team role, or another account's, alike."""
+    stack = run.stack
+    ours = next(iter(stack.buckets), None)
+    layers = f"prod-{stack.region}-starport-layer-bucket"
+    me = f"arn:{stack.partition}:iam::{stack.account}:role/{REHEARSAL_JOB}"
+    cases = [
+        (
+            "s3:PutObject",
+            ours,
+            stack.account,
+            True,
+            "a bucket this stack declares (this account's)",
+        ),
+        (
+            "s3:GetObject",
+            ours,
+            stack.account,
+            True,
+            "a bucket this stack declares (this account's)",
+        ),
+        ("s3:GetObject", layers, "AWS", True, "ECR's image layers (AWS-owned)"),
+        ("s3:PutObject", layers, "AWS", False, "ECR's layer bucket is only read"),
+        ("s3:PutObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL),
+        ("s3:GetObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL),
+    ]
+    for ep in s3_endpoints(inv):
+        t = run.tally(f"S3 gateway endpoint {ep.name} (policy)")
+        for action, bucket, owner, allowed, why in cases:
+            if bucket is None:
+                continue
+            d = through(ep, action, bucket, "rehearsal/object", principal=me,
+                        principal_account=stack.account, resource_account=owner)  # fmt: skip
+            if d.allowed == allowed:
+                t.allowed += allowed
+                t.denied += not allowed
+                continue
+            t.failed += 1
+            what = f"{action} on s3://{bucket}/ ({why}; aws:ResourceAccount={owner})"
+            if allowed:
+                msg = f"S3 gateway endpoint {ep.name} denies {what}: {d.explain()}"
+                rule = DENIED
+            else:
+                msg = f"S3 gateway endpoint {ep.name} lets {what} through, which must be denied: {d.reason}"
+                rule = TOO_BROAD
+            names = frozenset({ep.name})
+            run.findings.append(Finding(ep.name, rule, msg, RULES[rule], ep.urn, names))
