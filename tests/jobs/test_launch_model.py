@@ -242,7 +242,8 @@ def test_the_bundled_runtime_s_stack_line_says_the_flags_it_runs_with(monkeypatc
     assert f"run-local: mlp-job: {line}\n" in capsys.readouterr().out
     assert line == (
         "1 pod x 2 processes, restarts: torchrun restarts in the pod 0; pod re-created on exit "
-        ">= 128, at most 6 (backoffLimitPerIndex 6, counted for each index alone); "
+        ">= 128, at most 6 (backoffLimitPerIndex 6, counted for each index alone; the runtime "
+        "stops after 5 failed attempts in a row from one checkpoint, whichever comes first); "
         "run-local: the same, up to 4 (--pod-restarts)"
     )
     assert (seen["recreations"], seen["on"]) == (4, "retryable")

@@ -250,7 +250,9 @@ def torchrun_restarts(restart_count: int, max_restarts: int) -> bool:
     the pod, whatever the exit code: torch 2.13.0 `torch/distributed/elastic/agent/server/
     api.py` SimpleElasticAgent._invoke_run restarts a FAILED or UNHEALTHY group while it has
     restarts left (`--max-restarts`), and `local_elastic_agent.py` gives every worker
-    TORCHELASTIC_RESTART_COUNT (the restarts so far) and TORCHELASTIC_MAX_RESTARTS."""
+    TORCHELASTIC_RESTART_COUNT (the restarts so far) and TORCHELASTIC_MAX_RESTARTS. Under
+    trainforge's launcher a group that ended no_progress (4) is not restarted: the run
+    ledger's stop is final (training/launch.stop_restarts_on_final)."""
     return restart_count < max_restarts
 
 

@@ -186,6 +186,15 @@ def cut_at_deadline(d: Duration, deadline: int | None) -> Duration:
     return replace(d, seconds=float(deadline), low=low, high=high, needs=d.seconds)
 
 
+def may_pass_deadline(d: Duration, deadline: int | None) -> bool:
+    """Whether only the upper end of `d`'s range passes `deadline`: the likely run fits, so
+    `cut_at_deadline` leaves it alone, but a run as slow as the range allows is cut there
+    (the plan warns; it does not fail: the likely run fits)."""
+    if deadline is None or d.cut or d.ceiling or d.seconds is None or d.high is None:
+        return False
+    return d.seconds <= deadline < d.high
+
+
 def expected_duration(job: JobSpec, pool: PoolFacts, instance_type: str | None = None) -> Duration:
     """The job's expected run on `pool`; with `instance_type`, on the nodes of that type
     (`PoolFacts.only`: its GPU and bandwidth), the type a mixed pool launches for the job

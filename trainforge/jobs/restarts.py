@@ -125,7 +125,7 @@ def budget(job: JobSpec) -> RestartBudget:
         if policy == "OnFailure":
             bound = f"OnFailure on an indexed Job: its pods run restartPolicy Never; {per_index}"
             return RestartBudget(in_pod, again, "any", bound, in_place=False)
-        return RestartBudget(in_pod, again, "retryable", per_index)
+        return RestartBudget(in_pod, again, "retryable", _first_of(per_index, job, in_pod, again))
     if policy == "OnFailure":
         bound = f"OnFailure: containers restart in place, backoffLimit {limit}"
         if backend in ("pytorchjob", "trainjob") and job.workers > 1:
@@ -136,12 +136,7 @@ def budget(job: JobSpec) -> RestartBudget:
             bound += f" counts the restarts of all {job.workers} pods together ({again} each)"
         return RestartBudget(in_pod, again, "any", bound)
     if backend == "pytorchjob":
-        if job.entrypoint is None:
-            stop = ledger_stop(own_code=False, in_pod=in_pod)
-        elif user_code_runner(job):
-            stop = ledger_stop(own_code=True, in_pod=in_pod, where="its ledger on the team's FSx")
-        else:
-            stop = "set runPolicy.activeDeadlineSeconds to bound them"
+        stop = _job_ledger_stop(job, in_pod) or "set runPolicy.activeDeadlineSeconds to bound them"
         return RestartBudget(
             in_pod,
             None,
@@ -154,7 +149,32 @@ def budget(job: JobSpec) -> RestartBudget:
         # the Job controller counts the failed pods of all the Job's pods: N pods that fail
         # together reach backoffLimit + 1 failures after ceil((limit + 1) / N) attempts
         bound += f" counts the failed pods of all {job.workers} pods together ({again} each)"
-    return RestartBudget(in_pod, again, "retryable", bound)
+    return RestartBudget(in_pod, again, "retryable", _first_of(bound, job, in_pod, again))
+
+
+def _job_ledger_stop(job: JobSpec, in_pod: int) -> str | None:
+    """`ledger_stop` for `job` where its pods keep a run ledger (the bundled runtime, your code
+    under its wrapper: usercode.start_check, its ledger on the team's FSx); None for a
+    `command`, which runs as written and counts nothing."""
+    if job.entrypoint is None:
+        return ledger_stop(own_code=False, in_pod=in_pod)
+    if user_code_runner(job):
+        return ledger_stop(own_code=True, in_pod=in_pod, where="its ledger on the team's FSx")
+    return None
+
+
+def _first_of(bound: str, job: JobSpec, in_pod: int, again: int | None) -> str:
+    """An ExitCode Job's (a TrainJob's child Job, an indexed Job) own bound and the run
+    ledger's stop beside it, where the stop can come first: the ledger's exit 4 (no_progress)
+    is permanent, which the Job's pod failure policy fails the Job on (FailJob for 1-127), so
+    whichever comes first ends the job. It can where the attempts each pod runs (its `again`
+    re-creations + 1, times torchrun's `in_pod` restarts + 1, each process an attempt) pass
+    NO_PROGRESS_LIMIT; where the pods keep a ledger (`_job_ledger_stop`)."""
+    stop = _job_ledger_stop(job, in_pod)
+    runs = None if again is None else (again + 1) * (in_pod + 1)
+    if stop is None or (runs is not None and runs <= NO_PROGRESS_LIMIT):
+        return bound
+    return f"{bound}; {stop}, whichever comes first"
 
 
 def ledger_stop(*, own_code: bool, in_pod: int, where: str = "") -> str:

@@ -499,7 +499,9 @@ def exit_reason(terminated: dict, runtime: bool = False) -> exits.Reason | None:
 # --- metrics ------------------------------------------------------------------------------------
 
 
-def progress_lines(g: Gathered) -> list[str]:
+def progress_lines(g: Gathered, now: datetime | None = None) -> list[str]:
+    """Its metrics' progress and checkpoint; the ETA cut at its deadline where that comes
+    first (wait.metrics_eta: with `now`, when the run started is known)."""
     m = g.metrics
     if not m:
         return []
@@ -512,7 +514,11 @@ def progress_lines(g: Gathered) -> list[str]:
         if m.get("step_seconds"):
             line += f", {m['step_seconds']:.3g} s/step"
         if m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
-            line += f", ETA {duration_text(m['eta_seconds'])}"
+            eta = float(m["eta_seconds"])
+            cut = wait.metrics_eta(g.job, g.workload, eta, now) if now is not None else None
+            line += (
+                f", ETA{cut.note}" if cut is not None and cut.cut else f", ETA {duration_text(eta)}"
+            )
         out.append(("progress", line))
     if "checkpoint_step" in m:
         ck = int(m["checkpoint_step"])
@@ -648,7 +654,7 @@ def status(g: Gathered, now: datetime) -> str:
         queue = (g.job.get("metadata", {}).get("labels") or {}).get(QUEUE_LABEL)
         lines.append(f"queue:      {f'LocalQueue {queue}; ' if queue else ''}no Kueue Workload: "
                      "Kueue has not taken the job in (trainforge why)")  # fmt: skip
-    lines += progress_lines(g)
+    lines += progress_lines(g, now)
     if fleet_worker(g) and not g.pods:
         lines.append(
             f"spend:      on worker {fleet_worker(g)}, where its pods run (ask that cluster)"

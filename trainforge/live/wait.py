@@ -54,6 +54,8 @@ from trainforge.jobs.duration import (
     DEADLINE_DETAIL,
     EXPECTED_BASIS,
     EXPECTED_SECONDS,
+    Duration,
+    cut_at_deadline,
     duration_text,
 )
 from trainforge.jobs.pod import JOB_LABEL
@@ -199,7 +201,8 @@ def _holder(
     if running:
         m = metrics_of(api, g)
         if m and m.get("eta_seconds") is not None and m.get("progress", 0) < 1:
-            h.seconds, h.basis, h.ceiling = m["eta_seconds"], "ETA from its metrics", False
+            eta = metrics_eta(g.job, wl, float(m["eta_seconds"]), now)
+            h.seconds, h.basis, h.ceiling = eta.seconds, f"ETA from its metrics{eta.note}", eta.cut
             return h
         admitted = (condition(wl, "Admitted") or condition(wl, "QuotaReserved") or {}).get(
             "lastTransitionTime"
@@ -220,6 +223,56 @@ def _holder(
         return h
     h.seconds, h.basis = expected, basis
     return h
+
+
+@dataclass(frozen=True)
+class Eta:
+    """A running job's time left: its metrics' ETA, cut at its deadline where that comes
+    first (`metrics_eta`). `note`: "" or what the cut says, with the time."""
+
+    seconds: float
+    cut: bool
+    note: str = ""
+
+
+def job_deadline(job: dict[str, Any]) -> int | None:
+    """The job object's activeDeadlineSeconds, where each backend's emitter writes it: a
+    PyTorchJob's spec.runPolicy, a TrainJob's and a batch/v1 Job's spec."""
+    spec = job.get("spec") or {}
+    value = spec.get(
+        "activeDeadlineSeconds", (spec.get("runPolicy") or {}).get("activeDeadlineSeconds")
+    )
+    return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def metrics_eta(job: dict[str, Any], wl: dict[str, Any] | None, eta: float, now: datetime) -> Eta:
+    """A running job's time left from its metrics' `eta` (rank 0's trainforge_eta_seconds),
+    no later than its deadline: its controller fails it at activeDeadlineSeconds counted from
+    its start (jobs.duration.cut_at_deadline, the one rule the plan times runs by), so a run
+    whose metrics say it ends later is cut there, and the words say so and when. Its start:
+    the job's status.startTime (the training operator's and the Job controller's), else
+    its Workload's admission. Why: `status` printed "ETA 5.0 h" for a job its deadline ends
+    in 1 h, and a job queued behind it was told to wait 5 h."""
+    deadline = job_deadline(job)
+    started = (job.get("status") or {}).get("startTime")
+    if not started and wl is not None:
+        started = (condition(wl, "Admitted") or condition(wl, "QuotaReserved") or {}).get(
+            "lastTransitionTime"
+        )
+    ran = _since(started, now)
+    if deadline is None or ran is None:
+        return Eta(eta, False)
+    run = cut_at_deadline(Duration(ran + eta, "metrics", "ETA from its metrics"), deadline)
+    if not run.cut:
+        return Eta(eta, False)
+    left = max(float(deadline) - ran, 0.0)
+    at = (now + timedelta(seconds=left)).strftime("%Y-%m-%d %H:%M UTC")
+    return Eta(
+        left,
+        True,
+        f" {duration_text(eta)}, past its activeDeadlineSeconds {deadline}: cut in "
+        f"{duration_text(left)} (about {at}), the run needs ~{duration_text(ran + eta)}",
+    )
 
 
 def _get(api: Api, what: str, path: str) -> dict[str, Any] | None:

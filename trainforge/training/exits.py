@@ -606,13 +606,32 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return f"{type(exc).__name__}: {msg}" if msg else type(exc).__name__
 
 
-def _torchrun_restart() -> str | None:
+# Set by the launcher (launch.py) for its workers: a folder of this pod's own exit records, so
+# that it learns why a local rank failed even when the run keeps no checkpoint directory; its
+# presence also tells a worker that trainforge's launcher, not plain torchrun, runs it.
+LOCAL_EXITS_ENV = "TRAINFORGE_LOCAL_EXIT_RECORDS"
+
+
+def restarts_nothing(reason: Reason) -> bool:
+    """Whether no restart can get past `reason`: the run ledger's no_progress stop, which
+    every attempt from the same checkpoint meets again. trainforge's launcher restarts no
+    worker group that failed with it, whatever torchrun's restarts left (launch.py
+    stop_restarts_on_final); other codes, a bug's included, torchrun restarts as it always
+    does (an elastic job's maxRestarts is for exceptions of your code too)."""
+    return reason is NO_PROGRESS
+
+
+def _torchrun_restart(reason: Reason | None = None) -> str | None:
     """What torchrun does first when this worker fails, where it has restarts left (the
     worker's TORCHELASTIC_RESTART_COUNT < TORCHELASTIC_MAX_RESTARTS): it restarts the
-    workers in the pod, whatever the code (core.failures.torchrun_restarts); None otherwise."""
+    workers in the pod, whatever the code (core.failures.torchrun_restarts), but for a
+    `reason` no restart gets past (`restarts_nothing`) under trainforge's launcher, which
+    its workers know by its LOCAL_EXITS_ENV; None otherwise."""
     count = os.environ.get("TORCHELASTIC_RESTART_COUNT", "")
     most = os.environ.get("TORCHELASTIC_MAX_RESTARTS", "")
     if not (count.isdigit() and most.isdigit()):
+        return None
+    if reason is not None and restarts_nothing(reason) and os.environ.get(LOCAL_EXITS_ENV):
         return None
     if not failures.torchrun_restarts(int(count), int(most)):
         return None
@@ -686,7 +705,7 @@ def exit_line(
     # What the controller then does is the pod's TRAINFORGE_ON_EXIT (`next_step`): without
     # it, what restartPolicy ExitCode does.
     then = next_step(reason.code)
-    in_pod = _torchrun_restart()
+    in_pod = _torchrun_restart(reason)
     if reason is SUCCESS:
         retry = "done"
     elif reason is INTERRUPTED and (stop := run_local_stop(reason.code)) is not None:

@@ -30,6 +30,7 @@ if __name__ == "__main__":  # first: before any import a file of yours could sha
 
     refuse_at_start(argv=sys.argv[1:])  # its ledger: --checkpoint-dir, else the contract's
 
+import contextlib
 import json
 import logging
 import os
@@ -38,7 +39,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from trainforge.core import failures
 from trainforge.training import exits, torchrun_env
@@ -391,6 +394,68 @@ def notice_slow_shutdowns(grace_s: int) -> ShutdownNotice:
     return notice
 
 
+def final_failure(
+    failures: dict[int, int],
+    records: dict[int, exits.Reason],
+    times: dict[int, int],
+) -> exits.Reason | None:
+    """The failed group's root cause (`verdict`) where it is one no restart can get past
+    (exits.restarts_nothing: the run ledger's no_progress stop, met again by every attempt
+    that starts from the same checkpoint); None where torchrun may restart the group."""
+    _, _, root, _ = verdict(failures, records, times)
+    return root if root is not None and exits.restarts_nothing(root) else None
+
+
+@contextlib.contextmanager
+def stop_restarts_on_final(ckpt: str | None, local: str) -> Iterator[None]:
+    """While torchrun runs in this process: a worker group that failed with a final cause
+    (`final_failure`) is not restarted, whatever `--max-restarts` has left; torchrun stops it
+    as it does once its restarts are spent, and the launcher exits with that cause's code.
+
+    Why: torch 2.13.0's elastic agent restarts a FAILED group while it has restarts left,
+    whatever the code (agent/server/api.py SimpleElasticAgent._invoke_run, read 2026-12-01
+    in the v2.13.0 wheel). The run ledger's no_progress stop (exit 4, permanent) of the
+    runtime's rank 0 (loop.py) and of your code's wrapper (usercode.start_check) was then
+    followed by one more attempt, which counted from 0 (a permanent end begins a new count:
+    ledger.attempts_without_progress), so the stop took effect only once torchrun's restarts
+    were used up. The one decision is the launcher's verdict on the group, made where the
+    agent reads its workers' ends (`_monitor_workers`, which `_invoke_run` consults before it
+    restarts): a final cause sets the agent's remaining restarts to 0."""
+    from torch.distributed.elastic.agent.server.api import WorkerState  # noqa: PLC0415
+    from torch.distributed.elastic.agent.server.local_elastic_agent import (  # noqa: PLC0415
+        LocalElasticAgent,
+    )
+
+    original = LocalElasticAgent._monitor_workers
+
+    def monitor(agent: Any, worker_group: Any) -> Any:
+        result = original(agent, worker_group)
+        left = getattr(agent, "_remaining_restarts", 0)
+        if result.state not in (WorkerState.FAILED, WorkerState.UNHEALTHY) or left <= 0:
+            return result
+        fails = {int(r): int(f.exitcode) for r, f in (result.failures or {}).items()}
+        times = {int(r): int(f.timestamp) for r, f in (result.failures or {}).items()}
+        records = failure_records(ckpt, float(min(times.values(), default=0)), local)
+        final = final_failure(fails, records, times)
+        if final is not None:
+            agent._remaining_restarts = 0
+            most = worker_group.spec.max_restarts
+            print(
+                f"trainforge launch: {final.name} (code {final.code}) ends the run: torchrun "
+                f"restarts nothing ({left} of its {most} restart(s) left unused), every "
+                "restart would meet the same stop",
+                file=sys.stderr,
+                flush=True,
+            )
+        return result
+
+    LocalElasticAgent._monitor_workers = monitor  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        LocalElasticAgent._monitor_workers = original  # type: ignore[method-assign]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = argv if argv is not None else sys.argv[1:]
     # before torchrun reads it: every restart of the worker group gets a store of its own
@@ -414,7 +479,8 @@ def _launch(argv: list[str], local: str) -> int:
     notice_slow_shutdowns(shutdown_grace(argv))
     started = time.time()  # a finished attempt before it is an earlier run's
     try:
-        torchrun_main(argv)
+        with stop_restarts_on_final(checkpoint_dir(argv), local):
+            torchrun_main(argv)
     except ChildFailedError as e:
         failures = {int(rank): int(f.exitcode) for rank, f in e.failures.items()}
         times = {int(rank): int(f.timestamp) for rank, f in e.failures.items()}

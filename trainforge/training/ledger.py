@@ -29,14 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from trainforge.training import exits, resume_note
+from trainforge.training import exits, layout, resume_note
+from trainforge.training.exits import LOCAL_EXITS_ENV
 
 LEDGER_DIR = ".trainforge"
 RUN_FILE = "run.json"
 EXITS_DIR = "exits"
-# Set by the launcher (launch.py) for its workers: a folder of this pod's own exit records, so
-# that it learns why a local rank failed even when the run keeps no checkpoint directory.
-LOCAL_EXITS_ENV = "TRAINFORGE_LOCAL_EXIT_RECORDS"
 LEDGER_VERSION = 1
 KEEP_PRODUCTIVE = 64  # productive-seconds entries kept (checkpoint steps)
 # A job that fails this many attempts in a row from the same checkpoint stops (no_progress):
@@ -355,15 +353,38 @@ class RunLedger:
         """Where this attempt ends with `reason`: the run ledger's own count, in words, beside
         the controller's ("not counted against backoffLimit": core.failures.Outcome.words).
         A retryable failure is failed attempt n of NO_PROGRESS_LIMIT in a row from one
-        checkpoint (`attempts_without_progress`, as the next attempt counts it); None where
-        this ledger counts nothing (not rank 0's, no shared storage, a stop, a permanent end)."""
+        checkpoint (`attempts_without_progress`, as the next attempt counts it), unless it
+        saved a newer checkpoint than it began from (`saved_since_start`): the next attempt
+        begins from that one, and its count starts again, which the words say instead of
+        "failed attempt n". None where this ledger counts nothing (not rank 0's, no shared
+        storage, a stop, a permanent end)."""
         if self.rank != 0 or not self.persistent or not self.attempts:
             return None
         if reason is exits.SUCCESS or exits.is_stop(reason) or not reason.retryable:
             return None
+        further = self.saved_since_start()
+        if further is not None:
+            return (
+                f"got further: it began from step {self.current.start} and saved "
+                f"{further.name}, so the run ledger's count of failed attempts in a row "
+                "starts again"
+            )
         n = self.attempts_without_progress(self.current.start) + 1
         stops = " (the next attempt stops: no_progress)" if n >= NO_PROGRESS_LIMIT else ""
         return f"failed attempt {n} of {NO_PROGRESS_LIMIT} in a row in the run ledger{stops}"
+
+    def saved_since_start(self) -> layout.SavedCheckpoint | None:
+        """The newest complete checkpoint in the checkpoint directory (layout.newest_saved,
+        the one model of any code's checkpoint names) where it is newer than the step this
+        attempt started from: the step the next attempt starts from, so that
+        `attempts_without_progress` ends its count at this attempt. None where this attempt
+        saved nothing newer, or its start is not known (it died before either was noted:
+        the next attempt counts it as no progress)."""
+        start = self.current.start
+        if self.root is None or start is None:
+            return None
+        newest = layout.newest_saved(self.root.parent)
+        return newest if newest is not None and newest.step > start else None
 
     @property
     def current(self) -> Attempt:

@@ -11,7 +11,13 @@ import math
 from dataclasses import fields
 from typing import Any
 
-from trainforge.jobs.duration import Duration, duration_text, job_steps, launch_duration
+from trainforge.jobs.duration import (
+    Duration,
+    duration_text,
+    job_steps,
+    launch_duration,
+    may_pass_deadline,
+)
 from trainforge.jobs.estimate import JobEstimate, NoEstimate, estimate, gib, memory_unit, warnings
 from trainforge.jobs.restarts import budget, launch_line
 from trainforge.jobs.spec import JobSpec
@@ -164,6 +170,26 @@ def _resubmission(job: JobSpec, done: int) -> str:
     )
 
 
+def deadline_warning(job: JobSpec, d: Duration | None) -> str | None:
+    """The warning of a run whose likely length fits its activeDeadlineSeconds but whose
+    range's upper end does not (duration.may_pass_deadline): not a finding, the likely run
+    finishes, but a run as slow as the range allows is failed at the deadline, and the
+    numbers say how far it gets. None where the range fits (or the run is cut: the finding)."""
+    deadline = job.run_policy.active_deadline_seconds
+    if d is None or deadline is None or not may_pass_deadline(d, deadline):
+        return None
+    assert d.seconds is not None and d.low is not None and d.high is not None
+    steps = job_steps(job)
+    done = int(steps * deadline / d.high)
+    return (
+        f"job {job.name}'s run may be cut: its likely run ~{duration_text(d.seconds)} fits its "
+        f"runPolicy.activeDeadlineSeconds {deadline} ({duration_text(deadline)}), but its "
+        f"range {duration_text(d.low)}-{duration_text(d.high)} reaches past it: at the slow end "
+        f"the controller fails it after about {done:,} of {steps:,} steps; "
+        f"{_resubmission(job, done)}; a deadline of at least {math.ceil(d.high)} covers the range"
+    )
+
+
 def deadline_findings(ctx: PlanContext) -> list[Finding]:
     """A job whose run (the Cost's and the queue's figure, `queues.job_run`) its own
     activeDeadlineSeconds cuts: the controller fails it there, before its last step."""
@@ -221,6 +247,8 @@ def check(ctx: PlanContext) -> CheckResult:
                 "it runs on a worker, and the Cost section times it there"
             )
         lines += [f"  warning: {w}" for w in warnings(e, ident)]
+        if (cut := deadline_warning(job, ran)) is not None:
+            lines.append(f"  warning: {cut}")
         data.append({**_data(e), "runOn": _run_on(timed_on, run, cost)})
     restarts = [
         f"{dj.target.namespace}/{dj.spec.name}: {launch_line(dj.spec)}" for dj in declared.jobs
