@@ -17,10 +17,11 @@ system namespace (not one trainforge creates).
 
 from __future__ import annotations
 
+from trainforge.core import platform_names
 from trainforge.platform.cluster import SYSTEM_LABEL
 
 SYSTEM_NODE_SELECTOR = {SYSTEM_LABEL: "true"}
-NODE_AGENTS_NAMESPACE = "node-agents"
+NODE_AGENTS_NAMESPACE = platform_names.NODE_AGENTS_NAMESPACE
 PRIVILEGED_NAMESPACE_REASON = (
     "node agents only: the DCGM exporter reads the kubelet's pod-resources socket (hostPath) "
     "and node-exporter needs the host network, PID namespace and root filesystem"
