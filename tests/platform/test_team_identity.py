@@ -52,7 +52,8 @@ def test_each_team_has_a_policy_with_its_own_ids_bound_to_its_namespace():
             for o in result.objects
             if o.kind == ap.POLICY and o.obj_name == team_identity.policy_name(name)
         ]
-        assert f"runAsUser == {team.run_as_user}" in str(policy)
+        allowed = sorted({team.run_as_user, team_identity.SHARED_ID})
+        assert f"runAsUser in {allowed}".replace(", ", ",") in str(policy)
         assert policy["spec"]["failurePolicy"] == "Fail"
         (binding,) = [
             o.doc
@@ -119,3 +120,17 @@ def test_every_backends_pods_pass_their_teams_policy(backend):
     assert out.findings == []
     (section,) = out.sections
     assert section.data["judged"] > 0
+
+
+def test_the_platforms_shared_identity_is_admitted():
+    """The SDK's TrainJobs run the one cluster-wide runtime as the platform's default ids,
+    which own no team's files: admitted (test_plan_sdk.py plans such a program CLEAN)."""
+    result = shipped_plan("prod")
+    shared = team_identity.SHARED_ID
+
+    def change(spec):
+        spec["securityContext"] |= {"runAsUser": shared, "runAsGroup": shared, "fsGroup": shared}
+        for c in spec["containers"]:
+            c["securityContext"] |= {"runAsUser": shared, "runAsGroup": shared}
+
+    assert _denials(result, _with_pod(result, "vision", change)) == []

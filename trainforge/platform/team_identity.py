@@ -13,7 +13,9 @@ nothing; the policy makes it what keeps teams apart beside the fileset mount and
 The rule, on every Pod created in the team's namespace (and every ephemeral container added):
 the pod's securityContext sets runAsUser = the team's UID and runAsGroup = the team's GID;
 fsGroup, if set, is the team's GID; supplementalGroups hold only the team's GID; no
-container (init and ephemeral ones included) sets another runAsUser or runAsGroup. Pods are
+container (init and ephemeral ones included) sets another runAsUser or runAsGroup. The one
+other identity admitted is the platform's shared default (`SHARED_ID`, below), which owns no
+team's files: the Kubeflow SDK's TrainJobs run as it. Pods are
 what every controller creates (the training operator, JobSet, Job), so one rule covers every
 backend; the controllers see the denial (the Job's events), and the plan says it before
 (plan/checks/team_identity.py evaluates these same expressions on every pod template the
@@ -32,16 +34,24 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from trainforge.core.contract import DEFAULT_TRAINING_UID
 from trainforge.core.labels import NAMESPACE_NAME
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_PREFIX = "trainforge-team-identity-"
 
-# A container's runAsUser/runAsGroup either unset (the pod's applies) or the team's.
+# The one identity besides the team's own that a team's pods may have: the platform's default
+# (DEFAULT_TRAINING_UID:DEFAULT_TRAINING_UID), which the one ClusterTrainingRuntime the Kubeflow
+# SDK's TrainJobs run (trainjob.sdk_runtime_manifest, cluster-wide, so it cannot know the team)
+# sets. It owns no team's files (every team directory is chown'd to its team's ids, fsx.py), so
+# a pod running as it reaches none; what the policy must stop is a pod claiming another team's.
+SHARED_ID = DEFAULT_TRAINING_UID
+
+# A container's runAsUser/runAsGroup either unset (the pod's applies) or allowed.
 _CONTAINER = (
     "!has({c}.securityContext) || "
-    "((!has({c}.securityContext.runAsUser) || {c}.securityContext.runAsUser == {uid}) && "
-    "(!has({c}.securityContext.runAsGroup) || {c}.securityContext.runAsGroup == {gid}))"
+    "((!has({c}.securityContext.runAsUser) || {c}.securityContext.runAsUser in {uids}) && "
+    "(!has({c}.securityContext.runAsGroup) || {c}.securityContext.runAsGroup in {gids}))"
 )
 _POD = "object.spec.securityContext"
 
@@ -54,36 +64,39 @@ def policy_name(team: str) -> str:
 def validations(team: str, uid: int, gid: int) -> list[dict[str, str]]:
     """The CEL validations of team `team`'s policy (each with the message a denied pod's
     creator reads), the one model the cluster and the plan evaluate."""
+    uids, gids = sorted({uid, SHARED_ID}), sorted({gid, SHARED_ID})
+    u, g = str(uids).replace(" ", ""), str(gids).replace(" ", "")
+    uw, gw = _words(uid, "uid"), _words(gid, "gid")
 
     def containers(field: str, optional: bool) -> str:
-        each = _CONTAINER.format(c="c", uid=uid, gid=gid)
+        each = _CONTAINER.format(c="c", uids=u, gids=g)
         rule = f"object.spec.{field}.all(c, {each})"
         return f"!has(object.spec.{field}) || {rule}" if optional else rule
 
     where = f"pods in namespace {team} run as team {team}"
     return [
         {
-            "expression": f"has({_POD}) && has({_POD}.runAsUser) && {_POD}.runAsUser == {uid}",
-            "message": f"{where}: spec.securityContext.runAsUser must be {uid}",
+            "expression": f"has({_POD}) && has({_POD}.runAsUser) && {_POD}.runAsUser in {u}",
+            "message": f"{where}: spec.securityContext.runAsUser must be {uw}",
         },
         {
-            "expression": f"has({_POD}) && has({_POD}.runAsGroup) && {_POD}.runAsGroup == {gid}",
-            "message": f"{where}: spec.securityContext.runAsGroup must be {gid}",
+            "expression": f"has({_POD}) && has({_POD}.runAsGroup) && {_POD}.runAsGroup in {g}",
+            "message": f"{where}: spec.securityContext.runAsGroup must be {gw}",
         },
         {
-            "expression": f"!has({_POD}) || !has({_POD}.fsGroup) || {_POD}.fsGroup == {gid}",
-            "message": f"{where}: spec.securityContext.fsGroup must be unset or {gid}",
+            "expression": f"!has({_POD}) || !has({_POD}.fsGroup) || {_POD}.fsGroup in {g}",
+            "message": f"{where}: spec.securityContext.fsGroup must be unset or {gw}",
         },
         {
             "expression": f"!has({_POD}) || !has({_POD}.supplementalGroups) || "
-            f"{_POD}.supplementalGroups.all(g, g == {gid})",
-            "message": f"{where}: spec.securityContext.supplementalGroups may hold only {gid}",
+            f"{_POD}.supplementalGroups.all(x, x in {g})",
+            "message": f"{where}: spec.securityContext.supplementalGroups may hold only {gw}",
         },
         *(
             {
                 "expression": containers(field, optional),
-                "message": f"{where}: every {field} entry's securityContext.runAsUser and "
-                f"runAsGroup must be unset or {uid} and {gid}",
+                "message": f"{where}: every {field} entry's securityContext.runAsUser must be "
+                f"unset or {uw}, its runAsGroup unset or {gw}",
             }
             for field, optional in (
                 ("containers", False),
@@ -92,6 +105,14 @@ def validations(team: str, uid: int, gid: int) -> list[dict[str, str]]:
             )
         ),
     ]
+
+
+def _words(team_id: int, kind: str) -> str:
+    """How a message names the allowed ids: the team's, and the shared one."""
+    if team_id == SHARED_ID:
+        return str(team_id)
+    shared = "the platform's shared one, which owns no team's files"
+    return f"{team_id} (the team's {kind}) or {SHARED_ID} ({shared})"
 
 
 def policy_spec(team: str, uid: int, gid: int) -> dict[str, Any]:
