@@ -5,6 +5,7 @@ platform pods on system nodes and only node agents privileged."""
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 import os
@@ -196,6 +197,11 @@ def test_team_b_cannot_reach_team_a_files_even_with_the_whole_file_system(tmp_pa
     )
     a, b = pod_identity(result, "vision"), pod_identity(result, "nlp")
     assert a.uid != b.uid and a.gid != b.gid and b.gid not in a.groups
+    # the ids are the teams' own (config), not whatever the job chose: a pod of B's namespace
+    # claiming A's is denied by B's admission policy (test_a_job_cannot_run_as_another_team)
+    teams = result.inventory.declared.contracts[0].teams
+    for ident, team in ((a, "vision"), (b, "nlp")):
+        assert (ident.uid, ident.gid) == (teams[team].run_as_user, teams[team].run_as_group)
     setup = {
         o.doc["metadata"]["labels"]["trainforge.io/team"]: o.doc
         for o in result.objects
@@ -233,6 +239,29 @@ def test_team_b_cannot_reach_team_a_files_even_with_the_whole_file_system(tmp_pa
     assert (root / "vision" / "checkpoints" / "latest").read_text() == "step1\n"
     # and B works in its own directory
     assert sandbox.run("touch /fsx/ok", b, [sandbox.Mount(root / "nlp", "/fsx")]).ok
+
+
+def test_a_job_cannot_run_as_another_team():
+    """The file isolation above holds only while B's pods cannot be A: prod's vision job with
+    llm's UID/GID (all Pod Security `baseline` would let through) is denied by vision's
+    admission policy, as the plan evaluates it (tests/platform/test_team_identity.py)."""
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.checks import admission_policies
+
+    result = shipped_plan("prod")
+    llm = result.inventory.declared.contracts[0].teams["llm"]
+    objects = []
+    for o in result.objects:
+        if o.kind == "PyTorchJob" and o.namespace == "vision":
+            o = copy.copy(o)
+            o.doc = copy.deepcopy(o.doc)
+            for spec in o.doc["spec"]["pytorchReplicaSpecs"].values():
+                pod = spec["template"]["spec"]
+                pod["securityContext"] |= {"runAsUser": llm.run_as_user}
+                pod["securityContext"] |= {"runAsGroup": llm.run_as_group}
+        objects.append(o)
+    out = admission_policies.check(PlanContext(inventory=result.inventory, objects=objects))
+    assert {f.resource for f in out.findings} == {"vision/PyTorchJob/gpt-350m-fsdp"}
 
 
 def test_each_team_volume_mounts_only_its_own_directory(plans):

@@ -48,7 +48,7 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.core import versions
+from trainforge.core import platform_names, versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts
 from trainforge.core.image_routes import cached, torch_image
 from trainforge.core.labels import NAMESPACE_NAME
@@ -64,7 +64,7 @@ from trainforge.stack.platform import AcceptanceTestConfig
 from trainforge.training.acceptance import facts
 from trainforge.training.timeouts import MIN_RENDEZVOUS_S
 
-NAMESPACE = "trainforge-acceptance"
+NAMESPACE = platform_names.ACCEPTANCE_NAMESPACE
 SERVICE_ACCOUNT = "acceptance"
 RUN_AS = 1000
 RDZV_PORT = 29500
@@ -73,7 +73,7 @@ KEEP_FINISHED_S = 7 * 24 * 3600
 NODE_LAUNCH_S = 1800  # a Karpenter pool's nodes come up within the run's deadline
 LABEL = "trainforge.io/acceptance"
 LOCAL_QUEUE = "acceptance"
-CLUSTER_QUEUE = "trainforge-acceptance"
+CLUSTER_QUEUE = platform_names.ACCEPTANCE_CLUSTER_QUEUE
 
 
 def run_command(name: str) -> str:

@@ -31,7 +31,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from trainforge.core import versions
+from trainforge.core import platform_names, versions
 from trainforge.core.contract import DEFAULT_TRAINING_UID
 from trainforge.core.contract import fsx_claim_name as claim_name
 from trainforge.core.image_routes import cached
@@ -79,7 +79,7 @@ def volume_name(team: str) -> str:
     return f"fsx-{team}-dir"
 
 
-ADMIN_NAMESPACE = "fsx-admin"
+ADMIN_NAMESPACE = platform_names.FSX_ADMIN_NAMESPACE
 ROOT_CLAIM = "fsx-root"
 # Which directory of the file system a PV exposes, for people (`kubectl get pv`) and for the
 # plan's pod script rehearsal (the mount name itself is only known once FSx exists).

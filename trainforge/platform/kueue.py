@@ -67,7 +67,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from trainforge.core import versions
+from trainforge.core import platform_names, versions
 from trainforge.core.contract import EFA_RESOURCE, PoolFacts
 from trainforge.core.labels import HOSTNAME
 from trainforge.jobs import backends
@@ -76,7 +76,7 @@ from trainforge.platform.placement import SYSTEM_NODE_SELECTOR, psa_labels
 from trainforge.platform.services_config import KueueConfig, TeamConfig
 from trainforge.platform.teams import QUEUED_LABEL, TEAM_LABEL
 
-NAMESPACE = "kueue-system"
+NAMESPACE = platform_names.KUEUE_NAMESPACE
 # Kueue's integration name for each trainforge job backend, declared by its emitter
 FRAMEWORKS = backends.KUEUE_FRAMEWORKS
 EXCLUDED_RESOURCES = (EFA_RESOURCE,)

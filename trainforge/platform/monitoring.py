@@ -33,7 +33,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pulumi_random as random
 
-from trainforge.core import versions
+from trainforge.core import platform_names, versions
 from trainforge.core.image_routes import cached, chart_image
 from trainforge.platform import alerts, chart_images, kueue, mlflow_auth, opencost
 from trainforge.platform.chart_images import ChartImage
@@ -52,7 +52,7 @@ from trainforge.platform.placement import NODE_AGENTS_NAMESPACE, SYSTEM_NODE_SEL
 from trainforge.platform.services_config import MlflowConfig, MonitoringConfig
 from trainforge.platform.teams import TEAM_LABEL
 
-MLFLOW_NAMESPACE = "mlflow"
+MLFLOW_NAMESPACE = platform_names.MLFLOW_NAMESPACE
 MLFLOW_PORT = 5000
 MLFLOW_TRACKING_URI = f"http://mlflow.{MLFLOW_NAMESPACE}.svc.cluster.local:{MLFLOW_PORT}"
 MLFLOW_UID = 1000

@@ -17,6 +17,7 @@ system namespace (not one trainforge creates).
 
 from __future__ import annotations
 
+from trainforge.core import platform_names
 from trainforge.core.pod_security import AUDIT as PSA_AUDIT
 from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
 from trainforge.core.pod_security import ENFORCE_VERSION as PSA_ENFORCE_VERSION
@@ -24,7 +25,7 @@ from trainforge.core.pod_security import WARN as PSA_WARN
 from trainforge.platform.cluster import SYSTEM_LABEL
 
 SYSTEM_NODE_SELECTOR = {SYSTEM_LABEL: "true"}
-NODE_AGENTS_NAMESPACE = "node-agents"
+NODE_AGENTS_NAMESPACE = platform_names.NODE_AGENTS_NAMESPACE
 PRIVILEGED_NAMESPACE_REASON = (
     "node agents only: the DCGM exporter reads the kubelet's pod-resources socket (hostPath) "
     "and node-exporter needs the host network, PID namespace and root filesystem"

@@ -38,7 +38,7 @@ from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
 from trainforge.core.pod_security import ENFORCE_VERSION as PSA_ENFORCE_VERSION
 from trainforge.core.pod_security import WARN as PSA_WARN
 from trainforge.jobs.pod import TEAM_LABEL
-from trainforge.platform import team_access
+from trainforge.platform import team_access, team_identity
 from trainforge.platform.services_config import TeamConfig
 
 TRAINING_SERVICE_ACCOUNT = "training"
@@ -306,6 +306,10 @@ class TeamNamespaces(pulumi.ComponentResource):
                 metadata=meta(TRAINING_SERVICE_ACCOUNT),
                 automount_service_account_token=False,
                 opts=child,
+            )
+            # its pods run as its own UID/GID, enforced by the API server (team_identity.py)
+            team_identity.declare(
+                name, t, team.run_as_user, team.run_as_group, {TEAM_LABEL: t}, child
             )
             # who may use the cluster as this team, and what they may do
             team_access.declare(name, team, namespace, args.cluster_name, child, self)

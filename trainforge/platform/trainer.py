@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from trainforge.core import versions
+from trainforge.core import platform_names, versions
 from trainforge.core.pod_security import ENFORCE as PSA_ENFORCE
 from trainforge.jobs import trainjob
 from trainforge.platform import chart_images
@@ -32,7 +32,7 @@ from trainforge.platform.chart_images import ChartImage
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
 
-NAMESPACE = "kubeflow-system"
+NAMESPACE = platform_names.TRAINER_NAMESPACE
 RELEASE = "kubeflow-trainer"
 CHART = f"{versions.TRAINER_CHART_REPO}/{versions.TRAINER_CHART}"
 # The controller manager's image, read from the vendored values of the pinned chart with its

@@ -33,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from trainforge.core import versions
 from trainforge.core.image_routes import CacheRoutes, cached, current, installed
+from trainforge.core.platform_names import TRAINING_OPERATOR_NAMESPACE
 from trainforge.platform import overlay_images as overlay_images_mod
 from trainforge.platform.k8s_provider import server_side_apply_provider
 from trainforge.platform.placement import SYSTEM_NODE_SELECTOR
@@ -176,14 +177,14 @@ class TrainingOperator(pulumi.ComponentResource):
                 opts=child,
             )
         else:
-            if cfg.namespace != "kubeflow":
+            if cfg.namespace != TRAINING_OPERATOR_NAMESPACE:
                 # The upstream overlay hard-codes the `kubeflow` namespace.
                 pulumi.log.warn(
                     "trainforge:trainingOperator.namespace is ignored by the upstream overlay, "
                     "which installs into 'kubeflow'",
                     self,
                 )
-                self.namespace = "kubeflow"
+                self.namespace = TRAINING_OPERATOR_NAMESPACE
             self.source = versions.TRAINING_OPERATOR_KUSTOMIZE_URL
             # recorded for the plan, which renders no pod of the overlay
             pulled = [installed(name, image) for image in overlay_images()]

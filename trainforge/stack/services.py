@@ -29,7 +29,7 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from trainforge.core import names
+from trainforge.core import names, platform_names
 from trainforge.core.contract import BACKENDS, DEFAULT_BACKEND, fsx_claim_name
 from trainforge.core.quantity import parse_quantity
 from trainforge.stack.base import (
@@ -49,22 +49,6 @@ from trainforge.stack.base import (
 # MB/s per TiB for PERSISTENT_2 (SSD). SCRATCH_2 has a fixed 200 MB/s/TiB baseline.
 FSX_THROUGHPUT_TIERS = (125, 250, 500, 1000)
 FSX_CAPACITY_RULE = "1200 GiB or a multiple of 2400 GiB (1200, 2400, 4800, 7200, 9600, ...)"
-# Namespaces the platform itself uses; a team may not take them.
-RESERVED_NAMESPACES = frozenset(
-    {
-        "default",
-        "kube-system",
-        "kube-public",
-        "kube-node-lease",
-        "kubeflow",
-        "kubeflow-system",  # Kubeflow Trainer v2 and JobSet (backend trainjob)
-        "monitoring",
-        "mlflow",
-        "kueue-system",
-        "node-agents",
-        "fsx-admin",
-    }
-)
 DEFAULT_COHORT = "trainforge"
 # Team UIDs/GIDs: above the system and login ranges, below the 2^31 limit of runAsUser.
 MIN_TEAM_ID = 10000
@@ -307,7 +291,7 @@ class TrainingOperatorConfig(StackModel):
 
     enabled: Bool = True
     """Install the training operator v1 (PyTorchJob) when `pytorchjob` is one of the job backends. `false`: the cluster already runs one."""
-    namespace: Namespace = "kubeflow"
+    namespace: Namespace = platform_names.TRAINING_OPERATOR_NAMESPACE
     """Namespace for a Helm install (the upstream overlay always uses `kubeflow`)."""
     chart: HelmChartRef | None = None
     """Install from this Helm chart (pinned version) instead of the upstream kustomize overlay at `v1.9.4`."""
@@ -453,7 +437,7 @@ class MonitoringConfig(StackModel):
 
     mode: Literal["managed", "external"] = "managed"
     """`managed`: kube-prometheus-stack selecting every ServiceMonitor/PodMonitor; `external`: use an existing Prometheus operator."""
-    namespace: Namespace = "monitoring"
+    namespace: Namespace = platform_names.MONITORING_NAMESPACE
     """Namespace of the stack; team NetworkPolicies admit scraping from it."""
     dcgm_exporter: Bool = True
     """DCGM exporter + ServiceMonitor on GPU nodes (namespace `node-agents`)."""
@@ -682,8 +666,15 @@ def default_team_id(name: str) -> int:
 class TeamConfig(StackModel):
     """A team: its namespace, quota, queue, identity on FSx and who may act as it."""
 
-    name: TeamName
-    """the team's name, a DNS-1123 label, unique; it becomes the namespace. Not `default`, `kube-*`, `kubeflow`, `kubeflow-system`, `monitoring`, `mlflow`, `kueue-system`, `node-agents`, `fsx-admin`."""
+    # The reserved names are read from core.platform_names, the list the components that
+    # create those namespaces and ClusterQueues read their own names from.
+    name: TeamName = Field(
+        description="the team's name, a DNS-1123 label, unique; it becomes the namespace and "
+        "the ClusterQueue. Not "
+        + ", ".join(f"`{n}`" for n in sorted(platform_names.RESERVED_TEAM_NAMES))
+        + f", `{platform_names.KUBERNETES_PREFIX}*` (the platform's own namespaces and "
+        "ClusterQueues)."
+    )
     quota: TeamQuotaConfig = TeamQuotaConfig()
     """The team's quota (docs/teams.md, "Quotas")."""
     defaults: ContainerDefaults = ContainerDefaults()
@@ -706,10 +697,8 @@ class TeamConfig(StackModel):
     @field_validator("name")
     @classmethod
     def _not_the_platforms(cls, name: str) -> str:
-        if name in RESERVED_NAMESPACES or name.startswith("kube-"):
-            raise ValueError(
-                f"a name other than {', '.join(sorted(RESERVED_NAMESPACES))} and kube-*"
-            )
+        if platform_names.reserved_team_name(name):
+            raise ValueError(platform_names.reserved_rule())
         return name
 
     @field_validator("claims")
@@ -821,8 +810,11 @@ class ServiceKeys(StackModel):
         return tuple(b for b in BACKENDS if b in wanted)
 
     @model_validator(mode="after")
-    def _teams_leave_platform_namespaces(self) -> ServiceKeys:
+    def _teams_leave_platform_namespaces(self, info: ValidationInfo) -> ServiceKeys:
+        """The configurable platform namespaces (the fixed ones: `TeamConfig.name`)."""
+        karpenter = (info.context or {}).get("karpenter_namespace")
         taken = {self.training_operator.namespace, self.monitoring.namespace}
+        taken |= {karpenter} if isinstance(karpenter, str) else set()
         expected = f"a name other than the platform's namespaces ({', '.join(sorted(taken))})"
         Problems.raise_any(
             (("teams", i, "name"), t.name, expected)
@@ -849,7 +841,12 @@ def services_context(raw: Mapping[str, Any]) -> dict[str, Any]:
         ]
 
     jobs = raw.get("jobs") if isinstance(raw.get("jobs"), list) else []
+    karpenter = raw.get("karpenter") if isinstance(raw.get("karpenter"), dict) else {}
     return {
+        # Karpenter's namespace is the platform area's key; a team may not take it either
+        "karpenter_namespace": karpenter.get("namespace")
+        if karpenter.get("enabled", True) is not False
+        else None,
         "pool_names": names("nodeGroups", "nodePools"),
         "team_names": names("teams"),
         "job_backends": {

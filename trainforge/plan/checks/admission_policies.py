@@ -1,0 +1,182 @@
+"""Plan check: every pod the stack declares, judged by the ValidatingAdmissionPolicies the
+stack declares for Pods, as the API server would judge it on create.
+
+Why: the teams' identity policies (platform/team_identity.py) deny a pod in a team namespace
+that runs as another UID/GID; the controller that creates the pod (the training operator,
+JobSet, the Job controller) is what sees the denial, in its events, after `pulumi up` said
+the job was created. The plan evaluates the policies' own CEL expressions, read from the
+planned objects (one model: what is applied is what is judged), on each pod template of each
+workload in a namespace a binding selects, and names the job, its replica and the message.
+
+Semantics: k8s.io/apiserver v0.35.7 pkg/admission/plugin/policy/validating (Kubernetes
+1.35): a binding's `matchResources.namespaceSelector` selects by the namespace's labels (the
+API server adds `kubernetes.io/metadata.name`); a validation that is false denies with
+"ValidatingAdmissionPolicy '<policy>' with binding '<binding>' denied request: <message>";
+one that errors denies under `failurePolicy: Fail` (the default). Only `object` is bound
+(a pod on create has no oldObject, and the platform's policies read nothing else): a policy
+that reads other variables does not compile and is reported, never passed.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.manifests import K8sObject
+
+RULE = "TRAINFORGE_ADMISSION_DENIED"
+FIX = (
+    "make the pod template satisfy the policy (a team's pods run as the team's uid and gid: "
+    "leave runAsUser, runAsGroup, fsGroup and supplementalGroups to the platform or set the "
+    "team's), or change the policy"
+)
+RULES = {RULE: FIX}
+TITLE = "Admission policies on the stack's pods"
+POLICY = "ValidatingAdmissionPolicy"
+BINDING = "ValidatingAdmissionPolicyBinding"
+# Kinds that are templates for pods made elsewhere, judged where the pods are made
+TEMPLATES_ONLY = frozenset({"TrainingRuntime", "ClusterTrainingRuntime", "PodTemplate"})
+
+
+class PolicyError(Exception):
+    """An expression the evaluator cannot compile: reported, never passed."""
+
+
+@functools.cache
+def _env() -> Any:
+    from cel_expr_python import cel  # noqa: PLC0415 - only when a policy is evaluated
+    from cel_expr_python.ext import ext_strings  # noqa: PLC0415
+
+    return cel.NewEnv(variables={"object": cel.Type.DYN}, extensions=[ext_strings.ExtStrings()])
+
+
+@functools.cache
+def _program(expression: str) -> Any:
+    try:
+        return _env().compile(expression)
+    except Exception as e:  # noqa: BLE001 - cel-cpp raises a bare error with the reason
+        raise PolicyError(f"compile error: {e}") from e
+
+
+def _ints(value: Any) -> Any:
+    """A recorded number as the API server binds an integer field: Pulumi sends numbers as
+    doubles, the Pod schema's ids are int64."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
+
+
+def denials(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
+    """The messages with which a policy of `spec` denies `pod` (a Pod object); an expression
+    that errors or does not compile denies too (failurePolicy Fail), with why."""
+    data = {"object": _ints(dict(pod))}
+    out = []
+    for v in spec.get("validations") or []:
+        expression = str(v.get("expression", ""))
+        try:
+            result = _program(expression).eval(data=data)
+        except PolicyError as e:
+            out.append(f"{e} in {expression!r}")
+            continue
+        if result.type().name() == "ERROR":
+            out.append(f"expression {expression!r} errors: {result.value()}")
+        elif result.value() is not True:
+            out.append(str(v.get("message") or f"failed expression: {expression}").strip())
+    return out
+
+
+def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A LabelSelector (matchLabels, matchExpressions) on a namespace's labels; an absent or
+    empty selector matches every namespace."""
+    selector = selector or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
+        present = key in labels
+        ok = {
+            "In": present and labels.get(key) in values,
+            "NotIn": not present or labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }.get(op, False)
+        if not ok:
+            return False
+    return True
+
+
+def _creates_pods(spec: Mapping[str, Any]) -> bool:
+    rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
+    return any(
+        "" in (r.get("apiGroups") or [])
+        and "pods" in (r.get("resources") or [])
+        and {"CREATE", "*"} & set(r.get("operations") or [])
+        for r in rules
+    )
+
+
+def _namespace_labels(objects: Iterable[K8sObject]) -> dict[str, dict[str, str]]:
+    """Each planned Namespace's labels, with the one the API server adds."""
+    out = {}
+    for o in objects:
+        if o.kind == "Namespace":
+            labels = dict((o.doc.get("metadata") or {}).get("labels") or {})
+            out[o.obj_name] = {**labels, NAMESPACE_NAME: o.obj_name}
+    return out
+
+
+def check(ctx: PlanContext) -> CheckResult:
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data
+    from trainforge.jobs.trainjob import runtimes_in  # noqa: PLC0415
+
+    policies = {
+        o.obj_name: o.doc.get("spec") or {}
+        for o in ctx.objects
+        if o.kind == POLICY and _creates_pods(o.doc.get("spec") or {})
+    }
+    bindings = [o for o in ctx.objects if o.kind == BINDING]
+    bindings = [b for b in bindings if (b.doc.get("spec") or {}).get("policyName") in policies]
+    if not bindings:
+        return CheckResult()
+    namespaces = _namespace_labels(ctx.objects)
+    runtimes = runtimes_in(o.doc for o in ctx.objects)
+    findings, judged = [], 0
+    for obj in ctx.objects:
+        ns = obj.namespace
+        if ns is None or obj.kind in TEMPLATES_ONLY:
+            continue
+        labels = namespaces.get(ns, {NAMESPACE_NAME: ns})
+        mine = [
+            b
+            for b in bindings
+            if _selects(
+                (b.doc["spec"].get("matchResources") or {}).get("namespaceSelector"), labels
+            )
+        ]
+        if not mine:
+            continue
+        for t in pod_templates(obj.doc, runtimes=runtimes):
+            judged += 1
+            meta = {**(t.template.get("metadata") or {}), "namespace": ns}
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": t.spec}
+            pods = f"{obj.label} {t.name + ' ' if t.name else ''}pods"
+            for b in mine:
+                policy = b.doc["spec"]["policyName"]
+                for why in denials(policies[policy], pod):
+                    msg = (
+                        f"{pods}: ValidatingAdmissionPolicy '{policy}' with binding "
+                        f"'{b.obj_name}' denied request: {why}"
+                    )
+                    findings.append(Finding(obj.ident, RULE, msg, FIX, obj.urn, obj.names))
+    line = (
+        f"{len(bindings)} polic{'y' if len(bindings) == 1 else 'ies'} on Pods: {judged} pod "
+        f"template(s) judged, {len(findings)} denial(s)"
+    )
+    return CheckResult(findings, [Section(TITLE, [line], {"judged": judged})])
