@@ -200,15 +200,22 @@ def test_s3_urls_are_read_from_the_command_line_its_scripts_and_the_env():
     argv += ["--checkpoint-s3", "s3://ckpt/vision/checkpoints/a"]
     env = {"TRAINFORGE_CHECKPOINT_S3": "s3://ckpt/vision/x", "DATA": "s3://d/e", "N": "4"}
     assert F.s3_urls(argv, env) == [
-        ("command", "s3://datasets/imagenet", False),
-        ("command", "s3://b/out", False),
-        ("command", "s3://ckpt/vision/checkpoints/a", True),
-        ("env TRAINFORGE_CHECKPOINT_S3", "s3://ckpt/vision/x", True),
-        ("env DATA", "s3://d/e", False),
+        ("command", "s3://datasets/imagenet", "reads"),
+        ("command", "s3://b/out", "reads"),
+        ("command", "s3://ckpt/vision/checkpoints/a", "checkpoints"),
+        ("env TRAINFORGE_CHECKPOINT_S3", "s3://ckpt/vision/x", "checkpoints"),
+        ("env DATA", "s3://d/e", "reads"),
     ]
     script = "aws s3 cp s3://x/y /tmp/y && torchrun t.py --checkpoint-s3=s3://c/p\necho 'open"
     assert F.s3_urls(["bash", "-c", script], {}) == [
-        ("command", "s3://x/y", False),
-        ("command", "s3://c/p", True),
+        ("command", "s3://x/y", "reads"),
+        ("command", "s3://c/p", "checkpoints"),
+    ]
+    # an upload is an upload, as the internet-fetch check's model says (`_aws_s3`)
+    script = "aws s3 cp /fsx/out.tar s3://b/o/out.tar; aws --region x s3 ls s3://b/o"
+    assert F.s3_urls(["sh", "-c", f"{script}; env A=1 aws s3 sync . s3://b/s"], {}) == [
+        ("command", "s3://b/o/out.tar", "uploads"),
+        ("command", "s3://b/o", "reads"),
+        ("command", "s3://b/s", "uploads"),
     ]
     assert F.s3_urls(["python", "t.py", "--data", "/fsx/s3://x"], {"A": "/fsx"}) == []

@@ -378,8 +378,8 @@ def test_a_quota_bigger_than_the_cluster_is_a_plan_line_naming_the_key_and_the_f
     lines, _ = admission(result)
     assert lines[0] == (
         "quota: trainforge:teams[0].quota.gpus: 64 asked, but the GPU pools (gpu-workloads) "
-        "hold 32 shared by 1 team(s): team vision is guaranteed 32; the rest only while other "
-        "teams leave it idle"
+        "hold 32 shared by 1 team(s): team vision is guaranteed 32; the pools hold no more; "
+        "fix: set trainforge:teams[0].quota.gpus to 32"
     )
     (cq,) = [o.doc for o in result.objects if o.kind == "ClusterQueue"]
     # the flavor by name: CPU pools come first in a ClusterQueue (platform.queues.flavor_order)

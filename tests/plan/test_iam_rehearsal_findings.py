@@ -869,3 +869,24 @@ def test_a_job_path_of_pods_with_another_service_account_is_not_judged_by_the_te
     o = job(["--data", "s3://someone-elses-datasets/imagenet"], {}, sa="default")
     result, _ = rehearse(prod, objects=[o])
     assert result.findings == []
+
+
+def test_an_upload_to_another_teams_prefix_writes_and_is_denied_put_object(prod):
+    """`aws s3 cp LOCAL s3://...` sends the pod's data: the finding says "writes" and names the
+    action an upload needs (s3:PutObject), from the one model of uploads (jobs/fetches.py
+    `_aws_s3`); a download from the same prefix still "reads"."""
+    script = (
+        f"aws s3 cp /fsx/vision/out.tar s3://{BUCKET}/llm/out.tar && "
+        f"aws s3 cp s3://{BUCKET}/llm/in.tar /tmp/in.tar"
+    )
+    o = job([], {})
+    o.doc["spec"]["template"]["spec"]["containers"][0]["command"] = ["sh", "-c", script]
+    result, _ = rehearse(prod, objects=[o])
+    write, read = (f.message for f in result.findings)
+    assert write.startswith(
+        f"job {JOB} writes s3://{BUCKET}/llm/out.tar (command of container train), but role "
+        f"platform-services-ckpt-vision ({MOCK}/platform-services-ckpt-vision-mock), its pods' "
+        f"identity, is denied s3:PutObject on arn:aws:s3:::{BUCKET}/llm/out.tar: "
+    ), write
+    assert read.startswith(f"job {JOB} reads s3://{BUCKET}/llm/in.tar (command"), read
+    assert " is denied s3:GetObject on " in read or " is denied s3:ListBucket on " in read, read

@@ -167,7 +167,8 @@ def test_a_teams_gpus_are_split_over_its_pools_in_proportion_to_what_they_hold()
     assert plan.nominal["big"]["gpu2"]["nvidia.com/gpu"] == 8
     assert plan.warnings == (
         "trainforge:teams[0].quota.gpus: 64 asked, but the GPU pools (gpu2) hold 8 shared by "
-        "1 team(s): team big is guaranteed 8; the rest only while other teams leave it idle",
+        "1 team(s): team big is guaranteed 8; the pools hold no more; fix: set "
+        "trainforge:teams[0].quota.gpus to 8",
     )
 
 

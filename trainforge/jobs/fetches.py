@@ -25,7 +25,7 @@ import textwrap
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from trainforge.jobs import shell_argv
@@ -570,19 +570,34 @@ def _runtime_texts() -> frozenset[str]:
         return frozenset()
 
 
-def s3_urls(argv: list[str], env: Mapping[str, str]) -> list[tuple[str, str, bool]]:
-    """(where, URL, written) for each `s3://` URL a container names literally: a word of its
-    command line or of a script's commands in it (`sh -c`), or an env value. Written: the
-    runtime's `--checkpoint-s3` (training/config.py) and CHECKPOINT_S3 (training/contract.py),
-    where it uploads checkpoints; every other URL is read."""
-    out: list[tuple[str, str, bool]] = []
+# what a job does with an S3 URL it names (`s3_urls`)
+S3Use = Literal["checkpoints", "uploads", "reads"]
+
+
+def s3_urls(argv: list[str], env: Mapping[str, str]) -> list[tuple[str, str, S3Use]]:
+    """(where, URL, use) for each `s3://` URL a container names literally: a word of its
+    command line or of a script's commands in it (`sh -c`), or an env value. Use:
+    "checkpoints" for the runtime's `--checkpoint-s3` (training/config.py) and CHECKPOINT_S3
+    (training/contract.py), where it uploads checkpoints; "uploads" for the S3 URL a command
+    sends the pod's data to, as the one model of uploads says it (`_aws_s3`, the internet-fetch
+    check's: `aws s3 cp|mv|sync LOCAL s3://...`); "reads" for every other URL."""
+    out: list[tuple[str, str, S3Use]] = []
 
     def scan(words: list[str]) -> None:
+        program = shell_argv.program(words)
+        sent = (
+            {f.reaches for f in _aws_s3(program[2:], "") if f.upload}
+            if len(program) > 2 and posixpath.basename(program[0]) == "aws" and program[1] == "s3"
+            else set()
+        )
         for i, w in enumerate(words):
             flag, _, value = w.partition("=") if w.startswith("--") else ("", "", w)
             if value.startswith("s3://"):
-                written = "--checkpoint-s3" in (flag, words[i - 1] if i else "")
-                out.append(("command", value, written))
+                checkpoint = "--checkpoint-s3" in (flag, words[i - 1] if i else "")
+                use: S3Use = (
+                    "checkpoints" if checkpoint else "uploads" if value in sent else "reads"
+                )
+                out.append(("command", value, use))
             elif " " in w or "\n" in w:  # a script: its commands' words
                 for line in w.split("\n"):
                     with contextlib.suppress(ValueError):  # an open quote: not read
@@ -590,7 +605,11 @@ def s3_urls(argv: list[str], env: Mapping[str, str]) -> list[tuple[str, str, boo
                             scan(words_)
 
     scan(argv)
-    out += [(f"env {k}", v, k == CHECKPOINT_S3) for k, v in env.items() if v.startswith("s3://")]
+    out += [
+        (f"env {k}", v, "checkpoints" if k == CHECKPOINT_S3 else "reads")
+        for k, v in env.items()
+        if v.startswith("s3://")
+    ]
     return out
 
 

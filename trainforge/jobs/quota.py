@@ -548,10 +548,66 @@ def _part_warning(teams, pools, asked: Split, nominal: Split, t, pool: PoolFacts
     )
 
 
-def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str) -> str:
+def _applied(teams: list[TeamConfig], fix: list[tuple[str, str]]) -> list[TeamConfig]:
+    """`teams` with `fix`'s `(key, value)` changes made (`trainforge:teams[i].quota.KEY`,
+    `trainforge:teams[i].quota.pools.POOL.KEY`): what the user's config becomes when the fix
+    is applied, so a fix made of several parts is tried as a whole."""
+    teams = list(teams)
+    for k, value in fix:
+        head, _, rest = k.removeprefix("trainforge:teams[").partition("].quota.")
+        i, t = int(head), teams[int(head)]
+        if rest.startswith("pools."):
+            pool, key = rest.removeprefix("pools.").rsplit(".", 1)
+            given = dict(t.quota.pools)
+            given[pool] = given.get(pool, PoolQuota()).model_copy(update={key: value})
+            quota_ = t.quota.model_copy(update={"pools": tuple(given.items())})
+        else:
+            quota_ = t.quota.model_copy(update={rest: value})
+        teams[i] = t.model_copy(update={"quota": quota_})
+    return teams
+
+
+def _pool_fix_words(teams, pools, asked: Split, pool: PoolFacts, over: list[str]) -> str:
+    """One fix for pool `pool`, over-asked of each resource of `over` (a CPU pool: cpu and
+    memory): each resource's fix (`_pool_fix`; else the asks lowered to what each team is
+    guaranteed, `_keep_fix`) made on the config the fixes before it leave, and the whole
+    tried against `_split`, so applying it ends every one of the pool's warnings (a fix per
+    resource left the other's). One resource: `_fix_words`."""
+    how = _pool_fix_once(teams, pools, asked, pool, over)
+    if how.startswith("set "):
+        keys = " and ".join(f"quota.{CONFIG_KEY[r]}" for r in over)
+        how += f" (the rest of their {keys} goes to the other pools)"
+    return how
+
+
+def _pool_fix_once(teams, pools, asked: Split, pool: PoolFacts, over: list[str]) -> str:
+    """`_pool_fix_words`' changes, said."""
+    if len(over) == 1:
+        return _fix_words(teams, pools, asked, pool, over[0])
+    for make, words in (
+        (lambda ts, r: _pool_fix(ts, pools, _split(ts, pools)[0], pool, r), "set "),
+        (lambda ts, r: _keep_fix(ts, pools, r), "ask what each team is guaranteed now: set "),
+    ):
+        now, fix = list(teams), []
+        for r in over:
+            more = make(now, r)
+            if not more:
+                break
+            now, fix = _applied(now, more), [*fix, *more]
+        else:
+            if all(_guaranteed(now, pools, r) for r in over):
+                return words + " and ".join(f"{k} to {v}" for k, v in fix)
+    asks = ", ".join(f"quota.pools.{pool.name}.{CONFIG_KEY[r]}" for r in over)
+    return f"ask less of pool {pool.name} ({asks}) or raise its limits"
+
+
+def _pool_warning(
+    teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r: str, how: str
+) -> str:
     """Pool `pool` over-asked of `r`: what it holds, each team's ask there and where the ask
-    comes from, what each is guaranteed, what the other pools keep, and a fix that works."""
-    key, f = CONFIG_KEY[r], format_quantity
+    comes from, what each is guaranteed, what the other pools keep, and `how`, the pool's one
+    fix (`_pool_fix_words`), which ends this warning and the pool's other one."""
+    f = format_quantity
     cap = _holds(pool, r) or Fraction(0)
     asks, gets, total = _asks(teams, asked, nominal, pool, r)
     spare = []
@@ -562,15 +618,39 @@ def _pool_warning(teams, pools, asked: Split, nominal: Split, pool: PoolFacts, r
         if p.name != pool.name and free > 0:
             spare.append(f"{p.name} keeps {f(r, free)}")
     keeps = f", while {', '.join(spare)} unguaranteed" if spare else ""
-    how = _fix_words(teams, pools, asked, pool, r)
-    if how.startswith("set "):
-        how += f" (the rest of their quota.{key} goes to the other pools)"
     name = {"cpu": "cpu", "memory": "memory", GPU: "GPUs"}[r]
     return (
         f"pool {pool.name} holds {f(r, cap)} {name} for pods ({held_words(pool, r)}), "
         f"but they ask {f(r, total)} of it: {', '.join(asks)}; each is guaranteed its part "
         f"scaled down ({', '.join(gets)}){keeps}; fix: {how}"
     )
+
+
+def _total_fix_words(teams: list[TeamConfig], pools: list[PoolFacts], i: int, r: str) -> str:
+    """The fix of team `i`'s total of `r` that the pools together cannot guarantee: its own
+    total lowered by what the teams ask beyond what the pools hold, with explicit parts for any
+    pool still over-asked (`_settle`), so every team is then guaranteed its total; where that
+    does not re-plan clean, every team's asks lowered to what it is guaranteed (`_keep_fix`).
+    Both tried against `_split`, as the pool warnings' fixes are."""
+    key, t = CONFIG_KEY[r], teams[i]
+    holds = [_holds(p, r) for p in _eligible(pools, r)]
+    if all(h is not None for h in holds):
+        want = sum((parse_quantity(getattr(x.quota, key)) for x in teams), Fraction(0))
+        lower = parse_quantity(getattr(t.quota, key)) - (want - sum(holds, Fraction(0)))
+        if lower >= 0:
+            value = format_quantity(r, lower)
+            less = _applied(teams, [(f"trainforge:teams[{i}].quota.{key}", value)])
+            more = _settle(less, pools, r)
+            if more is not None:
+                changes = [(f"trainforge:teams[{i}].quota.{key}", value), *more]
+                return "set " + " and ".join(f"{k} to {v}" for k, v in changes)
+    keep = _keep_fix(teams, pools, r)
+    if keep:
+        return "ask what each team is guaranteed now: set " + " and ".join(
+            f"{k} to {v}" for k, v in keep
+        )
+    kind = "GPU" if r == GPU else "CPU"
+    return f"ask less (quota.{key}) or raise the {kind} pools' limits"
 
 
 def _takers(teams: list[TeamConfig], pool: PoolFacts) -> list[TeamConfig]:
@@ -646,7 +726,15 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
     teams, pools = list(teams), list(pools)
     asked, nominal = _split(teams, pools)
     over = {r: _over_asked(teams, pools, asked, nominal, r) for r in COVERED}
-    warnings = [_pool_warning(teams, pools, asked, nominal, p, r) for r in COVERED for p in over[r]]
+    fixes = {
+        p.name: _pool_fix_words(teams, pools, asked, p, [r for r in COVERED if p in over[r]])
+        for p in {p.name: p for r in COVERED for p in over[r]}.values()
+    }
+    warnings = [
+        _pool_warning(teams, pools, asked, nominal, p, r, fixes[p.name])
+        for r in COVERED
+        for p in over[r]
+    ]
     for i, t in enumerate(teams):
         where = f"trainforge:teams[{i}].quota"
         for r in COVERED:
@@ -664,11 +752,18 @@ def quota_plan(teams: Iterable[TeamConfig], pools: Iterable[PoolFacts]) -> Quota
                     else "less"
                 )
                 kind = "GPU" if r == GPU else "CPU"
+                # with no other team, no one is guaranteed the rest: it is not there to borrow
+                rest = (
+                    "the rest only while other teams leave it idle"
+                    if len(teams) > 1
+                    else "the pools hold no more"
+                )
                 warnings.append(
                     f"{where}.{key}: {getattr(t.quota, key)} asked, but the {kind} pools "
                     f"({', '.join(p.name for p in eligible)}) hold {room} shared by "
                     f"{len(teams)} team(s): team {t.name} is guaranteed "
-                    f"{format_quantity(r, got)}; the rest only while other teams leave it idle"
+                    f"{format_quantity(r, got)}; {rest}; "
+                    f"fix: {_total_fix_words(teams, pools, i, r)}"
                 )
         for pname, given in t.quota.pools:
             p = next((x for x in pools if x.name == pname), None)

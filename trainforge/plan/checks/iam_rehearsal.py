@@ -338,8 +338,9 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
 def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[str, Any],
                objects: list[Any], runtimes: dict[str, Any]) -> None:  # fmt: skip
     """The S3 URLs the team's jobs name (jobs/fetches.py `s3_urls`): the runtime's calls for a
-    checkpoint URL, a read (list and get) for any other, each allowed to the team's role, or
-    the job fails there with AccessDenied (docs/rehearsals.md, IAM rehearsal)."""
+    checkpoint URL, a PutObject for one a command uploads to (the one model of uploads, the
+    internet-fetch check's), a read (list and get) for any other, each allowed to the team's
+    role, or the job fails there with AccessDenied (docs/rehearsals.md, IAM rehearsal)."""
     stack, team_sa = run.stack, team.service_account
     for o in (o for o in objects if o.namespace == team.namespace):
         try:
@@ -349,24 +350,23 @@ def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[st
         # pods of the team's ServiceAccount: the role's (another one has another identity)
         ours = [t.spec for t in templates if get(t.spec, "serviceAccountName") == team_sa]
         found = {
-            (url, written): f"{where} of container {c.get('name')}"
+            (url, use): f"{where} of container {c.get('name')}"
             for c in (c for spec in ours for c in pods.containers(spec))
-            for where, url, written in fetches.s3_urls(pods.argv(c), pods.literal_env(c))
+            for where, url, use in fetches.s3_urls(pods.argv(c), pods.literal_env(c))
         }
-        for (url, written), where in found.items():
+        for (url, use), where in found.items():
             try:
                 name, prefix = parse_s3_uri(url)
             except CheckpointError:
                 continue  # no bucket: the runtime refuses it before any call
-            calls = _mirror_calls(name, prefix, stack.region) if written else [
-                aws.ApiCall("s3", "ListObjectsV2", {"Bucket": name, "Prefix": prefix}, True),
-                aws.ApiCall("s3", "GetObject", {"Bucket": name, "Key": prefix}, True),
-            ]  # fmt: skip
+            calls = _path_calls(name, prefix, stack.region, use)
             facts = stack.buckets.get(name) or aws.BucketFacts(name)
             denied = _first_denied(run.stack, role, calls, facts, network)
             if denied is None:
                 continue
-            does = "writes checkpoints to" if written else "reads"
+            does = {"checkpoints": "writes checkpoints to", "uploads": "writes", "reads": "reads"}[
+                use
+            ]
             unless = "" if name in stack.buckets else (
                 f" (unless bucket {name}, not in this stack, has a policy that grants it)"
             )  # fmt: skip
@@ -378,6 +378,21 @@ def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[st
             )
             names = frozenset({o.ident, o.name})
             run.findings.append(Finding(o.ident, JOB_PATH, msg, RULES[JOB_PATH], o.urn, names))
+
+
+def _path_calls(bucket: str, prefix: str, region: str, use: fetches.S3Use) -> list[aws.ApiCall]:
+    """The calls a job makes on `s3://bucket/prefix` as it uses it (`fetches.s3_urls`): the
+    runtime's recorded calls for checkpoints; an upload's PutObject (the AWS CLI's multipart
+    parts are authorized as s3:PutObject too: Amazon S3 User Guide, "Multipart upload and
+    permissions"); a read's list and get."""
+    if use == "checkpoints":
+        return _mirror_calls(bucket, prefix, region)
+    if use == "uploads":
+        return [aws.ApiCall("s3", "PutObject", {"Bucket": bucket, "Key": prefix}, True)]
+    return [
+        aws.ApiCall("s3", "ListObjectsV2", {"Bucket": bucket, "Prefix": prefix}, True),
+        aws.ApiCall("s3", "GetObject", {"Bucket": bucket, "Key": prefix}, True),
+    ]
 
 
 def _first_denied(stack: StackIam, role: RoleFacts, calls: list[aws.ApiCall],
