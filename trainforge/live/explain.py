@@ -127,8 +127,9 @@ GPU = GPU_RESOURCE
 def refused(g: Gathered) -> str:
     """What to say of a Workload Kueue never admits as things stand (trainforge.plan.kueue
     `refused`: Kueue's own condition, else its refusal of the pods' resources with the
-    namespace's LimitRanges), "" when it may admit it."""
-    return K.refused(g.workload, g.limit_ranges)
+    namespace's LimitRanges, or the stack's queue model: `never_fits`), "" when it may admit
+    it."""
+    return K.refused(g.workload, g.limit_ranges, g.never_fits)
 
 
 def borrowing(g: Gathered) -> str | None:

@@ -73,6 +73,9 @@ class Gathered:
     # the sized fix of a Workload Kueue never admits (`why --stack`: live/stack_fix.py); "":
     # not asked, or no change to name
     quota_fix: str = ""
+    # `why --stack`: the stack's queue model found that no choice of flavors ever holds its
+    # pod sets (stack_fix.never_fits), so a flavor-assignment message is never, not "not now"
+    never_fits: bool = False
 
 
 def find_job(api: Api, namespace: str, name: str, backend: str | None = None) -> Gathered:
