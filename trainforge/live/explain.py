@@ -17,7 +17,7 @@ from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
-from trainforge.live import wait
+from trainforge.live import admission, wait
 from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, condition
 from trainforge.plan import kueue as K
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
@@ -885,6 +885,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             if invalid
             else "See docs/troubleshooting.md#waiting-in-the-queue-kueue"
         )
+    if not reasons:  # a Pod create Pod Security refuses: what the plan says of the template
+        reasons += admission.lines(g)
     pending = [p for p in g.pods if p.get("status", {}).get("phase") == "Pending"]
     if pending and not reasons:
         reasons.append("Admitted, but pods wait for nodes:")

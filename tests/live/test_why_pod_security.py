@@ -1,0 +1,90 @@
+"""`trainforge why` of a job whose pods Pod Security admission refuses says what the plan says
+of the same pod template (plan/checks/pod_security.py `judge`): the checks, the fields and the
+fix, judged at the namespace's labels, or at the policy the refusal names where the namespace
+cannot be read; against the fake API server of test_status.py."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.live import recorded
+from tests.live.test_status import FakeApi, run
+from tests.plan.test_pod_security_check import review_job
+from trainforge.core import pod_security
+from trainforge.live import cli
+from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import pod_security as check
+from trainforge.plan.manifests import k8s_objects
+from trainforge.plan.runner import run_project
+
+NS = "research"  # a dev team's namespace: enforce baseline
+
+
+@pytest.fixture(scope="module")
+def planned(repo_root):
+    """dev's objects with the review's hostNetwork/hostPath Job in a team namespace, the
+    plan's Pod Security finding for it, and the Namespace the program labels."""
+    objects = [*k8s_objects(run_project(repo_root, "dev")), review_job(NS)]
+    (finding,) = check.check(PlanContext(inventory=None, objects=objects)).findings
+    (ns,) = [o.doc for o in objects if o.kind == "Namespace" and o.obj_name == NS]
+    return finding, ns, objects[-1].doc
+
+
+def _routes(job_doc: dict, ns_doc: dict) -> dict:
+    """The Job as the cluster holds it once Kueue admitted it, and the Job controller's
+    FailedCreate event with the API server's refusal (the one model's message at the
+    namespace's policy)."""
+    job = copy.deepcopy(job_doc)
+    job["metadata"].update(uid="uid-evil", creationTimestamp="2026-11-25T11:50:00Z")
+    job["status"] = {"active": 0}
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    refusals = pod_security.evaluate(pol, job["spec"]["template"])
+    said = pod_security.message(pol, refusals)
+    event = {
+        "metadata": {"name": "evil.1", "namespace": NS},
+        "involvedObject": {"kind": "Job", "name": "evil", "namespace": NS},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "evil-x7k2p" is forbidden: {said}',
+    }  # fmt: skip
+    return {
+        f"/apis/batch/v1/namespaces/{NS}/jobs/evil": job,
+        f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+    }
+
+
+@pytest.mark.parametrize("namespace_read", [True, False])
+def test_why_of_a_job_pod_security_refuses_says_the_plans_finding(
+    planned, capsys, tmp_path, namespace_read
+):
+    finding, ns_doc, job_doc = planned
+    routes = _routes(job_doc, ns_doc)
+    forbidden = set() if namespace_read else {f"/api/v1/namespaces/{NS}"}
+    api = FakeApi(routes, forbidden=forbidden)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "evil", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job evil, event FailedCreate) is refused every pod and retries: it never "
+        "runs.\n"
+    ), out
+    # the plan's checks (field by field) and its fix, word for word
+    checks = finding.message.split("which refuses its pods: ", 1)[1].split(". The API", 1)[0]
+    assert f"  spec.template.spec: {checks}\n" in out, out
+    assert f"  fix: {finding.fix}\n" in out, out
+    source = (
+        f"namespace {NS}'s labels"
+        if namespace_read
+        else f"the policy the refusal names (cannot read namespace {NS} (403"
+    )
+    assert f"judged: the live pod templates at baseline:latest from {source}" in out, out
+    assert "nothing blocks it" not in out
