@@ -88,3 +88,52 @@ def test_why_of_a_job_pod_security_refuses_says_the_plans_finding(
     )
     assert f"judged: the live pod templates at baseline:latest from {source}" in out, out
     assert "nothing blocks it" not in out
+
+
+def test_why_of_a_trainjob_reads_its_jobsets_jobs_refusal(planned, capsys, tmp_path):
+    """A TrainJob's pods are created by the Jobs of its JobSet (`<name>-node-0`), whose Job
+    controller's FailedCreate is the refusal: why reads that event and judges the JobSet's
+    pod templates (what those Jobs create), with the fix the plan's finding names."""
+    from trainforge.jobs import trainjob
+    from trainforge.live.gather import JOBSET
+
+    finding, ns_doc, job_doc = planned
+    pod = copy.deepcopy(job_doc["spec"]["template"])
+    tj = {"apiVersion": trainjob.API_VERSION, "kind": trainjob.KIND,
+          "metadata": {"name": "tj", "namespace": NS, "uid": "uid-tj",
+                       "creationTimestamp": "2026-11-25T11:50:00Z"},
+          "spec": {"runtimeRef": {"name": "torch-distributed"}}, "status": {}}  # fmt: skip
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "tj", "namespace": NS},
+              "spec": {"replicatedJobs": [{"name": trainjob.REPLICATED_JOB, "replicas": 1,
+                                           "template": {"spec": {"template": pod}}}]}}  # fmt: skip
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    said = pod_security.message(pol, pod_security.evaluate(pol, pod))
+    event = {
+        "metadata": {"name": "tj-node-0.1", "namespace": NS},
+        "involvedObject": {"kind": "Job", "name": "tj-node-0", "namespace": NS},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "tj-node-0-0-x7k2p" is forbidden: {said}',
+    }  # fmt: skip
+    routes = {
+        f"/apis/{trainjob.API_VERSION}/namespaces/{NS}/trainjobs/tj": tj,
+        f"{JOBSET}/namespaces/{NS}/jobsets/tj": jobset,
+        f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+    }
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "tj", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job tj-node-0, event FailedCreate) is refused every pod"
+    ), out
+    assert "  node pod, spec.replicatedJobs[0].template.spec.template.spec: hostNamespaces " in out
+    assert f"  fix: {finding.fix}\n" in out, out
