@@ -210,6 +210,10 @@ def test_why_counts_a_trainjobs_initializers_as_the_plan_does(monkeypatch, capsy
         assert out.startswith("Kueue never admits it (QuotaReserved False, reason Pending): ")
         line = next(ln for ln in out.splitlines() if "it never waits its turn" in ln)
         assert line.split("it never waits its turn: ", 1)[1] == finding.fix, out
+        # without --stack: not said never, and where the answer is
+        code, out, err = run(capsys, cli.why_main, *argv, now=lambda: recorded.NOW)
+        assert code == 0 and out.startswith("Kueue has not admitted it: "), out
+        assert "(--stack STACK: never, and the sized fix, where none does)" in out, out
     finally:
         api.httpd.shutdown()
     assert stack_fix.never_fix(g, tmp_path, "dev") == finding.fix

@@ -165,10 +165,9 @@ def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
             root = Path(args.project_dir)
             try:
                 # over only beside its other pod sets: the stack's queue model decides never
-                g.never_fits = K.over_beside(g.workload) and stack_fix.never_fits(
-                    g, root, args.stack
-                )
-                if K.outlook(g.workload, g.never_fits)[0] == K.NEVER:
+                if K.over_beside(g.workload):
+                    g.never_fits = stack_fix.never_fits(g, root, args.stack)
+                if K.outlook(g.workload, bool(g.never_fits))[0] == K.NEVER:
                     g.quota_fix = stack_fix.never_fix(g, root, args.stack)
             except stack_fix.StackUnread as e:
                 raise _Usage(f"trainforge why: {e}") from None

@@ -129,7 +129,7 @@ def refused(g: Gathered) -> str:
     `refused`: Kueue's own condition, else its refusal of the pods' resources with the
     namespace's LimitRanges, or the stack's queue model: `never_fits`), "" when it may admit
     it."""
-    return K.refused(g.workload, g.limit_ranges, g.never_fits)
+    return K.refused(g.workload, g.limit_ranges, bool(g.never_fits))
 
 
 def borrowing(g: Gathered) -> str | None:
@@ -859,6 +859,18 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons += [f"  {b}" for b in blocked]
         elif blocked:  # Kueue's message names no quota short (an admission check, a topology)
             reasons.append(f"Kueue has not admitted it: {blocked[0]}")
+            if K.over_beside(wl) and g.never_fits is None:  # never only if no choice of
+                # flavors holds its pod sets: the stack's queue model says (stack_fix.py)
+                reasons.append(
+                    "  its pod sets together are over a flavor's maximum capacity: whether any "
+                    "other flavor ever holds them is the queue model's to say (--stack STACK: "
+                    "never, and the sized fix, where none does)"
+                )
+            elif K.over_beside(wl):
+                reasons.append(
+                    "  the stack's queues hold its pod sets in another choice of flavors: it "
+                    "waits for the quota they use"
+                )
         elif is_true(wl, "QuotaReserved"):  # its checks all Ready (fleet_why names waiting ones)
             reasons.append(
                 "Kueue reserved its quota; it is admitted once every admission check is Ready "

@@ -74,8 +74,9 @@ class Gathered:
     # not asked, or no change to name
     quota_fix: str = ""
     # `why --stack`: the stack's queue model found that no choice of flavors ever holds its
-    # pod sets (stack_fix.never_fits), so a flavor-assignment message is never, not "not now"
-    never_fits: bool = False
+    # pod sets (stack_fix.never_fits), so a flavor-assignment message is never, not "not now";
+    # False: it found a choice that holds them; None: not asked
+    never_fits: bool | None = None
     # the namespace's labels (its Pod Security level), read only when an event says Pod
     # Security refused a pod (live/admission.py); None: not read, `namespace_unread` says why
     namespace_labels: dict[str, Any] | None = None
