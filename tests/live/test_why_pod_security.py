@@ -6,6 +6,7 @@ cannot be read; against the fake API server of test_status.py."""
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
@@ -137,3 +138,61 @@ def test_why_of_a_trainjob_reads_its_jobsets_jobs_refusal(planned, capsys, tmp_p
     ), out
     assert "  node pod, spec.replicatedJobs[0].template.spec.template.spec: hostNamespaces " in out
     assert f"  fix: {finding.fix}\n" in out, out
+
+
+def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
+    repo_root, capsys, tmp_path
+):
+    """A restricted team's Master/Worker PyTorchJob: the operator adds `init-pytorch` to its
+    Workers and is refused them (its FailedCreate on the PyTorchJob). why judges the Worker as
+    the operator creates it and says the plan's fix (pod_security.OPERATOR_FIX), not one the
+    user cannot apply to a container that is not theirs."""
+    from trainforge.jobs import pytorchjob
+    from trainforge.stack.file import read_stack_file
+
+    config = read_stack_file(repo_root / "Pulumi.dev.yaml").engine()
+    teams = json.loads(config["trainforge:teams"])
+    teams[0]["podSecurity"] = "restricted"
+    objects = k8s_objects(
+        run_project(repo_root, "dev", config_overrides={"trainforge:teams": json.dumps(teams)})
+    )
+    findings = check.check(PlanContext(inventory=None, objects=objects)).findings
+    (f,) = [x for x in findings if x.resource == f"{NS}/PyTorchJob/mnist-user"]
+    assert f.fix == check.OPERATOR_FIX
+    (ns_doc,) = [o.doc for o in objects if o.kind == "Namespace" and o.obj_name == NS]
+    (job,) = [copy.deepcopy(o.doc) for o in objects if o.kind == pytorchjob.KIND
+              and o.doc["metadata"]["name"] == "mnist-user"]  # fmt: skip
+    job["metadata"].update(uid="uid-m", creationTimestamp="2026-11-25T11:50:00Z")
+    job["status"] = {"conditions": []}
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    said = pod_security.message(
+        pol, pod_security.evaluate(pol, pytorchjob.operator_template(job, "Worker", worker))
+    )
+    event = {
+        "metadata": {"name": "mnist-user.1", "namespace": NS},
+        "involvedObject": {"kind": pytorchjob.KIND, "name": "mnist-user", "namespace": NS},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "mnist-user-worker-0" is forbidden: {said}',
+    }  # fmt: skip
+    routes = {
+        f"/apis/{pytorchjob.API_VERSION}/namespaces/{NS}/pytorchjobs/mnist-user": job,
+        f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+    }
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "mnist-user", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces restricted:latest; the "
+        "PyTorchJob's controller (PyTorchJob mnist-user, event FailedCreate)"
+    ), out
+    assert "  Worker pod, spec.pytorchReplicaSpecs.Worker.template.spec: " in out, out
+    assert f"  fix: {check.OPERATOR_FIX}\n" in out, out
