@@ -57,6 +57,9 @@ def never_fits(g: Gathered, root: Path, stack: str) -> bool:
     q = m.queues.get(queue or "")
     if q is None:
         return False
+    spec = (g.workload or {}).get("spec") or {}
+    if any(ps.get("minCount") is not None for ps in spec.get("podSets") or []):
+        return False  # partial admission may admit fewer pods: the model does not try counts
     sets = K.workload_podsets(g.workload or {}, g.limit_ranges)
     return bool(sets) and K.never_fits(q, list(sets), K.Quotas(m.queues, m.shared), m.flavors)
 
