@@ -14,6 +14,7 @@ from tests.live import recorded
 from tests.live.test_status import FakeApi, run
 from trainforge.jobs.backends import pod_templates
 from trainforge.live import cli
+from trainforge.plan import kueue as K
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.core import plan_project
 
@@ -193,11 +194,56 @@ def test_why_counts_a_trainjobs_initializers_as_the_plan_does(monkeypatch, capsy
     (tmp_path / "Pulumi.dev.yaml").write_text(yaml.safe_dump(dev))
     api = FakeApi(routes)
     api.config = api.kubeconfig(tmp_path)
+    argv = ["init", "-n", ns, "--kubeconfig", api.config]
     try:
         g = gather(Api(api.config, None), ns, "init", metrics=False)
+        # Kueue's words: the initializer's 12 before the trainer's 3 (the pod sets' sum, not
+        # one pod set's own) are not never alone; the stack's queue model says never
+        assert "previously considered podsets requests (12)" in said, said
+        assert K.over_beside(g.workload) and K.outlook(g.workload)[0] != K.NEVER
+        assert stack_fix.never_fits(g, tmp_path, "dev")
+        code, out, err = run(
+            capsys, cli.why_main, *argv, "--stack", "dev", "--project-dir", str(tmp_path),
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+        assert code == 0, err
+        assert out.startswith("Kueue never admits it (QuotaReserved False, reason Pending): ")
+        line = next(ln for ln in out.splitlines() if "it never waits its turn" in ln)
+        assert line.split("it never waits its turn: ", 1)[1] == finding.fix, out
+        # without --stack: not said never, and where the answer is
+        code, out, err = run(capsys, cli.why_main, *argv, now=lambda: recorded.NOW)
+        assert code == 0 and out.startswith("Kueue has not admitted it: "), out
+        assert "(--stack STACK: never, and the sized fix, where none does)" in out, out
     finally:
         api.httpd.shutdown()
-    # what `why --stack` prints for a Workload Kueue never admits (cli.why_main); its
-    # message here is the plan's, which K.outlook does not yet read as never (the
-    # initializer's 12 before the trainer's 3: the pod sets' sum, not one pod set's own)
     assert stack_fix.never_fix(g, tmp_path, "dev") == finding.fix
+
+
+def test_never_fits_reads_every_flavor_the_pod_sets_may_take():
+    """Over beside the pod sets before it is never only where no choice of flavors holds
+    them all: 12 + 3 CPUs in a flavor of 14.4 is never alone; a second flavor the initializer
+    may take makes it "not now" (Kueue tries it once the first is used)."""
+    from fractions import Fraction
+
+    def cq(flavors: list[str]) -> dict:
+        return {
+            "apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+            "metadata": {"name": "q"},
+            "spec": {"resourceGroups": [{"coveredResources": ["cpu"], "flavors": [
+                {"name": f, "resources": [{"name": "cpu", "nominalQuota": "14400m"}]}
+                for f in flavors]}]},
+        }  # fmt: skip
+
+    flavors = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor",
+                "metadata": {"name": f}, "spec": {}} for f in ("a", "b")]  # fmt: skip
+    init = K.PodSet("dataset-initializer", 1, {"cpu": Fraction(12)})
+    node = K.PodSet("node", 1, {"cpu": Fraction(3)})
+    for names, never in ((["a"], True), (["a", "b"], False)):
+        m = K.read([cq(names), *flavors])
+        q = m.queues["q"]
+        assert K.never_fits(q, [init, node], K.Quotas(m.queues, m.shared), m.flavors) is never
+    m = K.read([cq(["a"]), *flavors])
+    assert not K.never_fits(
+        m.queues["q"], [init, K.PodSet("node", 1, {"cpu": Fraction(2)})],
+        K.Quotas(m.queues, m.shared), m.flavors,
+    )  # fmt: skip

@@ -161,9 +161,14 @@ def why_main(argv: list[str], now: Callable[[], datetime] = _now) -> int:
         g = gather(api, ns, args.job)
         at = now()
         g.expected = wait.expected_start(api, g, at)
-        if args.stack and K.outlook(g.workload)[0] == K.NEVER:
+        if args.stack:
+            root = Path(args.project_dir)
             try:
-                g.quota_fix = stack_fix.never_fix(g, Path(args.project_dir), args.stack)
+                # over only beside its other pod sets: the stack's queue model decides never
+                if K.over_beside(g.workload):
+                    g.never_fits = stack_fix.never_fits(g, root, args.stack)
+                if K.outlook(g.workload, bool(g.never_fits))[0] == K.NEVER:
+                    g.quota_fix = stack_fix.never_fix(g, root, args.stack)
             except stack_fix.StackUnread as e:
                 raise _Usage(f"trainforge why: {e}") from None
         sys.stdout.write(explain.why(g, at, *last_exit_lines(api, g)))

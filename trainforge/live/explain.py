@@ -17,7 +17,7 @@ from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.duration import age_text, duration_text
-from trainforge.live import wait
+from trainforge.live import admission, wait
 from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, condition
 from trainforge.plan import kueue as K
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER
@@ -127,8 +127,9 @@ GPU = GPU_RESOURCE
 def refused(g: Gathered) -> str:
     """What to say of a Workload Kueue never admits as things stand (trainforge.plan.kueue
     `refused`: Kueue's own condition, else its refusal of the pods' resources with the
-    namespace's LimitRanges), "" when it may admit it."""
-    return K.refused(g.workload, g.limit_ranges)
+    namespace's LimitRanges, or the stack's queue model: `never_fits`), "" when it may admit
+    it."""
+    return K.refused(g.workload, g.limit_ranges, bool(g.never_fits))
 
 
 def borrowing(g: Gathered) -> str | None:
@@ -864,6 +865,18 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             reasons += [f"  {b}" for b in blocked]
         elif blocked:  # Kueue's message names no quota short (an admission check, a topology)
             reasons.append(f"Kueue has not admitted it: {blocked[0]}")
+            if K.over_beside(wl) and g.never_fits is None:  # never only if no choice of
+                # flavors holds its pod sets: the stack's queue model says (stack_fix.py)
+                reasons.append(
+                    "  its pod sets together are over a flavor's maximum capacity: whether any "
+                    "other flavor ever holds them is the queue model's to say (--stack STACK: "
+                    "never, and the sized fix, where none does)"
+                )
+            elif K.over_beside(wl):
+                reasons.append(
+                    "  the stack's queues hold its pod sets in another choice of flavors: it "
+                    "waits for the quota they use"
+                )
         elif is_true(wl, "QuotaReserved"):  # its checks all Ready (fleet_why names waiting ones)
             reasons.append(
                 "Kueue reserved its quota; it is admitted once every admission check is Ready "
@@ -890,6 +903,8 @@ def why(g: Gathered, now: datetime, last_lines: dict[str, str], lines_unread: st
             if invalid
             else "See docs/troubleshooting.md#waiting-in-the-queue-kueue"
         )
+    if not reasons:  # a Pod create Pod Security refuses: what the plan says of the template
+        reasons += admission.lines(g)
     pending = [p for p in g.pods if p.get("status", {}).get("phase") == "Pending"]
     if pending and not reasons:
         reasons.append("Admitted, but pods wait for nodes:")

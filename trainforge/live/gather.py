@@ -73,6 +73,14 @@ class Gathered:
     # the sized fix of a Workload Kueue never admits (`why --stack`: live/stack_fix.py); "":
     # not asked, or no change to name
     quota_fix: str = ""
+    # `why --stack`: the stack's queue model found that no choice of flavors ever holds its
+    # pod sets (stack_fix.never_fits), so a flavor-assignment message is never, not "not now";
+    # False: it found a choice that holds them; None: not asked
+    never_fits: bool | None = None
+    # the namespace's labels (its Pod Security level), read only when an event says Pod
+    # Security refused a pod (live/admission.py); None: not read, `namespace_unread` says why
+    namespace_labels: dict[str, Any] | None = None
+    namespace_unread: str = ""
 
 
 def find_job(api: Api, namespace: str, name: str, backend: str | None = None) -> Gathered:
@@ -134,11 +142,42 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
         names.add(g.workload["metadata"]["name"])
     events = api.get(f"/api/v1/namespaces/{namespace}/events") or {}
     g.events = [
-        e for e in events.get("items", []) if e.get("involvedObject", {}).get("name") in names
+        e for e in events.get("items", []) if _about(g, e.get("involvedObject") or {}, names)
     ]
+    if any(_POD_SECURITY in str(e.get("message") or "") for e in g.events):
+        _namespace(api, g)
     if metrics:
         _metrics(api, g)
     return g
+
+
+# the API server's refusal of a Pod by Pod Security admission (core/pod_security `message`)
+_POD_SECURITY = "violates PodSecurity"
+
+
+def _about(g: Gathered, obj: dict[str, Any], names: set[str]) -> bool:
+    """Whether an event's object is the job's: the job, its pods, its Workload, or a Job of a
+    TrainJob's JobSet (named `<jobset>-<replicatedJob>-<index>`, kubernetes-sigs/jobset
+    v0.12.0 GenJobName; its Job controller's FailedCreate is where a refused pod is said)."""
+    name = obj.get("name")
+    if name in names:
+        return True
+    return (
+        g.backend == "trainjob" and obj.get("kind") == "Job" and str(name).startswith(f"{g.name}-")
+    )
+
+
+def _namespace(api: Api, g: Gathered) -> None:
+    """The namespace's labels (its Pod Security level); a failed read leaves the note in
+    `namespace_unread` (a team may not read its Namespace: the refusal's policy stands in)."""
+    found, g.namespace_unread = optional(
+        api, f"namespace {g.namespace}", "", f"/api/v1/namespaces/{g.namespace}"
+    )
+    g.namespace_unread = g.namespace_unread.removesuffix(": ")
+    if found is not None:
+        g.namespace_labels = dict((found.get("metadata") or {}).get("labels") or {})
+    elif not g.namespace_unread:
+        g.namespace_unread = f"namespace {g.namespace} not found"
 
 
 def pod_selector(g: Gathered) -> str:

@@ -11,6 +11,7 @@ from the cluster: the same arithmetic, so the plan's line and `why`'s agree.
 
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ class StackUnread(Exception):
     """The stack cannot be read or its platform config is refused: the one-line reason."""
 
 
+@functools.lru_cache(maxsize=2)
 def stack_queues(root: Path, stack: str) -> tuple[Any, list[dict[str, Any]]]:
     """The stack's platform contract and its rendered Kueue objects (ClusterQueues, Cohorts,
     ResourceFlavors), as the plan's program builds them from `Pulumi.<stack>.yaml` in `root`
@@ -41,6 +43,25 @@ def stack_queues(root: Path, stack: str) -> tuple[Any, list[dict[str, Any]]]:
         return built.contract, []
     inputs = teams[0].quota_inputs
     return built.contract, queue_objects(inputs.teams, inputs.pools, built.kueue)
+
+
+def never_fits(g: Gathered, root: Path, stack: str) -> bool:
+    """Whether the stack's queues never hold `g`'s Workload whatever their usage
+    (`K.never_fits` on its pod sets as Kueue counts them, in its LocalQueue's ClusterQueue):
+    what decides Kueue's "previously considered podsets requests (12) + current podset
+    request (3) > maximum capacity (14400m)" (`K.over_beside`), which its words alone
+    cannot (a TrainJob's initializers beside its trainer in the one flavor they may take)."""
+    _, objects = stack_queues(root, stack)
+    m = K.read(objects)
+    queue = ((g.local_queue or {}).get("spec") or {}).get("clusterQueue")
+    q = m.queues.get(queue or "")
+    if q is None:
+        return False
+    spec = (g.workload or {}).get("spec") or {}
+    if any(ps.get("minCount") is not None for ps in spec.get("podSets") or []):
+        return False  # partial admission may admit fewer pods: the model does not try counts
+    sets = K.workload_podsets(g.workload or {}, g.limit_ranges)
+    return bool(sets) and K.never_fits(q, list(sets), K.Quotas(m.queues, m.shared), m.flavors)
 
 
 def never_fix(g: Gathered, root: Path, stack: str) -> str:

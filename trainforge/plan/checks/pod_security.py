@@ -14,9 +14,12 @@ its runtime builds them; a PyTorchJob Worker's with the operator's `init-pytorch
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from trainforge.core import pod_security
+from trainforge.core.pods import PodTemplate
 from trainforge.jobs import pytorchjob
 from trainforge.jobs.backends import pod_templates
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -55,6 +58,53 @@ def _controller(obj: Any) -> str:
     return "the CronJob's Jobs" if obj.kind == "CronJob" else f"the {obj.kind}'s controller"
 
 
+@dataclass(frozen=True)
+class Judged:
+    """One pod template of an object that its namespace's policy refuses: the refusals and
+    the fix, as the plan's finding and `trainforge why` both say them."""
+
+    template: PodTemplate
+    refusals: list[pod_security.Refusal]
+    fix: str
+
+    @property
+    def checks(self) -> str:
+        """Each check it fails: `id (field): reason (detail)`, joined by "; "."""
+        return "; ".join(f"{r.check} ({r.field}): {r.reason} ({r.detail})" for r in self.refusals)
+
+    @property
+    def where(self) -> str:
+        t = self.template
+        return t.spec_path if not t.name else f"{t.label}, {t.spec_path}"
+
+
+def judge(
+    doc: Mapping[str, Any],
+    pol: pod_security.Policy,
+    runtimes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> tuple[int, list[Judged]]:
+    """(how many pod templates `doc` has, the ones `pol` refuses): every pod template as its
+    controller creates the pods (`pod_templates`; a PyTorchJob Worker with the operator's
+    `init-pytorch`), judged by the one model. The plan's check and `why` read it."""
+    n, out = 0, []
+    is_pytorchjob = (
+        doc.get("kind") == pytorchjob.KIND and doc.get("apiVersion") == pytorchjob.API_VERSION
+    )
+    for t in pod_templates(doc, runtimes=runtimes):
+        n += 1
+        template = (
+            pytorchjob.operator_template(doc, t.name, t.template) if is_pytorchjob else t.template
+        )
+        refusals = pod_security.evaluate(pol, template)
+        if not refusals:
+            continue
+        fix = "; ".join(dict.fromkeys(r.fix for r in refusals))
+        if template is not t.template and not pod_security.evaluate(pol, t.template):
+            fix = OPERATOR_FIX  # only the operator's own container is refused
+        out.append(Judged(t, refusals, fix))
+    return n, out
+
+
 def check(ctx: PlanContext) -> CheckResult:
     policies = namespaces(ctx)
     if not policies:
@@ -68,27 +118,17 @@ def check(ctx: PlanContext) -> CheckResult:
         if ns not in policies:
             continue  # cluster-scoped, or a namespace the program does not label
         pol = policies[ns]
-        for t in pod_templates(obj.doc, runtimes=runtimes):
-            judged[ns] += 1
-            template = t.template
-            if obj.kind == pytorchjob.KIND and obj.doc.get("apiVersion") == pytorchjob.API_VERSION:
-                template = pytorchjob.operator_template(obj.doc, t.name, template)
-            refusals = pod_security.evaluate(pol, template)
-            if not refusals:
-                continue
-            refused[ns] += 1
-            checks = "; ".join(f"{r.check} ({r.field}): {r.reason} ({r.detail})" for r in refusals)
-            where = t.spec_path if not t.name else f"{t.label}, {t.spec_path}"
+        n, found = judge(obj.doc, pol, runtimes)
+        judged[ns] += n
+        refused[ns] += len(found)
+        for j in found:
             msg = (
-                f"{obj.ident} ({where}): namespace {ns} enforces Pod Security {pol}, which "
-                f"refuses its pods: {checks}. The API server answers "
-                f"`{pod_security.message(pol, refusals)}`; {_controller(obj)} is refused "
+                f"{obj.ident} ({j.where}): namespace {ns} enforces Pod Security {pol}, which "
+                f"refuses its pods: {j.checks}. The API server answers "
+                f"`{pod_security.message(pol, j.refusals)}`; {_controller(obj)} is refused "
                 "every pod (FailedCreate) and it never runs"
             )
-            fix = "; ".join(dict.fromkeys(r.fix for r in refusals))
-            if template is not t.template and not pod_security.evaluate(pol, t.template):
-                fix = OPERATOR_FIX  # only the operator's own container is refused
-            findings.append(Finding(obj.ident, RULE, msg, fix, urn=obj.urn, names=obj.names))
+            findings.append(Finding(obj.ident, RULE, msg, j.fix, urn=obj.urn, names=obj.names))
     lines = []
     for ns, pol in sorted(policies.items()):
         note = f" ({pol.problem})" if pol.problem else ""

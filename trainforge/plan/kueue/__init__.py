@@ -24,7 +24,16 @@ from trainforge.plan.kueue.objects import (
     quantity,
     read,
 )
-from trainforge.plan.kueue.pending import NEVER, deactivated, for_resources, held, outlook, refused
+from trainforge.plan.kueue.pending import (
+    NEVER,
+    deactivated,
+    for_resources,
+    held,
+    never_fits,
+    outlook,
+    over_beside,
+    refused,
+)
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import (
     NEVER_ADMITS,
@@ -42,7 +51,7 @@ from trainforge.plan.kueue.workload import (
 __all__ = [
     "FIT", "GPU", "NEVER", "NEVER_ADMITS", "NO_CANDIDATES", "NO_FIT", "POSSIBLE", "RECLAIM", "RESOURCES",
     "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
-    "deactivated", "for_resources", "held", "outlook", "refused",
+    "deactivated", "for_resources", "held", "never_fits", "outlook", "over_beside", "refused",
     "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",
     "quantity", "read", "refusal", "trainjob_podsets", "workload_invalid", "workload_need", "workload_podsets",
 ]  # fmt: skip

@@ -20,6 +20,11 @@ release-0.19 c90ed700c1, read 2026-11-30):
   takes changes with usage (`shouldTryNextFlavor`), and the scan resumes where the last cycle
   stopped (FlavorFungibilityPreserveScanProgress, beta and on at 0.19). ". Pending the
   preemption of N workload(s)" (`markPreemptionOutcome`) is not never.
+  Over with the "previously considered podsets" is never only where the queue's model says
+  so (`never_fits`: no choice of flavors for the pod sets holds them all within each flavor's
+  maximum capacity, `fitsResourceQuota`'s `potentialAvailable`, which no usage changes): the
+  message alone names one flavor of one cycle, the model knows every flavor the pod sets may
+  take (a TrainJob's initializers and trainer in one flavor of 14.4 CPUs: 12 + 3, never).
 Tested with Kueue's own expected messages (tests/live/test_kueue_words.py).
 """
 
@@ -27,11 +32,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from fractions import Fraction
 from typing import Any
 
 from trainforge.core.pods import INVALID_RESOURCES, OUTSIDE_LIMIT_RANGE
 from trainforge.core.quantity import parse_quantity
 from trainforge.plan.kueue import words as W
+from trainforge.plan.kueue.assign import PodSet, flavor_fits_podset, only_tas
+from trainforge.plan.kueue.objects import ClusterQueue, Flavor
+from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import NEVER_ADMITS, workload_invalid
 
 NEVER, HELD = "never", "held"
@@ -91,18 +100,82 @@ def _fits_never(message: str) -> bool:
     return _FOR_GOOD.sub("", _OVER.sub(_over, reasons)).replace(", ", "") == ""
 
 
+def over_beside(wl: Mapping[str, Any] | None) -> bool:
+    """Whether Kueue's QuotaReserved False message says of its last pod set that it is over a
+    flavor's maximum capacity only with the pod sets considered before it (`_over` finds it
+    not over alone): the case `never_fits` decides."""
+    message = str(_condition(wl, "QuotaReserved").get("message") or "")
+    if _condition(wl, "QuotaReserved").get("status") != "False" or not message.startswith(
+        W.POD_SET
+    ):
+        return False
+    reasons = message.rpartition(f"; {W.POD_SET}")[2].partition(": ")[2]
+    return any(_over(m) for m in _OVER.finditer(reasons))
+
+
+def never_fits(
+    q: ClusterQueue, podsets: list[PodSet], quotas: Quotas, flavors: Mapping[str, Flavor]
+) -> bool:
+    """Whether no choice of flavors holds every pod set of a Workload in ClusterQueue `q`,
+    whatever the usage: each pod set's resource group takes one flavor the pod set may take
+    (`flavor_fits_podset`), and each flavor's sum over the pod sets must be within its
+    maximum capacity (`Quotas.potential`, `fitsResourceQuota`'s bound). Every choice is
+    tried (pod sets and flavors are few), so a True is never whichever flavor Kueue tries
+    first in a cycle."""
+    all_tas = only_tas(q, flavors)
+    slots: list[tuple[dict[str, Fraction], list[str]]] = []  # (requests, flavors it may take)
+    for ps in podsets:
+        requests = ps.total()
+        if q.group_of("pods") is not None:
+            requests.setdefault("pods", Fraction(ps.count))
+        seen: set[tuple[str, ...]] = set()
+        for r in requests:
+            group = q.group_of(r)
+            if group is None:
+                return True  # no flavor of the queue covers the resource
+            if group[0] in seen:
+                continue
+            seen.add(group[0])
+            covered = {x: v for x, v in requests.items() if x in group[0]}
+            ok = [f for f in group[1] if flavor_fits_podset(ps, flavors.get(f), all_tas, f) is None]
+            if not ok:
+                return True
+            slots.append((covered, ok))
+
+    def fits(i: int, held: dict[tuple[str, str], Fraction]) -> bool:
+        if i == len(slots):
+            return True
+        covered, ok = slots[i]
+        for f in ok:
+            after = dict(held)
+            for r, v in covered.items():
+                after[(f, r)] = after.get((f, r), Fraction(0)) + v
+            within = all(after[(f, r)] <= quotas.potential(q, f, r) for r in covered)
+            if within and fits(i + 1, after):
+                return True
+        return False
+
+    return not fits(0, {})
+
+
 def _condition(wl: Mapping[str, Any] | None, kind: str) -> Mapping[str, Any]:
     conds = ((wl or {}).get("status") or {}).get("conditions") or []
     return next((c for c in conds if c.get("type") == kind), {})
 
 
-def outlook(wl: Mapping[str, Any] | None) -> tuple[str, str]:
-    """(NEVER, HELD or "", Kueue's message) of a QuotaReserved False condition; else ("", "")."""
+def outlook(wl: Mapping[str, Any] | None, never: bool = False) -> tuple[str, str]:
+    """(NEVER, HELD or "", Kueue's message) of a QuotaReserved False condition; else ("", "").
+    `never`: the queue's model found that no choice of flavors ever holds its pod sets
+    (`never_fits`), which decides a flavor-assignment message the words alone cannot."""
     c = _condition(wl, "QuotaReserved")
     if c.get("status") != "False":
         return "", ""
     message = str(c.get("message") or "")
-    if any(p.match(message) for p in _NEVER_MESSAGES) or _fits_never(message):
+    if (
+        any(p.match(message) for p in _NEVER_MESSAGES)
+        or _fits_never(message)
+        or (never and message.startswith(W.POD_SET))
+    ):
         return NEVER, message
     if _HELD.match(message):
         return HELD, message
@@ -116,10 +189,15 @@ def deactivated(wl: Mapping[str, Any] | None) -> bool:
     return ((wl or {}).get("spec") or {}).get("active") is False
 
 
-def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
+def refused(
+    wl: Mapping[str, Any] | None,
+    limit_ranges: Iterable[Mapping[str, Any]] = (),
+    never: bool = False,
+) -> str:
     """What `status`, `why` and `wait` say of a Workload Kueue never admits as things stand
-    ("" when it may): its condition where `outlook` says never, else the model's `refusal`
-    with the namespace's `limit_ranges` (what the scheduler writes at its next try)."""
+    ("" when it may): its condition where `outlook` says never (`never`: as its queue's model
+    found, `never_fits`), else the model's `refusal` with the namespace's `limit_ranges`
+    (what the scheduler writes at its next try)."""
     if wl is None:
         return ""
     if deactivated(wl):
@@ -133,7 +211,7 @@ def refused(wl: Mapping[str, Any] | None, limit_ranges: Iterable[Mapping[str, An
             f"Kueue never admits it while it is deactivated (its spec.active is false{said}): "
             "Kueue queues it again only once its spec.active is true"
         )
-    kind, message = outlook(wl)
+    kind, message = outlook(wl, never)
     if kind == NEVER:
         why = _condition(wl, "QuotaReserved").get("reason") or ""
         return f"Kueue never admits it (QuotaReserved False, reason {why}): {message}"

@@ -1,0 +1,198 @@
+"""`trainforge why` of a job whose pods Pod Security admission refuses says what the plan says
+of the same pod template (plan/checks/pod_security.py `judge`): the checks, the fields and the
+fix, judged at the namespace's labels, or at the policy the refusal names where the namespace
+cannot be read; against the fake API server of test_status.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from tests.live import recorded
+from tests.live.test_status import FakeApi, run
+from tests.plan.test_pod_security_check import review_job
+from trainforge.core import pod_security
+from trainforge.live import cli
+from trainforge.plan.check_types import PlanContext
+from trainforge.plan.checks import pod_security as check
+from trainforge.plan.manifests import k8s_objects
+from trainforge.plan.runner import run_project
+
+NS = "research"  # a dev team's namespace: enforce baseline
+
+
+@pytest.fixture(scope="module")
+def planned(repo_root):
+    """dev's objects with the review's hostNetwork/hostPath Job in a team namespace, the
+    plan's Pod Security finding for it, and the Namespace the program labels."""
+    objects = [*k8s_objects(run_project(repo_root, "dev")), review_job(NS)]
+    (finding,) = check.check(PlanContext(inventory=None, objects=objects)).findings
+    (ns,) = [o.doc for o in objects if o.kind == "Namespace" and o.obj_name == NS]
+    return finding, ns, objects[-1].doc
+
+
+def _routes(job_doc: dict, ns_doc: dict) -> dict:
+    """The Job as the cluster holds it once Kueue admitted it, and the Job controller's
+    FailedCreate event with the API server's refusal (the one model's message at the
+    namespace's policy)."""
+    job = copy.deepcopy(job_doc)
+    job["metadata"].update(uid="uid-evil", creationTimestamp="2026-11-25T11:50:00Z")
+    job["status"] = {"active": 0}
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    refusals = pod_security.evaluate(pol, job["spec"]["template"])
+    said = pod_security.message(pol, refusals)
+    event = {
+        "metadata": {"name": "evil.1", "namespace": NS},
+        "involvedObject": {"kind": "Job", "name": "evil", "namespace": NS},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "evil-x7k2p" is forbidden: {said}',
+    }  # fmt: skip
+    return {
+        f"/apis/batch/v1/namespaces/{NS}/jobs/evil": job,
+        f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+    }
+
+
+@pytest.mark.parametrize("namespace_read", [True, False])
+def test_why_of_a_job_pod_security_refuses_says_the_plans_finding(
+    planned, capsys, tmp_path, namespace_read
+):
+    finding, ns_doc, job_doc = planned
+    routes = _routes(job_doc, ns_doc)
+    forbidden = set() if namespace_read else {f"/api/v1/namespaces/{NS}"}
+    api = FakeApi(routes, forbidden=forbidden)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "evil", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job evil, event FailedCreate) is refused every pod and retries: it never "
+        "runs.\n"
+    ), out
+    # the plan's checks (field by field) and its fix, word for word
+    checks = finding.message.split("which refuses its pods: ", 1)[1].split(". The API", 1)[0]
+    assert f"  spec.template.spec: {checks}\n" in out, out
+    assert f"  fix: {finding.fix}\n" in out, out
+    source = (
+        f"namespace {NS}'s labels"
+        if namespace_read
+        else f"the policy the refusal names (cannot read namespace {NS} (403"
+    )
+    assert f"judged: the live pod templates at baseline:latest from {source}" in out, out
+    assert "nothing blocks it" not in out
+
+
+def test_why_of_a_trainjob_reads_its_jobsets_jobs_refusal(planned, capsys, tmp_path):
+    """A TrainJob's pods are created by the Jobs of its JobSet (`<name>-node-0`), whose Job
+    controller's FailedCreate is the refusal: why reads that event and judges the JobSet's
+    pod templates (what those Jobs create), with the fix the plan's finding names."""
+    from trainforge.jobs import trainjob
+    from trainforge.live.gather import JOBSET
+
+    finding, ns_doc, job_doc = planned
+    pod = copy.deepcopy(job_doc["spec"]["template"])
+    tj = {"apiVersion": trainjob.API_VERSION, "kind": trainjob.KIND,
+          "metadata": {"name": "tj", "namespace": NS, "uid": "uid-tj",
+                       "creationTimestamp": "2026-11-25T11:50:00Z"},
+          "spec": {"runtimeRef": {"name": "torch-distributed"}}, "status": {}}  # fmt: skip
+    jobset = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+              "metadata": {"name": "tj", "namespace": NS},
+              "spec": {"replicatedJobs": [{"name": trainjob.REPLICATED_JOB, "replicas": 1,
+                                           "template": {"spec": {"template": pod}}}]}}  # fmt: skip
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    said = pod_security.message(pol, pod_security.evaluate(pol, pod))
+    event = {
+        "metadata": {"name": "tj-node-0.1", "namespace": NS},
+        "involvedObject": {"kind": "Job", "name": "tj-node-0", "namespace": NS},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "tj-node-0-0-x7k2p" is forbidden: {said}',
+    }  # fmt: skip
+    routes = {
+        f"/apis/{trainjob.API_VERSION}/namespaces/{NS}/trainjobs/tj": tj,
+        f"{JOBSET}/namespaces/{NS}/jobsets/tj": jobset,
+        f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+    }
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "tj", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job tj-node-0, event FailedCreate) is refused every pod"
+    ), out
+    assert "  node pod, spec.replicatedJobs[0].template.spec.template.spec: hostNamespaces " in out
+    assert f"  fix: {finding.fix}\n" in out, out
+
+
+def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
+    repo_root, capsys, tmp_path
+):
+    """A restricted team's Master/Worker PyTorchJob: the operator adds `init-pytorch` to its
+    Workers and is refused them (its FailedCreate on the PyTorchJob). why judges the Worker as
+    the operator creates it and says the plan's fix (pod_security.OPERATOR_FIX), not one the
+    user cannot apply to a container that is not theirs."""
+    from trainforge.jobs import pytorchjob
+    from trainforge.stack.file import read_stack_file
+
+    config = read_stack_file(repo_root / "Pulumi.dev.yaml").engine()
+    teams = json.loads(config["trainforge:teams"])
+    teams[0]["podSecurity"] = "restricted"
+    objects = k8s_objects(
+        run_project(repo_root, "dev", config_overrides={"trainforge:teams": json.dumps(teams)})
+    )
+    findings = check.check(PlanContext(inventory=None, objects=objects)).findings
+    (f,) = [x for x in findings if x.resource == f"{NS}/PyTorchJob/mnist-user"]
+    assert f.fix == check.OPERATOR_FIX
+    (ns_doc,) = [o.doc for o in objects if o.kind == "Namespace" and o.obj_name == NS]
+    (job,) = [copy.deepcopy(o.doc) for o in objects if o.kind == pytorchjob.KIND
+              and o.doc["metadata"]["name"] == "mnist-user"]  # fmt: skip
+    job["metadata"].update(uid="uid-m", creationTimestamp="2026-11-25T11:50:00Z")
+    job["status"] = {"conditions": []}
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    worker = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]
+    said = pod_security.message(
+        pol, pod_security.evaluate(pol, pytorchjob.operator_template(job, "Worker", worker))
+    )
+    event = {
+        "metadata": {"name": "mnist-user.1", "namespace": NS},
+        "involvedObject": {"kind": pytorchjob.KIND, "name": "mnist-user", "namespace": NS},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "mnist-user-worker-0" is forbidden: {said}',
+    }  # fmt: skip
+    routes = {
+        f"/apis/{pytorchjob.API_VERSION}/namespaces/{NS}/pytorchjobs/mnist-user": job,
+        f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+    }
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "mnist-user", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces restricted:latest; the "
+        "PyTorchJob's controller (PyTorchJob mnist-user, event FailedCreate)"
+    ), out
+    assert "  Worker pod, spec.pytorchReplicaSpecs.Worker.template.spec: " in out, out
+    assert f"  fix: {check.OPERATOR_FIX}\n" in out, out
