@@ -130,3 +130,34 @@ WRITES = (
     "system is read-only, so each write fails in the pod (FileNotFoundError, or EROFS where "
     "the image has the folder)"
 )
+
+
+def test_shipped_code_opening_its_own_mount_path_and_a_dropped_scratch_dir_is_named(
+    tmp_path, capsys, monkeypatch
+):
+    """review/code-opens.yaml: train.py opens /code/cfg.yaml (its own ConfigMap's mount) and
+    writes /scratch/run (an emptyDir). The import rewrote /code in the command only and said
+    nothing of the code's open, which fails in the pod (the code is at /workspace); the
+    emptyDir's line said only that /tmp is the scratch space. Now the code mount's line names
+    the open (file:line, and its pod path), and the emptyDir's says why it is not carried,
+    what it asked, and what to declare or change instead."""
+    monkeypatch.chdir(_project(tmp_path))
+    assert import_cli.main([str(REVIEW / "code-opens.yaml"), "--stack", "dev"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    (moved,) = [ln for ln in out if "paths under /code in the command" in ln]
+    assert moved.endswith(
+        "The shipped code itself names paths under /code, which the import does not rewrite: "
+        "imported/code-opens/train.py:2 uses /code/cfg.yaml (in the pod /workspace/cfg.yaml); "
+        "nothing is mounted there in the pod, so each fails (FileNotFoundError): change the "
+        "line to the /workspace path, or to one relative to the script's own folder"
+    )
+    (scratch,) = [ln for ln in out if "scratch (/scratch): dropped" in ln]
+    assert (
+        "dropped; a job entry mounts no emptyDir of its own (its `volumes` are the team's "
+        "claims), so this scratch dir (sizeLimit 2Gi) is not carried; the pod's writable "
+        "scratch is /tmp (an emptyDir, sizeLimit 20Gi, the platform mounts): point the code's "
+        "/scratch paths at /tmp/scratch, or declare a claim of the team there "
+        "(`volumes: [{claim: CLAIM, mountPath: /scratch}]`). The shipped code names paths "
+        "under /scratch: imported/code-opens/train.py:4 writes /scratch/run;"
+    ) in scratch
+    assert any(ln.startswith("#   - TRAINFORGE_POD_CANNOT_WRITE: ") for ln in out)
