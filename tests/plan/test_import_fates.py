@@ -11,6 +11,7 @@ import yaml
 from trainforge import import_cli
 from trainforge.core.pods import containers
 from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.local import find_job, pod_only_line, user_code_run
 from trainforge.plan.core import plan_project
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +91,9 @@ def test_shipped_code_that_writes_under_a_dropped_mount_is_named_and_flagged(
     mount the import drops (with advice). The plan was CLEAN and run-local failed with
     FileNotFoundError. Now the import's line for the mount names the write (file:line), the
     plan flags it (TRAINFORGE_POD_CANNOT_WRITE) with the same message as the import's list,
-    and the advice it gave (declare the claim at /checkpoints) clears it."""
+    and the advice it gave (declare the claim at /checkpoints) clears it. run-local of the
+    advised entry then says before it runs that the code's literal /checkpoints/done has no
+    stand-in here (it failed with a bare FileNotFoundError though the pod's write works)."""
     root = _project(tmp_path)
     monkeypatch.chdir(root)
     path = REVIEW / "ckpt-write.yaml"
@@ -122,6 +125,17 @@ def test_shipped_code_that_writes_under_a_dropped_mount_is_named_and_flagged(
     (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
     result = plan_project(root, "dev", standins=False)
     assert not [v for v in result.failing if v.rule == "TRAINFORGE_POD_CANNOT_WRITE"]
+
+    # run-local gives the claim's stand-in to arguments and env values only: the code's own
+    # literal /checkpoints/done is said before the run, with its stand-in (the pod's works)
+    job = find_job("dev", "ckpt-write", root)
+    run = user_code_run(job, root, prepare=False)
+    stand_in = root / "runs" / "ckpt-write" / "volumes" / "ckpt-pvc" / "done"
+    assert run.pod_only == (f"train.py:7 writes /checkpoints/done (its stand-in here: {stand_in})",)
+    assert pod_only_line(run.pod_only).startswith(
+        f"run-local: your code names pod paths that do not exist here: {run.pod_only[0]}; "
+        "run-local gives a volume's stand-in to the command's arguments and env values only"
+    )
 
 
 WRITES = (
