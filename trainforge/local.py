@@ -355,6 +355,7 @@ def _launch_user_code(
         cpu_pool_no_gpu,
         from_here_line,
         launch,
+        pod_only_line,
         read_only_line,
         record_read_only,
     )
@@ -365,6 +366,8 @@ def _launch_user_code(
     _where_things_go(run.env)
     if run.from_here:
         print(from_here_line(run.from_here, image), file=sys.stderr, flush=True)
+    if run.pod_only:
+        print(pod_only_line(run.pod_only), file=sys.stderr, flush=True)
     before = code_snapshot(run.code_dir) if run.code_dir else None
     started = time.time()
     code = launch(

@@ -33,9 +33,12 @@ def project(tmp_path_factory) -> Path:
         {"name": "my-nodata", **job, "entrypoint": {
             "script": "mycode/nodata.py", "args": ["--data", "/fsx/datasets/nothere.bin"]}},
         {"name": "my-missing", **job, "entrypoint": {"script": "mycode/missing_import.py"}},
+        {"name": "my-literal", **job, "entrypoint": {"script": "literal/literal.py"}},
     ]  # fmt: skip
     (root / "Pulumi.dev.yaml").write_text(yaml.safe_dump(stack, sort_keys=False))
     shutil.copytree(MLE, root / "mycode")
+    (root / "literal").mkdir()
+    (root / "literal" / "literal.py").write_text('open("/fsx/datasets/literal.bin").read()\n')
     return root
 
 
@@ -78,3 +81,25 @@ def test_a_missing_module_names_it_and_where_the_pods_get_packages(project, trai
     _traceback_starts_at(proc.stderr, "missing_import.py")
     heading = "## Extend it with your own dependencies"
     assert heading in (ROOT / "docs" / "images.md").read_text()  # the section the line names
+
+
+def test_a_pod_path_written_in_the_code_names_its_stand_in_before_and_at_the_exit(
+    project, trainforge_here
+):
+    """literal.py opens /fsx/datasets/literal.bin as written: run-local rewrites arguments
+    and env values only, so the code met no stand-in and the exit line said only "fix the
+    error in the traceback". Now the run says so before it starts, and the exit line names
+    the volume and the stand-in (wave 21, importkeep)."""
+    proc = trainforge_here(project, "run-local", "--stack", "dev", "my-literal")
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    local = (project / "runs" / "my-literal" / "fsx").resolve() / "datasets" / "literal.bin"
+    assert (
+        "run-local: your code names pod paths that do not exist here: literal.py:1 uses "
+        f"/fsx/datasets/literal.bin (its stand-in here: {local}); run-local gives a volume's "
+        "stand-in to the command's arguments and env values only"
+    ) in proc.stderr, proc.stderr[-3000:]
+    assert (
+        "action: /fsx/datasets/literal.bin is on the volume the pod mounts at /fsx; run-local "
+        f"gives its stand-in ({local}) to the command's arguments and env values only, not to "
+        "a path written in the code: pass the path as an argument or an env value]"
+    ) in _exit_line(proc.stderr)

@@ -11,6 +11,7 @@ import yaml
 from trainforge import import_cli
 from trainforge.core.pods import containers
 from trainforge.jobs.backends import pod_templates
+from trainforge.jobs.local import find_job, pod_only_line, user_code_run
 from trainforge.plan.core import plan_project
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,7 +91,9 @@ def test_shipped_code_that_writes_under_a_dropped_mount_is_named_and_flagged(
     mount the import drops (with advice). The plan was CLEAN and run-local failed with
     FileNotFoundError. Now the import's line for the mount names the write (file:line), the
     plan flags it (TRAINFORGE_POD_CANNOT_WRITE) with the same message as the import's list,
-    and the advice it gave (declare the claim at /checkpoints) clears it."""
+    and the advice it gave (declare the claim at /checkpoints) clears it. run-local of the
+    advised entry then says before it runs that the code's literal /checkpoints/done has no
+    stand-in here (it failed with a bare FileNotFoundError though the pod's write works)."""
     root = _project(tmp_path)
     monkeypatch.chdir(root)
     path = REVIEW / "ckpt-write.yaml"
@@ -123,6 +126,17 @@ def test_shipped_code_that_writes_under_a_dropped_mount_is_named_and_flagged(
     result = plan_project(root, "dev", standins=False)
     assert not [v for v in result.failing if v.rule == "TRAINFORGE_POD_CANNOT_WRITE"]
 
+    # run-local gives the claim's stand-in to arguments and env values only: the code's own
+    # literal /checkpoints/done is said before the run, with its stand-in (the pod's works)
+    job = find_job("dev", "ckpt-write", root)
+    run = user_code_run(job, root, prepare=False)
+    stand_in = root / "runs" / "ckpt-write" / "volumes" / "ckpt-pvc" / "done"
+    assert run.pod_only == (f"train.py:7 writes /checkpoints/done (its stand-in here: {stand_in})",)
+    assert pod_only_line(run.pod_only).startswith(
+        f"run-local: your code names pod paths that do not exist here: {run.pod_only[0]}; "
+        "run-local gives a volume's stand-in to the command's arguments and env values only"
+    )
+
 
 WRITES = (
     "Master, Worker pods: the code of container 'pytorch' writes outside its writable volumes "
@@ -130,3 +144,34 @@ WRITES = (
     "system is read-only, so each write fails in the pod (FileNotFoundError, or EROFS where "
     "the image has the folder)"
 )
+
+
+def test_shipped_code_opening_its_own_mount_path_and_a_dropped_scratch_dir_is_named(
+    tmp_path, capsys, monkeypatch
+):
+    """review/code-opens.yaml: train.py opens /code/cfg.yaml (its own ConfigMap's mount) and
+    writes /scratch/run (an emptyDir). The import rewrote /code in the command only and said
+    nothing of the code's open, which fails in the pod (the code is at /workspace); the
+    emptyDir's line said only that /tmp is the scratch space. Now the code mount's line names
+    the open (file:line, and its pod path), and the emptyDir's says why it is not carried,
+    what it asked, and what to declare or change instead."""
+    monkeypatch.chdir(_project(tmp_path))
+    assert import_cli.main([str(REVIEW / "code-opens.yaml"), "--stack", "dev"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    (moved,) = [ln for ln in out if "paths under /code in the command" in ln]
+    assert moved.endswith(
+        "The shipped code itself names paths under /code, which the import does not rewrite: "
+        "imported/code-opens/train.py:2 uses /code/cfg.yaml (in the pod /workspace/cfg.yaml); "
+        "nothing is mounted there in the pod, so each fails (FileNotFoundError): change the "
+        "line to the /workspace path, or to one relative to the script's own folder"
+    )
+    (scratch,) = [ln for ln in out if "scratch (/scratch): dropped" in ln]
+    assert (
+        "dropped; a job entry mounts no emptyDir of its own (its `volumes` are the team's "
+        "claims), so this scratch dir (sizeLimit 2Gi) is not carried; the pod's writable "
+        "scratch is /tmp (an emptyDir, sizeLimit 20Gi, the platform mounts): point the code's "
+        "/scratch paths at /tmp/scratch, or declare a claim of the team there "
+        "(`volumes: [{claim: CLAIM, mountPath: /scratch}]`). The shipped code names paths "
+        "under /scratch: imported/code-opens/train.py:4 writes /scratch/run;"
+    ) in scratch
+    assert any(ln.startswith("#   - TRAINFORGE_POD_CANNOT_WRITE: ") for ln in out)

@@ -5,9 +5,11 @@ the volume mounted there (a PersistentVolumeClaim at /checkpoints that the entry
 declare), the code still opens `/checkpoints/done` for writing, and in the platform's pod
 that path is on the container's read-only root file system: the write fails
 (FileNotFoundError, or EROFS where the image has the folder) after the job was admitted and
-its GPUs paid for. The importer names the uses under each mount it drops (file:line), and the
-plan flags a write that lies on no writable volume of the pod (plan/checks/pod_scripts.py):
-both with this one reader.
+its GPUs paid for. The importer names the uses under each mount it drops (file:line) and
+under the code mount it moves to /workspace (the code's own `/code/cfg.yaml`), run-local
+names the code's literal pod paths on the volumes it stands in for (it rewrites arguments and
+env values only: jobs/local.py pod_only_paths), and the plan flags a write that lies on no
+writable volume of the pod (plan/checks/pod_scripts.py): all with this one reader.
 
 Python is read with `ast` (never run): a string literal, `os.path.join`/`posixpath.join` of
 literals, `pathlib.Path(literal) / "x"`, the literal head of an f-string, and a name the file

@@ -24,6 +24,7 @@ from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.codeship import USER_CODE_MOUNT
 from trainforge.jobs.import_read import ImportProblem, Workload, get, node_pod_patches
+from trainforge.jobs.pod import TMP_SIZE
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,18 @@ def dropped_why(m: Mount) -> str:
     if "emptyDir" in v:
         if m.path == "/dev/shm":
             return "the platform mounts /dev/shm itself, sized by shmSize"
-        return "the pod's writable scratch space is /tmp (an emptyDir the platform mounts)"
+        asked = ", ".join(
+            f"{k} {get(v, 'emptyDir', k)}"
+            for k in ("medium", "sizeLimit")
+            if get(v, "emptyDir", k) is not None
+        )
+        return (
+            "a job entry mounts no emptyDir of its own (its `volumes` are the team's claims), "
+            f"so this scratch dir{f' ({asked})' if asked else ''} is not carried; the pod's "
+            f"writable scratch is /tmp (an emptyDir, sizeLimit {TMP_SIZE}, the platform "
+            f"mounts): point the code's {m.path} paths at /tmp{m.path}, or declare a claim "
+            f"of the team there (`volumes: [{{claim: CLAIM, mountPath: {m.path}}}]`)"
+        )
     return "not supported (a job entry mounts the team's claims only: `volumes`)"
 
 

@@ -269,6 +269,28 @@ def _uses_under(m: import_code.Mount, uses: list[code_paths.PathUse]) -> str:
     )
 
 
+def _code_opens(moved: list[str], uses: list[code_paths.PathUse]) -> str:
+    """What the shipped code itself names under the code mount paths it leaves (`moved`):
+    the import rewrites the command's words only, never the code, and an entry's code is
+    mounted at USER_CODE_MOUNT alone (entrypoint.codeDir), so in the pod `open("/code/cfg.yaml")`
+    finds nothing there (FileNotFoundError) though the file is shipped. Each use is named
+    (file:line) with the path the file has in the pod, so the user can change the line."""
+    mine = [(u, m) for u in uses for m in moved if code_paths.under(u.path, m)]
+    if not mine:
+        return ""
+    shown = "; ".join(
+        f"{u.describe()} (in the pod {USER_CODE_MOUNT}{u.path[len(m.rstrip('/')) :]})"
+        for u, m in mine[:4]
+    )
+    more = f"; and {len(mine) - 4} more" if len(mine) > 4 else ""
+    return (
+        f". The shipped code itself names paths under {', '.join(moved)}, which the import "
+        f"does not rewrite: {shown}{more}; nothing is mounted there in the pod, so each fails "
+        f"(FileNotFoundError): change the line to the {USER_CODE_MOUNT} path, or to one "
+        "relative to the script's own folder"
+    )
+
+
 def _efa_fate(at: str, value: Any, pool: PoolFacts, gpus: int) -> str:
     """What the pod gets for an asked EFA count: the entry leaves `efa` unset, so the job
     model turns EFA on for a GPU pod on an EFA pool (trainforge.jobs.wiring) and the pod
@@ -636,11 +658,13 @@ def import_workload(
             "read-only code, runnable as the original pod ran it"
         )
     program.args = [_moved(a, resolved, shipped) for a in program.args]
+    # the shipped code's paths (code_paths: the plan's one reader)
+    uses = code_paths.path_uses((posixpath.join(code_dir, p), t) for p, t in files.items())
     moved = [m.path for m in shipped.mounts if m.path != USER_CODE_MOUNT]
     if moved:
         changes.append(
             f"paths under {', '.join(moved)} in the command -> {USER_CODE_MOUNT}/...: the "
-            f"shipped code is mounted at {USER_CODE_MOUNT}"
+            f"shipped code is mounted at {USER_CODE_MOUNT}{_code_opens(moved, uses)}"
         )
     for gone in shipped.missing:
         changes.append(
@@ -693,8 +717,7 @@ def import_workload(
                 f"env {', '.join(nccl)}: kept (your value replaces the platform's default)"
             )
 
-    # the pod's other fields; the shipped code's paths (code_paths: the plan's one reader)
-    uses = code_paths.path_uses((posixpath.join(code_dir, p), t) for p, t in files.items())
+    # the pod's other fields
     for m in found:
         if m in shipped.mounts:
             continue

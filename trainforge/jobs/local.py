@@ -41,7 +41,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from trainforge.core import failures
 from trainforge.core.contract import fsx_claim_name
 from trainforge.core.errors import JobConfigError
+from trainforge.jobs import code_paths
 from trainforge.stack import file as stack_file
 from trainforge.training.torchrun_env import torchrun_env
 
@@ -228,6 +229,8 @@ class LocalRun:
     # third-party modules the shipped code imports that this environment provides, where the
     # pods get them from the job's image instead (`imported_from_here`)
     from_here: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # the shipped code's own uses of pod paths with no stand-in here (`pod_only_paths`)
+    pod_only: tuple[str, ...] = ()
 
 
 _VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
@@ -268,6 +271,35 @@ def _rewrite(arg: str, mapping: list[tuple[str, str]]) -> str:
         if value == pod or value.startswith(pod + "/"):
             return head + sep + local + value[len(pod) :]
     return arg
+
+
+def pod_only_paths(
+    files: Iterable[tuple[str, str]], mapping: list[tuple[str, str]]
+) -> tuple[str, ...]:
+    """The uses (file:line) of a pod path by the shipped code's own text (`files`,
+    code_paths: the plan's one reader) on a volume run-local stands in for (`mapping`, pod
+    path -> local directory) whose pod path does not exist here. Why: `_rewrite` gives the
+    stand-in to the command's arguments and env values only; a literal `/checkpoints/done` in
+    the code is opened as written, so this run fails where the pod's (on its declared claim,
+    a plan without findings) would not. Each is said before the run with its stand-in."""
+    out: list[str] = []
+    for u in code_paths.path_uses(files):
+        hit = next(((p, lo) for p, lo in mapping if code_paths.under(u.path, p)), None)
+        if hit is not None and not os.path.exists(hit[0]):
+            out.append(f"{u.describe()} (its stand-in here: {_rewrite(u.path, [hit])})")
+    return tuple(out)
+
+
+def pod_only_line(uses: tuple[str, ...]) -> str:
+    """run-local's line before the run for `pod_only_paths`' uses."""
+    shown = "; ".join(uses[:4]) + (f"; and {len(uses) - 4} more" if len(uses) > 4 else "")
+    return (
+        f"run-local: your code names pod paths that do not exist here: {shown}; run-local "
+        "gives a volume's stand-in to the command's arguments and env values only, not to "
+        "paths written in the code, so this run fails there where the pod's would not: pass "
+        "the path as an argument or an env value (run-local rewrites it), or run it where the "
+        "path exists"
+    )
 
 
 def _fresh_dir(path: Path) -> None:
@@ -696,6 +728,7 @@ def user_code_run(
         code_dir=code_dir,
         workers=n,
         from_here=imported_from_here(bundle.files) if bundle is not None else (),
+        pod_only=pod_only_paths(bundle.files, mapping) if bundle is not None else (),
     )
 
 
@@ -967,6 +1000,8 @@ def run_local(
     )
     for f in without_stack(job_fetches(job, project_dir)):  # as `run-local SCRIPT` says it
         print(cluster_note(job.name, f), file=sys.stderr, flush=True)
+    if run.pod_only:
+        print(pod_only_line(run.pod_only), file=sys.stderr, flush=True)
     from trainforge.jobs.restarts import outcome
 
     b = budget(job)

@@ -119,6 +119,21 @@ def _stand_in(path: str) -> tuple[str, str] | None:
     return None
 
 
+def _pod_path(path: str) -> tuple[str, str] | None:
+    """(run-local's stand-in for `path`, the pod path it is under) where `path` is itself a
+    pod path of one of run-local's stand-ins (LOCAL_STAND_INS): written in the code, it was
+    opened as written (run-local rewrites arguments and env values only), so it is missing
+    here though the pod has it. None otherwise."""
+    try:
+        mapping = json.loads(os.environ.get(LOCAL_STAND_INS) or "[]")
+    except ValueError:
+        return None
+    for pod, local, _claim in sorted(mapping, key=lambda m: -len(m[0])):  # innermost first
+        if path == pod or path.startswith(pod.rstrip("/") + "/"):
+            return local.rstrip("/") + path[len(pod.rstrip("/")) :], pod
+    return None
+
+
 def _missing_action(exc: BaseException) -> str | None:
     """The fix of a missing file or module, where the process knows more than the traceback:
     a file in run-local's stand-in for a volume (the pod path and the `--volume` that gives
@@ -141,6 +156,13 @@ def _missing_action(exc: BaseException) -> str | None:
             return (
                 f"{exc.filename} is run-local's local stand-in for the pod path {pod}, and it "
                 f"is not there: put the file there{give}"
+            )
+        if (here := _pod_path(exc.filename)) is not None:
+            local, pod = here
+            return (
+                f"{exc.filename} is on the volume the pod mounts at {pod}; run-local gives "
+                f"its stand-in ({local}) to the command's arguments and env values only, not "
+                "to a path written in the code: pass the path as an argument or an env value"
             )
     return None
 
