@@ -148,7 +148,16 @@ def test_what_the_trainjob_backend_says_of_the_trainer_is_of_the_pinned_one(path
     cannot do, while the platform runs TRAINER_VERSION (v2.2.1, whose patch types differ:
     v2.3.0 added terminationGracePeriodSeconds). Every Trainer release they name is the pin."""
     text = (ROOT / path).read_text(encoding="utf-8")
-    named = set(re.findall(r"\bv2\.\d+(?:\.\d+)?\b", text))
+    release = r"\bv2\.\d+(?:\.\d+)?\b"
+    named = set(re.findall(release, text))
+    if path.endswith(".md"):
+        # the import's line on an older file's field names that field's releases (import2:
+        # jobs/import_read.py _TRAINJOB_DROPPED, cited upstream); the doc quotes that line,
+        # and names no other release
+        from trainforge.jobs.import_read import _TRAINJOB_DROPPED
+
+        quoted = {x for said in _TRAINJOB_DROPPED.values() for x in re.findall(release, said)}
+        named -= quoted - {f"v{v.TRAINER_VERSION}"}
     assert named == {f"v{v.TRAINER_VERSION}"}, named
     if path.endswith(".py"):  # its refusals name the pin (f-strings of TRAINER_VERSION)
         assert text.count("Kubeflow Trainer v{TRAINER_VERSION}") == 3

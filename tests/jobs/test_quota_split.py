@@ -135,12 +135,12 @@ def test_a_cut_explicit_part_says_why_names_each_share_and_a_fix_that_replans_cl
     warnings = quota.quota_plan(inputs.teams, inputs.pools).warnings
     (part,) = [w for w in warnings if ".quota.pools." in w.split(":")[1]]
     assert part == (
-        "trainforge:teams[0].quota.pools.h100.gpus: 12 asked, but pool h100 holds 16 GPUs (its "
-        "limits.gpus) and the teams ask 17 of it: team nlp 12 (quota.pools.h100.gpus), team cv "
-        "5 (its share of quota.gpus 14); each is guaranteed its part scaled to fit (nlp 11, cv "
-        "5), as the GPU pools (l4-pool, a10-small, h100) hold 46 of the 50 the teams ask; fix: "
-        "set trainforge:teams[1].quota.pools.h100.gpus to 4 and trainforge:teams[0].quota.gpus "
-        "to 32"
+        "trainforge:teams[0].quota.pools.h100.gpus: 12 asked, but pool h100 holds 16 GPUs (2 "
+        "p5.48xlarge nodes within its limits x 8 each) and the teams ask 17 of it: team nlp 12 "
+        "(quota.pools.h100.gpus), team cv 5 (its share of quota.gpus 14); each is guaranteed its "
+        "part scaled to fit (nlp 11, cv 5), as the GPU pools (l4-pool, a10-small, h100) hold 46 "
+        "of the 50 the teams ask; fix: set trainforge:teams[1].quota.pools.h100.gpus to 4 and "
+        "trainforge:teams[0].quota.gpus to 32"
     )
     for change in part.split("; fix: set ")[1].split(" and "):
         _apply(cfg, *change.split(" to "))
@@ -183,8 +183,11 @@ def test_where_no_split_ends_the_cut_the_fix_asks_what_is_guaranteed():
     inputs = _inputs(cfg)
     warnings = quota.quota_plan(inputs.teams, inputs.pools).warnings
     parts = [w for w in warnings if ".quota.pools." in w.split(":")[1]]
+    # cpu-batch's memory too: 16 m7i.4xlarge within its limits leave pods 918992Mi (poolcap's
+    # whole nodes), and the teams ask 1607706Mi of it
     assert [w.split(":")[1] for w in parts] == [
         "teams[1].quota.pools.gpu-workloads.gpus", "teams[2].quota.pools.l40s.gpus",
+        "teams[2].quota.pools.cpu-batch.memory",
     ]  # fmt: skip
     fix = parts[0].split("; fix: ask what each team is guaranteed now: set ")[1]
     assert fix == parts[1].split("; fix: ask what each team is guaranteed now: set ")[1]
@@ -193,3 +196,10 @@ def test_where_no_split_ends_the_cut_the_fix_asks_what_is_guaranteed():
     after = _inputs(cfg)
     left = quota.quota_plan(after.teams, after.pools).warnings
     assert not [w for w in left if "gpus" in w.split(":")[1] or "GPUs" in w], left
+    # the memory part's fix, applied too, leaves no memory warning
+    fix = parts[2].split("; fix: ask what each team is guaranteed now: set ")[1]
+    for change in fix.split(" and "):
+        _apply(cfg, *change.split(" to "))
+    after = _inputs(cfg)
+    left = quota.quota_plan(after.teams, after.pools).warnings
+    assert not [w for w in left if "memory" in w.split(":")[1] or "memory" in w], left

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.conftest import shipped_plan
+from tests.plan.test_iam_rehearsal_findings import PROD
 from trainforge.plan import core
 from trainforge.plan.checks import iam_rehearsal as R
 from trainforge.plan.checks.aws_calls import (
@@ -329,25 +330,10 @@ def _team_rows(result) -> dict[str, dict]:
     return {p["principal"]: p for p in section.data["principals"] if "(team " in p["principal"]}
 
 
-PROD_COUNTS = {  # principal: (allowed, denied as required)
-    "trust of role platform-eks-ebs-csi (kube-system/ebs-csi-controller-sa)": (2, 4),
-    "trust of role platform-karpenter-controller (kube-system/karpenter)": (2, 4),
-    "trust of role platform-services-fsx-csi (kube-system/fsx-csi-controller-sa)": (2, 4),
-    "trust of role platform-services-ckpt-llm (llm/training)": (2, 4),
-    "trust of role platform-services-ckpt-vision (vision/training)": (2, 4),
-    # own prefix 63 allowed; denied: 41 from outside the VPC, 41 on another team's prefix,
-    # 41 on another bucket
-    "role platform-services-ckpt-llm (team llm, llm/training)": (63, 123),
-    "role platform-services-ckpt-vision (team vision, vision/training)": (63, 123),
-    "role platform-karpenter-controller (Karpenter 1.14.1, kube-system/karpenter)": (57, 6),
-    "role platform-eks-ebs-csi (aws-ebs-csi-driver, kube-system/ebs-csi-controller-sa)": (10, 1),
-    "role platform-services-fsx-csi (aws-fsx-csi-driver, kube-system/fsx-csi-controller-sa)": (
-        2,
-        1,
-    ),
-    "role platform-eks-node (node role)": (13, 0),
-    "role platform-karpenter-node (node role)": (13, 0),
-}
+# the shipped prod stack's exact counts, one copy (secnet added the S3 endpoint's tally there):
+# own prefix 63 allowed; denied: 41 from outside the VPC, 41 on another team's prefix, 41 on
+# another bucket
+PROD_COUNTS = PROD
 
 
 def test_prod_plan_counts_every_principals_calls_exactly():

@@ -90,6 +90,14 @@ def test_every_reader_says_a_duration_one_way():
         86400000: "1,000.0 days",
     }
     assert {s: duration_text(s) for s in cases} == cases
-    readers = (estimates, cost_check, queues, verdict, job_diff, wait)
+    readers = (estimates, cost_check, queues, job_diff, wait)
     assert all(m.duration_text is duration_text for m in readers)
+    # the verdict's start line is the queue section's (livewords' queues.start_text), which
+    # says its durations with duration_text; the verdict has no wording of its own
+    assert verdict.start_text is queues.start_text and not hasattr(verdict, "duration_text")
+    assert queues.start_text(5400, False, [("a", 30.0)]) == (
+        f"expected to start after {duration_text(5430)} (admitted after {duration_text(5400)}; "
+        + queues.preempt_words([("a", 30.0)])
+        + ")"
+    )
     assert not hasattr(queues, "hours") and not hasattr(cost_check, "hours")

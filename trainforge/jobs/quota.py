@@ -196,12 +196,22 @@ def capacity_words(pool: PoolFacts) -> str | None:
 
 
 def per_gpu(pool: PoolFacts) -> dict[str, Fraction] | None:
-    """CPU and memory that come with one GPU of the pool: what a node leaves to pods after the
-    kubelet and the DaemonSets, over its GPUs (the most over the pool's types, so that any
-    pod sized for its GPUs fits; trainforge.jobs.capacity). None when the nodes are unknown."""
+    """CPU and memory that come with one GPU of the pool. Bounded (`pool_capacity` known for
+    all three): what the pool is sure to hold over the GPUs it is sure to hold, so that every
+    GPU of the pool can be guaranteed or shared with its part and the parts add up to no more
+    than the pool holds whatever types Karpenter launches (an l4-pool of g6.12xlarge and
+    g6.48xlarge under `limits.gpus: 24`: 24 GPUs and 6 x 47520m, 11880m a GPU, not the
+    g6.48xlarge's 23895m, which left the GPUs no team is guaranteed 46 cores for 14 GPUs).
+    Unbounded: what a node leaves to pods after the kubelet and the DaemonSets, over its GPUs,
+    the most over the pool's types (nothing caps it; any pod sized for its GPUs fits;
+    trainforge.jobs.capacity). None when the nodes are unknown."""
     rooms = [r for r in capacity.rooms(pool) if r.node.gpus]
     if not rooms:
         return None
+    gpus = pool_capacity(pool, GPU)
+    held = {r: pool_capacity(pool, r) for r in ("cpu", "memory")}
+    if gpus and all(v is not None for v in held.values()):
+        return {r: v / gpus for r, v in held.items() if v is not None}
     return {
         "cpu": max(Fraction(r.cpu_m, 1000) / r.node.gpus for r in rooms),
         "memory": max(Fraction(r.memory_mib * 2**20) / r.node.gpus for r in rooms),

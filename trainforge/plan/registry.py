@@ -94,7 +94,9 @@ def check_rule_ids(checks: list[Check] | None = None) -> dict[str, str]:
 # Checks that run after the others, each group in a forked child where one may help
 # (`run_checks`): the readers of the stand-in run (the program again, which needs nothing the
 # other checks make), and the checkpoint check (a job's state fingerprint: dev's imports torch).
-READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet")
+# `fetches` judges an in-region bucket through the S3 endpoint policy with the stack's account
+# and buckets (`stack_iam`, read from the stand-in run).
+READS_STANDIN = ("rules", "iam_rehearsal", "controller_identity", "existence", "fleet", "fetches")
 APART = (READS_STANDIN, ("resume",))
 
 
