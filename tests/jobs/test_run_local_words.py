@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, sigint_default
 from trainforge.training.ledger import LEDGER_DIR, RUN_FILE
 
 FIXTURES = ROOT / "tests" / "fixtures" / "localtrue"
@@ -203,7 +203,8 @@ def test_a_pods_ctrl_c_line_does_not_promise_a_torchrun_restart(tmp_path):
     env.update(TRAINFORGE_ON_EXIT=on_exit(job), OMP_NUM_THREADS="1", PET_NODE_RANK="0")
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
            "1", "--max-restarts", "1", str(script)]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)  # fmt: skip
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "up"
     time.sleep(1)
@@ -256,8 +257,9 @@ def test_run_locals_ctrl_c_restarts_nothing_and_says_no_torchrun_restart(tmp_pat
     cmd = [sys.executable, "-m", "trainforge", "run-local", "slow.py", "--workers", "2",
            "--max-restarts", "1"]  # fmt: skip
     proc = subprocess.Popen(
-        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_default,  # a background run (CI) starts with SIGINT ignored
+    )  # fmt: skip
     assert proc.stdout is not None
     ups = 0
     for line in proc.stdout:
