@@ -98,6 +98,20 @@ def test_torchruns_restarts_in_the_pod_come_first():
     ) in explain.status(g, recorded.NOW)
 
 
+def test_a_no_progress_exit_spends_no_torchrun_restart_under_trainforges_launcher():
+    """The run ledger's no_progress stop (exit 4) ends the group under trainforge's launcher,
+    whatever `--max-restarts` has left (launch.stop_restarts_on_final): `status` said
+    "torchrun's 3 restart(s) in the pod spent" although none was."""
+    cmd = [*RUNNER, "--nnodes=2:4", "--nproc-per-node=8", "--max-restarts=3", "-m", "x"]
+    g = gathered(pending_pytorchjob(), "pytorchjob", "PyTorchJob", "pytorch",
+                 [failed_pod("gpt-13b-worker-0", "pytorch", 4, cmd)])  # fmt: skip
+    status = explain.status(g, recorded.NOW)
+    assert "torchrun's 3 restart(s) in the pod spent" not in status, status
+    assert "then: no torchrun restart (no_progress: trainforge's launcher restarts nothing), " in (
+        status
+    ), status
+
+
 def test_the_recorded_trainjobs_pods_carry_what_its_emitter_tells_them():
     """recorded.RESTART_ON_EXIT (the vit-l pods', which `status` prints: RESTART_STATUS) is
     what the TrainJob emitter tells a pod of an OnFailure job."""

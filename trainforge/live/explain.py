@@ -385,7 +385,9 @@ def torchrun_max_restarts(container: dict) -> int:
     return int(env) if env is not None and env.isdigit() else 0
 
 
-def next_text(g: Gathered, pod: dict, code: object, ended: bool = True) -> str | None:
+def next_text(
+    g: Gathered, pod: dict, code: object, ended: bool = True, reason: exits.Reason | None = None
+) -> str | None:
     """What happens after the pod's exit `code`, as its controller was told to do it
     (`told_on_exit`): "then: <what>", with torchrun's restarts in the pod first where its
     launcher has any. None where it is not known. `ended`: the exit is the pod's current end
@@ -405,9 +407,20 @@ def next_text(g: Gathered, pod: dict, code: object, ended: bool = True) -> str |
     words = failures.on_exit_words(told, code)
     if words is None:
         return None
-    most = torchrun_max_restarts(_container(pod.get("spec") or {}, g.container))
+    container = _container(pod.get("spec") or {}, g.container)
+    most = torchrun_max_restarts(container)
     first = f"torchrun's {most} restart(s) in the pod spent, " if most else ""
+    if most and reason is not None and exits.restarts_nothing(reason) and _our_launcher(container):
+        # trainforge's launcher restarts no group that ended so (launch.stop_restarts_on_final)
+        first = f"no torchrun restart ({reason.name}: trainforge's launcher restarts nothing), "
     return f"then: {first}{words}"
+
+
+def _our_launcher(container: dict) -> bool:
+    """Whether the container's torchrun is trainforge's launcher (`trainforge.training.launch`),
+    which stops restarting on a cause no restart gets past; a plain torchrun restarts anyway."""
+    words = [str(w) for w in [*(container.get("command") or []), *(container.get("args") or [])]]
+    return f"{TRAINFORGE_MODULE}.launch" in words
 
 
 def pod_line(
@@ -439,7 +452,13 @@ def pod_line(
             text = exit_text(shown, ours, g is not None and runs_runtime(g, pod))
             parts.append(f"{what} {text} {age(shown.get('finishedAt'), now)} ago")
             then = (
-                next_text(g, pod, shown.get("exitCode"), ended=shown is ended)
+                next_text(
+                    g,
+                    pod,
+                    shown.get("exitCode"),
+                    ended=shown is ended,
+                    reason=exit_reason(shown, runs_runtime(g, pod)),
+                )
                 if g is not None
                 else None
             )
