@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.contract import (
+    DEFAULT_TRAINING_UID,
     EFA_RESOURCE,
     GPU_RESOURCE,
     JobTarget,
@@ -80,7 +81,7 @@ def termination_grace(job: JobSpec) -> int:
     return next((c for c in GRACE_CLASSES if c >= need), need)
 
 
-RUN_AS_USER = 1000
+RUN_AS_USER = DEFAULT_TRAINING_UID  # the platform's shared identity (no team given)
 TMP_SIZE = "20Gi"
 JOB_LABEL = "trainforge.io/job"
 TEAM_LABEL = "trainforge.io/team"
