@@ -101,3 +101,34 @@ def test_an_attempt_that_saved_a_newer_checkpoint_says_the_count_starts_again(ru
     for n, line in enumerate(lines[1:6], start=1):
         assert f"; failed attempt {n} of 5 in a row in the run ledger" in line, line
     assert "(the next attempt stops: no_progress)" in lines[5]
+
+
+def test_a_torch_without_remaining_restarts_is_said_not_silently_passed(monkeypatch, capsys):
+    """`stop_restarts_on_final` sets a private attribute of torch 2.13.0's elastic agent. On a
+    torch without it, the no_progress stop cannot stop torchrun's restarts: the launcher says
+    so, with the restarts that follow, instead of passing in silence (a `getattr` default of
+    0 hid it). Broken on purpose (the `left is None` branch removed): nothing was printed."""
+    from types import SimpleNamespace
+
+    from torch.distributed.elastic.agent.server.api import RunResult, WorkerState
+    from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+
+    from trainforge.training import exits, launch
+
+    failure = SimpleNamespace(exitcode=4, timestamp=1)
+    result = RunResult(state=WorkerState.FAILED, failures={0: failure})
+    monkeypatch.setattr(LocalElasticAgent, "_monitor_workers", lambda agent, group: result)
+    stop = exits.Reason(name="no_progress", code=4, what="", action="")
+    monkeypatch.setattr(launch, "final_failure", lambda *a: stop)
+    agent = SimpleNamespace()  # no _remaining_restarts
+    group = SimpleNamespace(spec=SimpleNamespace(max_restarts=3))
+    with launch.stop_restarts_on_final(None, "/nonexistent"):
+        assert LocalElasticAgent._monitor_workers(agent, group) is result
+    err = capsys.readouterr().err
+    assert "no_progress (code 4) should end the run, but torch " in err, err
+    assert "torchrun restarts the workers while any of its 3 restart(s) are left" in err
+    agent = SimpleNamespace(_remaining_restarts=2)  # torch 2.13.0: the stop is in force
+    with launch.stop_restarts_on_final(None, "/nonexistent"):
+        LocalElasticAgent._monitor_workers(agent, group)
+    assert agent._remaining_restarts == 0
+    assert "ends the run: torchrun restarts nothing (2 of its 3" in capsys.readouterr().err

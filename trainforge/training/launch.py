@@ -430,23 +430,29 @@ def stop_restarts_on_final(ckpt: str | None, local: str) -> Iterator[None]:
 
     def monitor(agent: Any, worker_group: Any) -> Any:
         result = original(agent, worker_group)
-        left = getattr(agent, "_remaining_restarts", 0)
-        if result.state not in (WorkerState.FAILED, WorkerState.UNHEALTHY) or left <= 0:
+        left = getattr(agent, "_remaining_restarts", None)  # None: a torch without it
+        if result.state not in (WorkerState.FAILED, WorkerState.UNHEALTHY) or (
+            left is not None and left <= 0
+        ):
             return result
         fails = {int(r): int(f.exitcode) for r, f in (result.failures or {}).items()}
         times = {int(r): int(f.timestamp) for r, f in (result.failures or {}).items()}
         records = failure_records(ckpt, float(min(times.values(), default=0)), local)
         final = final_failure(fails, records, times)
-        if final is not None:
-            agent._remaining_restarts = 0
-            most = worker_group.spec.max_restarts
-            print(
-                f"trainforge launch: {final.name} (code {final.code}) ends the run: torchrun "
-                f"restarts nothing ({left} of its {most} restart(s) left unused), every "
-                "restart would meet the same stop",
-                file=sys.stderr,
-                flush=True,
-            )
+        if final is None:
+            return result
+        most = worker_group.spec.max_restarts
+        if left is None:  # said, not assumed: the stop is not in force under this torch
+            print(unenforced_line(final, most), file=sys.stderr, flush=True)
+            return result
+        agent._remaining_restarts = 0
+        print(
+            f"trainforge launch: {final.name} (code {final.code}) ends the run: torchrun "
+            f"restarts nothing ({left} of its {most} restart(s) left unused), every "
+            "restart would meet the same stop",
+            file=sys.stderr,
+            flush=True,
+        )
         return result
 
     LocalElasticAgent._monitor_workers = monitor  # type: ignore[method-assign]
@@ -454,6 +460,21 @@ def stop_restarts_on_final(ckpt: str | None, local: str) -> Iterator[None]:
         yield
     finally:
         LocalElasticAgent._monitor_workers = original  # type: ignore[method-assign]
+
+
+def unenforced_line(final: exits.Reason, most: int) -> str:
+    """The launcher's line where a final cause cannot stop torchrun's restarts: the running
+    torch's elastic agent has no `_remaining_restarts` (a private attribute of torch 2.13.0's
+    SimpleElasticAgent, which `stop_restarts_on_final` sets), so the group is restarted while
+    restarts are left and each attempt meets the same stop."""
+    import torch  # noqa: PLC0415 - torchrun runs in this process: already imported
+
+    return (
+        f"trainforge launch: {final.name} (code {final.code}) should end the run, but torch "
+        f"{torch.__version__}'s elastic agent has no _remaining_restarts (trainforge sets it "
+        f"under torch 2.13.0): torchrun restarts the workers while any of its {most} "
+        "restart(s) are left, and each restart meets the same stop"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
