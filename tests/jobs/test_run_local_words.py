@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -325,3 +326,29 @@ def test_every_workers_exit_after_the_masters_exit_0_says_the_job_has_succeeded(
     one = RunLedger(ckpt, rank=1, world_size=4, log=lambda m: None)
     one.record_exit(exits.USER_ERROR, step=5, detail="x")
     assert [said in x for x in lines()] == [False, False, True, False], lines()
+
+
+CHATTY = """\
+import torch.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+dist.barrier()
+for i in range(4000):
+    print("line", rank, i, "end")
+"""
+
+
+def test_two_ranks_lines_leave_whole_on_the_one_stdout(tmp_path):
+    """Every process of a run-local job (and of a pod with procsPerWorker > 1) writes to one
+    stdout, and torchrun starts each with `python -u`, under which print() writes each piece
+    with its own write(): two ranks printing at once made lines like "upup 1  0" (the Ctrl-C
+    test above then waited for two lines beginning "up " to the end of the run). The ranks'
+    streams are line-buffered (training/streams.py): each line arrives whole. Broken on purpose
+    (`whole_lines` not called by usercode.py): lines arrived split and mixed."""
+    (tmp_path / "chatty.py").write_text(CHATTY)
+    proc = _run_local(tmp_path, "chatty.py", "--workers", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ours = [x for x in proc.stdout.splitlines() if not x.startswith("run-local")]
+    bad = [x for x in ours if not re.fullmatch(r"line [01] \d+ end", x)]
+    assert not bad, bad[:5]
+    assert len(ours) == 8000, len(ours)

@@ -96,5 +96,7 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
 
 if __name__ == "__main__":
     from trainforge.core.process import exit_code
+    from trainforge.training.streams import whole_lines
 
+    whole_lines()  # ranks share one stdout: each line leaves whole
     sys.exit(exit_code(main(own_process=True)))

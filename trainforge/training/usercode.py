@@ -483,6 +483,9 @@ def main(keep: list[object] | None = None) -> int:
 
 if __name__ == "__main__":
     from trainforge.core.process import exit_code, freeze_first_import, leave
+    from trainforge.training.streams import whole_lines
+
+    whole_lines()  # ranks share one stdout: your prints leave in whole lines
 
     freeze_first_import("torch")  # your code's import of it: not walked again by the collector
     # Your code has ended and its exit code is known: the process leaves without the
