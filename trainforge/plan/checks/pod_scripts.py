@@ -383,22 +383,18 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     seen: set[tuple[Any, ...]] = set()
     for o in ctx.objects:
         ns = o.namespace or ""
-        # the pod specs the object itself writes (the one walker, jobs.backends), by replica
-        pods = [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+        pods = _pods_of(o, ctx)
         is_trainjob = o.kind == trainjob.KIND
         where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
         # one run and one report per distinct script of the object, whatever replica types
         # run it: the container, image, script, identity, mounts, env, shell, cwd, fsGroup
         runs: dict[tuple[Any, ...], Script] = {}
-        if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
-            built, why = _built(o, ctx)
-            if built is not None:
-                pods = [("", built.get("spec") or {})]
-            else:  # its trainer's script, as the job writes it: not rehearsed, and why
-                trainer = (o.doc.get("spec") or {}).get("trainer") or {}
-                s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
-                if s is not None:
-                    scripts.append(replace(s, skip=why, skip_fix=RUNTIME_FIX))
+        if is_trainjob and not pods:  # the Trainer cannot build its pod: what the job writes
+            pods = [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+            trainer = (o.doc.get("spec") or {}).get("trainer") or {}
+            s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
+            if s is not None:  # its trainer's script: not rehearsed, and why
+                scripts.append(replace(s, skip=_unbuilt(o, ctx), skip_fix=RUNTIME_FIX))
         for replica, pod in pods:
             fs_group = get(pod, "securityContext", "fsGroup")
             for c in containers(pod):
@@ -759,26 +755,22 @@ def unwritable_writes(
     ]
 
 
-def _built(o: Any, ctx: PlanContext) -> tuple[dict[str, Any] | None, str]:
-    """TrainJob `o`'s pod as the Trainer builds it from its runtime, as Kueue leaves the job
-    once it manages it; None and why where it cannot be built."""
+def _unbuilt(o: Any, ctx: PlanContext) -> str:
+    """Why the Trainer cannot build TrainJob `o`'s pod (`_pods_of` gives none)."""
     ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
     kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
     try:
-        built = trainjob.built_pod(o.doc, runtime_docs(ctx))
+        trainjob.built_pod(o.doc, runtime_docs(ctx))
     except (KeyError, TypeError, AttributeError, StopIteration) as e:
-        return None, f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
-    return built, f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
+        return f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
+    return f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
 
 
 def _pods_of(o: Any, ctx: PlanContext) -> list[tuple[str, dict[str, Any]]]:
-    """(replica name, pod spec) of the pods object `o` runs: the templates it writes, or a
-    TrainJob's pod as the Trainer builds it (`_built`; none where it cannot be built, which
-    the script rehearsal reports)."""
-    if o.kind != trainjob.KIND:
-        return [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
-    built = _built(o, ctx)[0]
-    return [("", built.get("spec") or {})] if built is not None else []
+    """(replica name, pod spec) of the pods object `o` runs, by the one walker: a TrainJob's
+    pod as the Trainer builds it from its runtime, as Kueue leaves the job once it manages it
+    (none where it cannot be built: `_unbuilt`, which the script rehearsal reports)."""
+    return [(t.name, t.spec) for t in pod_templates(o.doc, runtimes=runtime_docs(ctx))]
 
 
 MOST_WRITES = 4
