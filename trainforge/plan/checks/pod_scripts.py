@@ -40,17 +40,15 @@ SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
 NOT_RUN = "TRAINFORGE_POD_SCRIPT_NOT_RUN"
 UNREHEARSED = "TRAINFORGE_POD_SCRIPT_UNREHEARSED"
+WAIVE = "or waive this rule for this object with the reason it is safe unchecked"
 # The fix of an UNREHEARSED finding, by what stopped the rehearsal (RULES holds the general one)
 CAPABILITY_FIX = (
     "drop the capabilities that could leave the sandbox (securityContext.capabilities.drop: "
-    "[ALL], add back only what the script needs), or waive this rule for this object with the "
-    "reason it is safe unchecked"
+    f"[ALL], add back only what the script needs), {WAIVE}"
 )
-
 RUNTIME_FIX = (
     "name a training runtime the plan or the platform declares, with a pod template the "
-    "Trainer can build from, or waive this rule for this object with the reason it is safe "
-    "unchecked"
+    f"Trainer can build from, {WAIVE}"
 )
 
 
@@ -58,8 +56,7 @@ def volume_fix(kind: str) -> str:
     """An UNREHEARSED finding's fix for a volume of `kind` the rehearsal does not model."""
     return (
         f"mount the team's FSx claim (persistentVolumeClaim), an emptyDir or a read-only "
-        f"ConfigMap/Secret in place of the {kind} volume, or waive this rule for this object "
-        "with the reason it is safe unchecked"
+        f"ConfigMap/Secret in place of the {kind} volume, {WAIVE}"
         + (" (a hostPath is also refused by Pod Security baseline: TRAINFORGE_POD_SECURITY)"
            if kind == "hostPath" else "")
     )  # fmt: skip
@@ -69,8 +66,7 @@ RULES = {
     UNREHEARSED: (
         "remove what the rehearsal cannot model (the finding names it: a capability that "
         "could leave the sandbox, or a volume kind other than a claim, an emptyDir or a "
-        "read-only ConfigMap/Secret), or waive this rule for this object with the reason it "
-        "is safe unchecked"
+        f"read-only ConfigMap/Secret), {WAIVE}"
     ),
     NOT_RUN: (
         "run the plan where the rehearsal can run (Linux, root, util-linux: CI and the dev "
