@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any
 
+from trainforge.jobs import code_paths
 from trainforge.jobs.fetches import heredoc_files
 from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
@@ -86,7 +87,7 @@ def _host_path(s: P.Script, made: list[pathlib.Path], file: str) -> pathlib.Path
     a volume, or a link out of it)."""
     path = posixpath.normpath(posixpath.join(s.cwd or "/", file))
     volumes = zip([vm.path for vm in s.mounts], made, strict=False)
-    inside = [(p, d) for p, d in volumes if path == p or path.startswith(p.rstrip("/") + "/")]
+    inside = [(p, d) for p, d in volumes if code_paths.under(path, p)]
     if not inside:
         return None
     mount, host = max(inside, key=lambda x: len(x[0]))

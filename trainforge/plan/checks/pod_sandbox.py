@@ -122,12 +122,7 @@ def read_status(text: str) -> dict[str, Any]:
     supplementary groups, capability sets by name, no_new_privs."""
     fields = {k.strip(): v.strip() for k, _, v in (x.partition(":") for x in text.splitlines())}
     names = [*CAP_NAMES, *(f"cap{b}" for b in range(len(CAP_NAMES), 64))]
-    sets = {
-        "inheritable": "CapInh",
-        "effective": "CapEff",
-        "bounding": "CapBnd",
-        "ambient": "CapAmb",
-    }
+    sets = dict(inheritable="CapInh", effective="CapEff", bounding="CapBnd", ambient="CapAmb")
     try:
         return {
             "uid": tuple(int(x) for x in fields["Uid"].split()),

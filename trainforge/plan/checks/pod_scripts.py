@@ -35,21 +35,20 @@ from trainforge.training.contract import CHECKPOINT_DIR, OUTPUT_DIR
 
 _T = TypeVar("_T")
 
+TITLE = "Pod script rehearsal"
 SCRIPT_FAILS = "TRAINFORGE_POD_SCRIPT_FAILS"
 CANNOT_WRITE = "TRAINFORGE_POD_CANNOT_WRITE"
 NOT_RUN = "TRAINFORGE_POD_SCRIPT_NOT_RUN"
 UNREHEARSED = "TRAINFORGE_POD_SCRIPT_UNREHEARSED"
+WAIVE = "or waive this rule for this object with the reason it is safe unchecked"
 # The fix of an UNREHEARSED finding, by what stopped the rehearsal (RULES holds the general one)
 CAPABILITY_FIX = (
     "drop the capabilities that could leave the sandbox (securityContext.capabilities.drop: "
-    "[ALL], add back only what the script needs), or waive this rule for this object with the "
-    "reason it is safe unchecked"
+    f"[ALL], add back only what the script needs), {WAIVE}"
 )
-
 RUNTIME_FIX = (
     "name a training runtime the plan or the platform declares, with a pod template the "
-    "Trainer can build from, or waive this rule for this object with the reason it is safe "
-    "unchecked"
+    f"Trainer can build from, {WAIVE}"
 )
 
 
@@ -57,8 +56,7 @@ def volume_fix(kind: str) -> str:
     """An UNREHEARSED finding's fix for a volume of `kind` the rehearsal does not model."""
     return (
         f"mount the team's FSx claim (persistentVolumeClaim), an emptyDir or a read-only "
-        f"ConfigMap/Secret in place of the {kind} volume, or waive this rule for this object "
-        "with the reason it is safe unchecked"
+        f"ConfigMap/Secret in place of the {kind} volume, {WAIVE}"
         + (" (a hostPath is also refused by Pod Security baseline: TRAINFORGE_POD_SECURITY)"
            if kind == "hostPath" else "")
     )  # fmt: skip
@@ -68,8 +66,7 @@ RULES = {
     UNREHEARSED: (
         "remove what the rehearsal cannot model (the finding names it: a capability that "
         "could leave the sandbox, or a volume kind other than a claim, an emptyDir or a "
-        "read-only ConfigMap/Secret), or waive this rule for this object with the reason it "
-        "is safe unchecked"
+        f"read-only ConfigMap/Secret), {WAIVE}"
     ),
     NOT_RUN: (
         "run the plan where the rehearsal can run (Linux, root, util-linux: CI and the dev "
@@ -280,7 +277,7 @@ def _write_dirs(container: dict[str, Any], mount_path: str) -> tuple[str, ...]:
     the whole mount when none of them is inside it."""
     dirs = [v for v in all_values(argv_fields(argv(container)), *WRITE_FLAGS) if v is not None]
     dirs += [v for k, v in literal_env(container).items() if k in WRITE_ENV]
-    inside = [d for d in dirs if d == mount_path or d.startswith(mount_path.rstrip("/") + "/")]
+    inside = [d for d in dirs if code_paths.under(d, mount_path)]
     return tuple(dict.fromkeys(inside)) or (mount_path,)
 
 
@@ -305,7 +302,7 @@ def script_of(
     identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
     mounts = _mounts(pod, c)
     s = Script(str(c.get("name")), script, identity, mounts, literal_env(c), **where)
-    s.fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    s.fs_group = get(pod, "securityContext", "fsGroup")
     s.shell, s.cwd, s.image = posixpath.basename(argv(c)[0]), c.get("workingDir"), image
     if identity.unsafe:
         s.skip = (
@@ -337,7 +334,7 @@ def unexecutable(pod: dict[str, Any], c: dict[str, Any]) -> str | None:
     workdir = c.get("workingDir") or "/"
     path = posixpath.normpath(posixpath.join(str(workdir), args[0]))
     identity = sandbox.Identity.of(pod.get("securityContext"), c.get("securityContext"))
-    fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+    fs_group = get(pod, "securityContext", "fsGroup")
     for vm in _mounts(pod, c):
         top = vm.path.rstrip("/")
         if _volume_kind(vm.volume) != "readOnly" or vm.sub_path or not path.startswith(top + "/"):
@@ -382,31 +379,20 @@ def _collect(ctx: PlanContext) -> tuple[list[Script], dict[str, list[Consumer]],
     seen: set[tuple[Any, ...]] = set()
     for o in ctx.objects:
         ns = o.namespace or ""
-        # the pod specs the object itself writes (the one walker, jobs.backends), by replica
-        pods = [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+        pods = _pods_of(o, ctx)
         is_trainjob = o.kind == trainjob.KIND
         where = {"ident": o.ident, "urn": o.urn, "obj_name": o.name}
         # one run and one report per distinct script of the object, whatever replica types
         # run it: the container, image, script, identity, mounts, env, shell, cwd, fsGroup
         runs: dict[tuple[Any, ...], Script] = {}
-        if is_trainjob:  # its pod is the Trainer's, built from the job and its runtime
-            ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
-            kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
-            why = f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
-            try:  # as Kueue leaves the job once it manages it
-                built = trainjob.built_pod(o.doc, runtime_docs(ctx))
-            except (KeyError, TypeError, AttributeError, StopIteration) as e:
-                built = None
-                why = f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
-            if built is not None:
-                pods = [("", built.get("spec") or {})]
-            else:  # its trainer's script, as the job writes it: not rehearsed, and why
-                trainer = (o.doc.get("spec") or {}).get("trainer") or {}
-                s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
-                if s is not None:
-                    scripts.append(replace(s, skip=why, skip_fix=RUNTIME_FIX))
+        if is_trainjob and not pods:  # the Trainer cannot build its pod: what the job writes
+            pods = [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+            trainer = (o.doc.get("spec") or {}).get("trainer") or {}
+            s = script_of({}, {**trainer, "name": trainjob.CONTAINER}, **where)
+            if s is not None:  # its trainer's script: not rehearsed, and why
+                scripts.append(replace(s, skip=_unbuilt(o, ctx), skip_fix=RUNTIME_FIX))
         for replica, pod in pods:
-            fs_group = (pod.get("securityContext") or {}).get("fsGroup")
+            fs_group = get(pod, "securityContext", "fsGroup")
             for c in containers(pod):
                 s = script_of(pod, c, image=is_trainjob, **where)
                 if s is not None:
@@ -765,58 +751,22 @@ def unwritable_writes(
     ]
 
 
-def _pods_of(o: Any, ctx: PlanContext) -> list[tuple[str, dict[str, Any]]]:
-    """(replica name, pod spec) of the pods object `o` runs: the templates it writes, or a
-    TrainJob's pod as the Trainer builds it from its runtime (as `_collect` reads it; none
-    where it cannot be built, which the script rehearsal reports)."""
-    if o.kind != trainjob.KIND:
-        return [(t.name, t.spec) for t in pod_templates(o.doc, build=False)]
+def _unbuilt(o: Any, ctx: PlanContext) -> str:
+    """Why the Trainer cannot build TrainJob `o`'s pod (`_pods_of` gives none)."""
+    ref = (o.doc.get("spec") or {}).get("runtimeRef") or {}
+    kind, name = ref.get("kind") or trainjob.RUNTIME_KIND, str(ref.get("name"))
     try:
-        built = trainjob.built_pod(o.doc, runtime_docs(ctx))
-    except (KeyError, TypeError, AttributeError, StopIteration):
-        built = None
-    return [("", built.get("spec") or {})] if built is not None else []
+        trainjob.built_pod(o.doc, runtime_docs(ctx))
+    except (KeyError, TypeError, AttributeError, StopIteration) as e:
+        return f"its pod cannot be built from runtime {name!r} ({type(e).__name__}: {e})"
+    return f"its runtime {kind} {name!r} is neither in the plan nor the platform's"
 
 
-def _unwritable_findings(ctx: PlanContext) -> list[Finding]:
-    """CANNOT_WRITE for each write of a container's own code on no writable volume of it
-    (`unwritable_writes`): one finding per object and container, naming the replica types
-    (Master, Worker) whose pods run the same."""
-    out: list[Finding] = []
-    for o in ctx.objects:
-        ns = o.namespace or ""
-        configmaps = {
-            x.obj_name: x.doc
-            for x in ctx.objects
-            if x.kind == "ConfigMap" and (x.namespace or "") == ns
-        }
-        if not configmaps:
-            continue
-        said: dict[str, list[str]] = {}  # message body -> replica types
-        for replica, pod in _pods_of(o, ctx):
-            for c in containers(pod):
-                writes = unwritable_writes(pod, c, configmaps)
-                if not writes:
-                    continue
-                shown = "; ".join(u.describe() for u in writes[:MOST_WRITES])
-                more = (
-                    f"; and {len(writes) - MOST_WRITES} more" if len(writes) > MOST_WRITES else ""
-                )
-                mounted = ", ".join(vm.path for vm in _mounts(pod, c) if not vm.read_only)
-                body = (
-                    f"the code of container {c.get('name')!r} writes outside its writable "
-                    f"volumes ({mounted or 'none'}): {shown}{more}; its root file system is "
-                    "read-only, so each write fails in the pod (FileNotFoundError, or EROFS "
-                    "where the image has the folder)"
-                )
-                said.setdefault(body, []).extend([replica] if replica else [])
-        for body, replicas in said.items():
-            where = f"{', '.join(replicas)} pod{'s' * (len(replicas) > 1)}: " if replicas else ""
-            names = frozenset({o.ident, o.name})
-            out.append(
-                Finding(o.ident, CANNOT_WRITE, where + body, WRITE_FIX, urn=o.urn, names=names)
-            )
-    return out
+def _pods_of(o: Any, ctx: PlanContext) -> list[tuple[str, dict[str, Any]]]:
+    """(replica name, pod spec) of the pods object `o` runs, by the one walker: a TrainJob's
+    pod as the Trainer builds it from its runtime, as Kueue leaves the job once it manages it
+    (none where it cannot be built: `_unbuilt`, which the script rehearsal reports)."""
+    return [(t.name, t.spec) for t in pod_templates(o.doc, runtimes=runtime_docs(ctx))]
 
 
 MOST_WRITES = 4
@@ -827,29 +777,53 @@ WRITE_FIX = (
 )
 
 
-def _unexecutable_findings(ctx: PlanContext) -> list[Finding]:
-    """SCRIPT_FAILS for each container whose program the pod could not execute
-    (`unexecutable`), once per object and message, in the pods the object writes."""
-    found: dict[tuple[str, str], Finding] = {}
+def _pod_findings(ctx: PlanContext) -> list[Finding]:
+    """One walk of the pods the objects run: SCRIPT_FAILS for each container whose program the
+    pod could not execute (`unexecutable`), once per object and message; then CANNOT_WRITE for
+    each write of a container's own code on no writable volume of it (`unwritable_writes`),
+    once per object and message, naming the replica types (Master, Worker) that do the same."""
+    unexec: dict[tuple[str, str], Finding] = {}
+    unwritable: list[Finding] = []
+    configmaps: dict[str, dict[str, Any]] = {}
+    for x in ctx.objects:
+        if x.kind == "ConfigMap":
+            configmaps.setdefault(x.namespace or "", {})[x.obj_name] = x.doc
     for o in ctx.objects:
+        names = frozenset({o.ident, o.name})
+        said: dict[str, list[str]] = {}  # message body -> replica types
         for replica, pod in _pods_of(o, ctx):
             for c in containers(pod):
                 why = unexecutable(pod, c)
-                if why is not None and (o.ident, why) not in found:
-                    where = f"{replica} pod: " if replica else ""
-                    names = frozenset({o.ident, o.name})
-                    found[(o.ident, why)] = Finding(
-                        o.ident, SCRIPT_FAILS, where + why, RULES[SCRIPT_FAILS],
-                        urn=o.urn, names=names,
+                if why is not None and (o.ident, why) not in unexec:
+                    unexec[(o.ident, why)] = Finding(
+                        o.ident, SCRIPT_FAILS, f"{replica} pod: " * bool(replica) + why,
+                        RULES[SCRIPT_FAILS], urn=o.urn, names=names,
                     )  # fmt: skip
-    return list(found.values())
+                writes = unwritable_writes(pod, c, configmaps.get(o.namespace or "", {}))
+                if not writes:
+                    continue
+                shown = "; ".join(u.describe() for u in writes[:MOST_WRITES])
+                more = len(writes) - MOST_WRITES
+                mounted = ", ".join(vm.path for vm in _mounts(pod, c) if not vm.read_only)
+                body = (
+                    f"the code of container {c.get('name')!r} writes outside its writable "
+                    f"volumes ({mounted or 'none'}): {shown}{f'; and {more} more' * (more > 0)}; "
+                    "its root file system is read-only, so each write fails in the pod "
+                    "(FileNotFoundError, or EROFS where the image has the folder)"
+                )
+                said.setdefault(body, []).extend([replica] if replica else [])
+        for body, replicas in said.items():
+            where = f"{', '.join(replicas)} pod{'s' * (len(replicas) > 1)}: " if replicas else ""
+            unwritable.append(
+                Finding(o.ident, CANNOT_WRITE, where + body, WRITE_FIX, urn=o.urn, names=names)
+            )
+    return [*unexec.values(), *unwritable]
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    unexec = _unexecutable_findings(ctx) + _unwritable_findings(ctx)
+    unexec = _pod_findings(ctx)
     result = _check_scripts(ctx)
     if unexec:
-        title = "Pod script rehearsal"
         lines = [
             f"{'NOT EXECUTABLE' if f.rule == SCRIPT_FAILS else 'CANNOT WRITE'}: {f.message}"
             for f in unexec
@@ -857,9 +831,8 @@ def check(ctx: PlanContext) -> CheckResult:
         if result.sections:
             result.sections[0].lines[:0] = lines
         else:
-            result.sections.append(
-                Section(title, lines, {"unexecutable": [f.resource for f in unexec]})
-            )
+            data = {"unexecutable": [f.resource for f in unexec]}
+            result.sections.append(Section(TITLE, lines, data))
         result.findings[:0] = unexec
     return result
 
@@ -868,7 +841,6 @@ def _check_scripts(ctx: PlanContext) -> CheckResult:
     scripts, consumers, claims = _collect(ctx)
     if not scripts:
         return CheckResult()
-    title = "Pod script rehearsal"
     why_not = sandbox.unavailable()
     if why_not is not None:  # not run is not passed: each script is a finding (waivable)
         lines = [f"NOT RUN: {why_not}"]
@@ -878,7 +850,7 @@ def _check_scripts(ctx: PlanContext) -> CheckResult:
             _finding(s, NOT_RUN, f"{s.title}: script not rehearsed ({why_not}): `{_short(s.script)}`")
             for s in scripts
         ]  # fmt: skip
-        return CheckResult(findings=not_run, sections=[Section(title, lines, data)])
+        return CheckResult(findings=not_run, sections=[Section(TITLE, lines, data)])
 
     findings: list[Finding] = []
     lines = [f"shell: {sandbox.shell_description()}"]
@@ -906,4 +878,4 @@ def _check_scripts(ctx: PlanContext) -> CheckResult:
                 fix, names = RULES[CANNOT_WRITE], frozenset({c.name, key})
                 findings.append(Finding(c.name, CANNOT_WRITE, message, fix, names=names))
     data["seconds"] = round(time.monotonic() - started, 2)
-    return CheckResult(findings=findings, sections=[Section(title, lines, data)])
+    return CheckResult(findings=findings, sections=[Section(TITLE, lines, data)])

@@ -674,6 +674,24 @@ _AGENT_DEFAULT_TOLERATIONS = {"nodeAgent": [{"operator": "Exists"}], "dcgmAgent"
 _AGENT_PARTS = {"nodeAgent": "node agent", "dcgmAgent": "dcgm-server (DCGM host engine)"}
 
 
+NO_AGENT = (
+    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition reports a "
+    "failing GPU, NIC or kernel, so node repair never acts and jobs keep landing on a sick node"
+)
+NOT_TOLERATED = (
+    "the node monitoring agent's {} does not tolerate this capacity's taint(s) {}: it never runs "
+    "on these nodes, so their GPU health is not monitored"
+)
+NO_AUTO_REPAIR = (
+    "GPU managed node group without node auto repair (nodeRepairConfig.enabled): a node whose "
+    "GPU or network fails stays in the group until someone replaces it by hand"
+)
+NO_NODE_REPAIR = (
+    "GPU NodePool while Karpenter's NodeRepair feature gate is off "
+    "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy nodes"
+)
+
+
 def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     gpu = [r for r in res if gpu_capacity(r)]
     if not gpu:
@@ -682,15 +700,7 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
         r for r in res if r.type == T.EKS_ADDON and r.inputs.get("addonName") == MONITORING_ADDON
     ]
     if not addons:
-        for r in gpu:
-            yield (
-                r.urn,
-                (
-                    "GPU capacity without the EKS node monitoring agent add-on: no NodeCondition "
-                    "reports a failing GPU, NIC or kernel, so node repair never acts and jobs keep "
-                    "landing on a sick node"
-                ),
-            )
+        yield from ((r.urn, NO_AGENT) for r in gpu)
         return
     raw = addons[0].inputs.get("configurationValues")
     if is_unknown(raw):
@@ -709,14 +719,7 @@ def gpu_health_monitoring(res: list[StackResource]) -> Iterable[tuple[str, str]]
                 f"{t.get('key')}={t.get('value') or ''}:{t.get('effect')}" for t in missing
             )
             if missing:
-                yield (
-                    r.urn,
-                    (
-                        f"the node monitoring agent's {label} does not tolerate this capacity's "
-                        f"taint(s) {shown}: it never runs on these nodes, so their GPU health is "
-                        "not monitored"
-                    ),
-                )
+                yield r.urn, NOT_TOLERATED.format(label, shown)
 
 
 def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
@@ -728,14 +731,7 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
         if r.type != T.NODE_GROUP:
             pools.append(r)
         elif enabled is not True and not is_unknown(enabled):
-            yield (
-                r.urn,
-                (
-                    "GPU managed node group without node auto repair (nodeRepairConfig.enabled): "
-                    "a node whose GPU or network fails stays in the group until someone replaces "
-                    "it by hand"
-                ),
-            )
+            yield r.urn, NO_AUTO_REPAIR
     gates = [
         get(rel.inputs, "values", "settings", "featureGates", "nodeRepair")
         for rel in res
@@ -743,15 +739,7 @@ def gpu_node_repair(res: list[StackResource]) -> Iterable[tuple[str, str]]:
     ]
     if any(g is True or is_unknown(g) for g in gates):
         return
-    for r in pools:
-        yield (
-            r.urn,
-            (
-                "GPU NodePool while Karpenter's NodeRepair feature gate is off "
-                "(values.settings.featureGates.nodeRepair): Karpenter never replaces its unhealthy "
-                "nodes"
-            ),
-        )
+    yield from ((r.urn, NO_NODE_REPAIR) for r in pools)
 
 
 STACK_RULES: tuple[StackRule, ...] = (
