@@ -14,6 +14,7 @@ from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
+from trainforge.plan.checks.s3_reach import s3_endpoints
 from trainforge.plan.cost import plan_region
 from trainforge.plan.runner import UNKNOWN, Inventory
 
@@ -208,16 +209,9 @@ def read_stack(inv: Inventory) -> StackIam:
         stack.buckets[name] = BucketFacts(name, str(key) if key else None, bucket_key)
         if key:
             key_urn_to_arn.update((urn, str(key)) for urn in sse.dependencies.get("rules") or [])
-    # The S3 gateway endpoints this stack declares, by URN -> their id (the stand-in run's id;
-    # a marker naming the endpoint where it is unknown). Their existence, never the bucket
-    # policy under test, says that pods reach S3 through them.
-    s3_gateways = {
-        e.urn: e.id or f"<id of VPC endpoint {e.name}>"
-        for e in by_type.get(T.VPC_ENDPOINT, [])
-        # the provider's default type is Gateway (an S3 endpoint declared without a type is one)
-        if (e.inputs.get("vpcEndpointType") or "Gateway") == "Gateway"
-        and str(e.inputs.get("serviceName", "")).endswith(".s3")
-    }
+    # The S3 gateway endpoints this stack declares, by URN -> their id. Their existence, never
+    # the bucket policy under test, says that pods reach S3 through them.
+    s3_gateways = {e.urn: e.vpce for e in s3_endpoints(inv)}
     linked: dict[str, str] = {}  # bucket -> the gateway its policy is built from
     for bp in by_type.get(T.S3_POLICY, []):
         name = bp.inputs.get("bucket")
