@@ -429,10 +429,8 @@ def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
 def beyond_reference(ours: Policy, reference: Sequence[Policy]) -> list[str]:
     """Statements (by Sid) of `ours` that no single reference statement covers."""
     ref_statements = [st for p in reference for st in p.statements()]
-    out = []
-    for i, st in enumerate(ours.statements()):
-        if st.get("Effect") != "Allow":
-            continue
-        if not any(statement_within(st, ref) for ref in ref_statements):
-            out.append(str(st.get("Sid") or f"#{i}"))
-    return out
+    return [
+        str(st.get("Sid") or f"#{i}")
+        for i, st in enumerate(ours.statements())
+        if st.get("Effect") == "Allow" and not any(statement_within(st, r) for r in ref_statements)
+    ]
