@@ -151,11 +151,8 @@ def action_matches(patterns: Any, action: str) -> bool:
 
 
 def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
-    for p in as_list(patterns):
-        pat = substitute(str(p), request) if "${" in str(p) else str(p)
-        if pat is not None and _glob(pat, resource):
-            return True
-    return False
+    pats = (substitute(p, request) if "${" in p else p for p in map(str, as_list(patterns)))
+    return any(p is not None and _glob(p, resource) for p in pats)
 
 
 def principal_match(principal: Any, request: Request) -> str | None:
