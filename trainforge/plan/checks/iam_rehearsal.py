@@ -21,7 +21,7 @@ from trainforge.plan.checks import aws_calls as aws
 from trainforge.plan.checks import iam_reference as ref
 from trainforge.plan.checks.controller_identity import ADDONS, CHARTS
 from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
-from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.iam_stack import TRUST, RoleFacts, StackIam, stack_iam
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.checks.s3_reach import ANOTHER_ACCOUNT, s3_endpoints, through
@@ -314,7 +314,7 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
         t = run.tally(f"{role.label} (team {team.name}, {team.namespace}/{team.service_account})")
-        unreadable = [u for u in role.unreadable if u != "trust policy"]  # reported above
+        unreadable = [u for u in role.unreadable if u != TRUST]  # reported above
         if unreadable:
             run.finding(role, UNREHEARSED, f"{role.label}: cannot read {', '.join(unreadable)}")
         text = json.dumps([p.document for p in role.policies])
