@@ -5,6 +5,7 @@ the functions that build them. docs/rehearsals.md, "Where the policies come from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +43,15 @@ class RoleFacts:
     def policies_known(self) -> bool:
         """Whether every permission policy of the role was read (its trust policy aside)."""
         return all(u == TRUST for u in self.unreadable)
+
+    def trusted(self, kind: str) -> list[tuple[Mapping[str, Any], list[Any]]]:
+        """(statement, principals) of each trust statement naming `kind` principals ("Service",
+        "Federated"): the one reading of who may assume the role, for node roles and IRSA."""
+        return [
+            (st, as_list(p[kind]))
+            for st in (self.trust.statements() if self.trust else [])
+            if isinstance(p := st.get("Principal"), Mapping) and kind in p
+        ]
 
     def add(self, document: Any, name: str, what: str) -> None:
         """A policy of the role, or `what` could not be read (an unknown document)."""
@@ -101,20 +111,15 @@ class StackIam:
 
     def node_roles(self) -> list[RoleFacts]:
         """Roles EC2 instances assume (node roles): trusted by ec2.amazonaws.com."""
-        return [
-            r
-            for r in self.roles.values()
-            if r.trust is not None
-            and any(
-                str(s).startswith("ec2.amazonaws.com")
-                for st in r.trust.statements()
-                for s in as_list((st.get("Principal") or {}).get("Service"))
-            )
-        ]
+        return [r for r in self.roles.values() if any(_ec2(ss) for _, ss in r.trusted("Service"))]
 
     def key_policy(self, key_arn: str) -> Policy:
         """The key's policy as this stack declares it, else the one KMS gives a key without."""
         return self.key_policies.get(key_arn) or default_key_policy(self.account, self.partition)
+
+
+def _ec2(services: list[Any]) -> bool:
+    return any(str(s).startswith("ec2.amazonaws.com") for s in services)
 
 
 def _dep(rec: Any, prop: str) -> str | None:
