@@ -122,6 +122,11 @@ def _ec2(services: list[Any]) -> bool:
     return any(str(s).startswith("ec2.amazonaws.com") for s in services)
 
 
+def _association(a: Any) -> Association:
+    got = [str(a.inputs.get(k, "")) for k in ("namespace", "serviceAccount", "clusterName")]
+    return Association(a.name, a.urn, *got, _dep(a, "roleArn"), str(a.inputs.get("roleArn", "")))
+
+
 def _dep(rec: Any, prop: str) -> str | None:
     urns = rec.dependencies.get(prop) or []
     return urns[0] if urns else None
@@ -145,13 +150,12 @@ def read_stack(inv: Inventory) -> StackIam:
         by_type.setdefault(r.type, []).append(r)
     # roles: their ARN from whatever names it (an association, an explicit name); the account
     # from the first association's role ARN
-    arns = [
-        (_dep(a, "roleArn"), str(a.inputs.get("roleArn", ""))) for a in by_type.get(ASSOCIATION, [])
-    ]
-    accounts = [a.split(":")[4] for _, a in arns if a.startswith("arn:") and a.count(":") > 3]
+    assocs = [_association(a) for a in by_type.get(ASSOCIATION, [])]
+    arns = [(a.role_urn, a.role_arn) for a in assocs if a.role_arn.startswith("arn:")]
+    accounts = [arn.split(":")[4] for _, arn in arns if arn.count(":") > 3]
     region = plan_region(inv)  # the one reader of the stack's region (the cost's too)
-    stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, [], {}, {}, {})
-    role_arns = {urn: arn for urn, arn in arns if urn and arn.startswith("arn:")}
+    stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, assocs, {}, {}, {})
+    role_arns = {urn: arn for urn, arn in arns if urn}
     for r in by_type.get(T.IAM_ROLE, []):
         name = r.inputs.get("name")
         # a role's ARN carries its path (IAM: arn:aws:iam::<account>:role/<path><name>)
@@ -185,10 +189,6 @@ def read_stack(inv: Inventory) -> StackIam:
         if facts is not None:
             _attach(facts, str(att.inputs.get("policyArn", "")), _dep(att, "policyArn"), by_type)
 
-    for a in by_type.get(ASSOCIATION, []):
-        got = [str(a.inputs.get(k, "")) for k in ("namespace", "serviceAccount", "clusterName")]
-        role = (_dep(a, "roleArn"), str(a.inputs.get("roleArn", "")))
-        stack.associations.append(Association(a.name, a.urn, *got, *role))
     for addon in by_type.get(T.EKS_ADDON, []):
         cluster = str(addon.inputs.get("clusterName", ""))
         role_urn = _dep(addon, "podIdentityAssociations")
