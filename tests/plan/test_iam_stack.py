@@ -308,7 +308,10 @@ def test_node_roles_are_those_ec2_may_assume():
     no_principal = rec(
         R.IAM_ROLE, "np", {"assumeRolePolicy": json.dumps({"Statement": {"Effect": "Allow"}})}
     )
-    stack = read_stack(inventory(pods, unknown, no_principal, node, cn))
+    # a trust policy whose Principal is "*" (anyone) names no service: not a node role
+    anyone = {"Effect": "Allow", "Principal": "*", "Action": "sts:AssumeRole"}
+    star = rec(R.IAM_ROLE, "star", {"assumeRolePolicy": json.dumps({"Statement": [anyone]})})
+    stack = read_stack(inventory(pods, unknown, no_principal, star, node, cn))
     assert [r.name for r in stack.node_roles()] == ["node", "cn"]
 
 

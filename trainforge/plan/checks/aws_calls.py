@@ -189,9 +189,8 @@ def s3_requests(
             # bucket ARN when S3 Bucket Keys are on (S3 User Guide, "Reducing the cost of
             # SSE-KMS with Amazon S3 Bucket Keys": "S3 Bucket Key objects use the bucket ARN as
             # their encryption context").
-            context_arn = f"arn:{caller.partition}:s3:::{bucket.name}" + (
-                "" if bucket.bucket_key else f"/{key}"
-            )
+            context_arn = f"arn:{caller.partition}:s3:::{bucket.name}"
+            context_arn += "" if bucket.bucket_key else f"/{key}"
             kms_context = {
                 **account,
                 "kms:ViaService": f"s3.{caller.region}.amazonaws.com",

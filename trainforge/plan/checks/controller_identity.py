@@ -138,8 +138,7 @@ def _irsa_roles(stack: StackIam, namespace: str, sa: str) -> list[RoleFacts]:
     return [
         role
         for role in stack.roles.values()
-        for st in (role.trust.statements() if role.trust else [])
-        if "Federated" in (st.get("Principal") or {})
+        for st, _ in role.trusted("Federated")
         for keys in (st.get("Condition") or {}).values()
         for key, values in keys.items()
         if key.endswith(":sub") and subject in as_list(values)

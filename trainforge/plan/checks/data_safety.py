@@ -113,9 +113,8 @@ def base_records(base: Any) -> dict[str, Recorded] | None:
 
 def _deps(rec: Recorded, prop: str) -> list[str]:
     """The resources (type::name, as the diff keys them) a property's value comes from."""
-    return (
-        sorted(urn_type_name(u) for u in rec.dependencies.get(prop, [])) if "." not in prop else []
-    )
+    nested = "." in prop  # a nested property's dependencies are its parent's, not its own
+    return [] if nested else sorted(urn_type_name(u) for u in rec.dependencies.get(prop, []))
 
 
 def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
@@ -124,8 +123,7 @@ def _changed(base: Recorded, head: Recorded) -> list[tuple[str, Any, Any]]:
     out = []
     for prop in DATA_HOLDING[base.type].replace_on:
         old, new = get(base.inputs, *prop.split(".")), get(head.inputs, *prop.split("."))
-        old_from = _deps(base, prop)
-        new_from = _deps(head, prop)
+        old_from, new_from = _deps(base, prop), _deps(head, prop)
         if old != new:
             out.append((prop, old, new))
         elif old_from != new_from:

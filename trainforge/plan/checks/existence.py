@@ -69,15 +69,11 @@ class Producer:
 
 
 def _key_set(doc: dict[str, Any]) -> set[str] | None:
-    keys: set[str] = set()
-    for prop in ("data", "stringData", "binaryData"):
-        val = doc.get(prop)
-        if val is None:
-            continue
-        if not isinstance(val, dict) or SECRET in val or UNKNOWN in val:
-            return None
-        keys |= {str(k) for k in val}
-    return keys
+    """The keys of an object's data; None where one is unknown at preview or masked."""
+    vals = [doc[p] for p in ("data", "stringData", "binaryData") if doc.get(p) is not None]
+    if any(not isinstance(v, dict) or SECRET in v or UNKNOWN in v for v in vals):
+        return None
+    return {str(k) for v in vals for k in v}
 
 
 def producers(ctx: PlanContext) -> dict[tuple[str, str, str], Producer]:
@@ -130,9 +126,8 @@ def pod_refs(pod: dict[str, Any], namespace: str, what: str) -> Iterator[Ref]:
         for env in c.get("env") or []:
             for kind, ref in _named(env.get("valueFrom") or {}, "KeyRef"):
                 keys = {str(ref["key"])} if ref.get("key") else set()
-                yield Ref(
-                    kind, namespace, str(ref.get("name")), f"{at} env {env.get('name')}", keys
-                )
+                where = f"{at} env {env.get('name')}"
+                yield Ref(kind, namespace, str(ref.get("name")), where, keys)
         for env in c.get("envFrom") or []:
             for kind, ref in _named(env, "Ref"):
                 yield Ref(kind, namespace, str(ref.get("name")), f"{at} envFrom")
@@ -159,9 +154,8 @@ def value_refs(values: Any, namespace: str, what: str, path: str = "") -> Iterat
         for key, kind in CHART_REFERENCES.items():
             name = values.get(key)
             if isinstance(name, str) and name and name != UNKNOWN:
-                keys = {
-                    v for k, v in values.items() if k.endswith("Key") and isinstance(v, str) and v
-                }
+                keyed = (v for k, v in values.items() if k.endswith("Key"))
+                keys = {v for v in keyed if isinstance(v, str) and v}
                 yield Ref(kind, ns, name, f"{what}: values {path + '.' if path else ''}{key}", keys)
         for k, v in values.items():
             if k not in CHART_REFERENCES:
@@ -179,8 +173,7 @@ def references(ctx: PlanContext) -> list[tuple[str, Ref]]:
         if res.type not in (HELM_RELEASE, CHART_V4):
             continue
         ns = res.inputs.get("namespace")
-        if not isinstance(ns, str) or ns == UNKNOWN:
-            ns = "default" if ns is None else ns
+        ns = "default" if ns is None else ns
         what = f"release {res.inputs.get('name') or res.name} ({res.inputs.get('chart')})"
         # values with a secret inside are masked whole in `inputs`: read the names unmasked
         values = res.revealed.get("values", res.inputs.get("values")) or {}

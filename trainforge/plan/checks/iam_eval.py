@@ -151,11 +151,8 @@ def action_matches(patterns: Any, action: str) -> bool:
 
 
 def resource_matches(patterns: Any, resource: str, request: Request) -> bool:
-    for p in as_list(patterns):
-        pat = substitute(str(p), request) if "${" in str(p) else str(p)
-        if pat is not None and _glob(pat, resource):
-            return True
-    return False
+    pats = (substitute(p, request) if "${" in p else p for p in map(str, as_list(patterns)))
+    return any(p is not None and _glob(p, resource) for p in pats)
 
 
 def principal_match(principal: Any, request: Request) -> str | None:
@@ -429,10 +426,8 @@ def statement_within(ours: Mapping[str, Any], ref: Mapping[str, Any]) -> bool:
 def beyond_reference(ours: Policy, reference: Sequence[Policy]) -> list[str]:
     """Statements (by Sid) of `ours` that no single reference statement covers."""
     ref_statements = [st for p in reference for st in p.statements()]
-    out = []
-    for i, st in enumerate(ours.statements()):
-        if st.get("Effect") != "Allow":
-            continue
-        if not any(statement_within(st, ref) for ref in ref_statements):
-            out.append(str(st.get("Sid") or f"#{i}"))
-    return out
+    return [
+        str(st.get("Sid") or f"#{i}")
+        for i, st in enumerate(ours.statements())
+        if st.get("Effect") == "Allow" and not any(statement_within(st, r) for r in ref_statements)
+    ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar
 
@@ -21,7 +21,7 @@ from trainforge.plan.checks import aws_calls as aws
 from trainforge.plan.checks import iam_reference as ref
 from trainforge.plan.checks.controller_identity import ADDONS, CHARTS
 from trainforge.plan.checks.iam_eval import Decision, Policy, Request, beyond_reference, evaluate
-from trainforge.plan.checks.iam_stack import RoleFacts, StackIam, stack_iam
+from trainforge.plan.checks.iam_stack import TRUST, RoleFacts, StackIam, stack_iam
 from trainforge.plan.checks.job_backends import runtime_docs
 from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.checks.s3_reach import ANOTHER_ACCOUNT, s3_endpoints, through
@@ -65,6 +65,15 @@ class Tally:
     denied: int = 0
     failed: int = 0
 
+    def count(self, allowed: bool, decided: bool) -> bool:
+        """Count a call that must be `allowed` and was `decided` so; whether the two agree."""
+        if decided != allowed:
+            self.failed += 1
+            return False
+        self.allowed += allowed
+        self.denied += not allowed
+        return True
+
     def line(self) -> str:
         s = f"{self.principal}: {self.allowed} calls allowed, {self.denied} denied as required"
         return s + (f", {self.failed} FAILED" if self.failed else "")
@@ -85,11 +94,8 @@ class _Run:
 
     def expect(self, t: Tally, role: RoleFacts, request: Request, decision: Decision,
                allowed: bool, call: str, why: str = "") -> None:  # fmt: skip
-        if decision.allowed == allowed:
-            t.allowed += allowed
-            t.denied += not allowed
+        if t.count(allowed, decision.allowed):
             return
-        t.failed += 1
         ctx = ", ".join(f"{k}={v}" for k, v in sorted(request.context.items()))
         who = f"{role.label} ({role.arn})"
         what = f"{call}: {request.action} on {request.resource} [{ctx}]"
@@ -273,22 +279,32 @@ def _judge_calls(run: _Run, t: Tally, role: RoleFacts, bucket: aws.BucketFacts,
                  where: str = "") -> None:  # fmt: skip
     """Every request of the calls allowed; or, given why they must be denied, every request
     the bucket's policy judges denied (isolation)."""
-    caller = _caller(run.stack, role)
+    for call, a in _requests(run, role, calls, bucket, network, report=not denied_because):
+        if denied_because and a.resource_policy != "bucket":
+            continue
+        label = call.describe() + (where if denied_because else f" during '{call.scenario}'")
+        decision = _authorize(run.stack, role, a)
+        run.expect(t, role, a.request, decision, not denied_because, label, denied_because)
+
+
+def _requests(
+    run: _Run,
+    role: RoleFacts,
+    calls: list[aws.ApiCall],
+    bucket: aws.BucketFacts,
+    network: dict[str, Any],
+    report: bool,
+) -> Iterator[tuple[aws.ApiCall, aws.Authz]]:
+    """Each IAM request of each call, as the role makes it; a call with no IAM mapping is an
+    UNREHEARSED finding where `report` (said once: of the calls that must be allowed)."""
     for call in calls:
         try:
-            authz = aws.s3_requests(call, caller, bucket, network)
+            authz = aws.s3_requests(call, _caller(run.stack, role), bucket, network)
         except aws.UnmappedCall as e:
-            if not denied_because:
+            if report:
                 run.finding(role, UNREHEARSED, str(e))
             continue
-        if denied_because:
-            label = call.describe() + where
-            authz = [a for a in authz if a.resource_policy == "bucket"]
-        else:
-            label = f"{call.describe()} during '{call.scenario}'"
-        for a in authz:
-            decision = _authorize(run.stack, role, a)
-            run.expect(t, role, a.request, decision, not denied_because, label, denied_because)
+        yield from ((call, a) for a in authz)
 
 
 def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
@@ -298,7 +314,7 @@ def _rehearse_teams(run: _Run, ctx: PlanContext) -> None:
         if role is None:
             continue  # no checkpoint role: the controller-identity check reports missing ones
         t = run.tally(f"{role.label} (team {team.name}, {team.namespace}/{team.service_account})")
-        unreadable = [u for u in role.unreadable if u != "trust policy"]  # reported above
+        unreadable = [u for u in role.unreadable if u != TRUST]  # reported above
         if unreadable:
             run.finding(role, UNREHEARSED, f"{role.label}: cannot read {', '.join(unreadable)}")
         text = json.dumps([p.document for p in role.policies])
@@ -361,12 +377,10 @@ def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[st
                 continue  # no bucket: the runtime refuses it before any call
             calls = _path_calls(name, prefix, stack.region, use)
             facts = stack.buckets.get(name) or aws.BucketFacts(name)
-            denied = _first_denied(run.stack, role, calls, facts, network)
+            denied = _first_denied(run, role, calls, facts, network)
             if denied is None:
                 continue
-            does = {"checkpoints": "writes checkpoints to", "uploads": "writes", "reads": "reads"}[
-                use
-            ]
+            does = _DOES[use]
             unless = "" if name in stack.buckets else (
                 f" (unless bucket {name}, not in this stack, has a policy that grants it)"
             )  # fmt: skip
@@ -378,6 +392,9 @@ def _job_paths(run: _Run, role: RoleFacts, team: Any, own: str, network: dict[st
             )
             names = frozenset({o.ident, o.name})
             run.findings.append(Finding(o.ident, JOB_PATH, msg, RULES[JOB_PATH], o.urn, names))
+
+
+_DOES = {"checkpoints": "writes checkpoints to", "uploads": "writes", "reads": "reads"}
 
 
 def _path_calls(bucket: str, prefix: str, region: str, use: fetches.S3Use) -> list[aws.ApiCall]:
@@ -395,18 +412,13 @@ def _path_calls(bucket: str, prefix: str, region: str, use: fetches.S3Use) -> li
     ]
 
 
-def _first_denied(stack: StackIam, role: RoleFacts, calls: list[aws.ApiCall],
+def _first_denied(run: _Run, role: RoleFacts, calls: list[aws.ApiCall],
                   bucket: aws.BucketFacts, network: dict[str, Any]) -> Request | None:  # fmt: skip
     """The first request of `calls` the role is denied (an unmapped call: reported above)."""
-    for call in calls:
-        try:
-            authz = aws.s3_requests(call, _caller(stack, role), bucket, network)
-        except aws.UnmappedCall:
-            continue
-        for a in authz:
-            if not _authorize(stack, role, a).allowed:
-                return a.request
-    return None
+    requests = _requests(run, role, calls, bucket, network, report=False)
+    return next(
+        (a.request for _, a in requests if not _authorize(run.stack, role, a).allowed), None
+    )
 
 
 def _caller(stack: StackIam, role: RoleFacts) -> aws.Caller:
@@ -496,38 +508,26 @@ EXFIL = (
     "another account's bucket: a pod holding its credentials or a presigned URL could carry "
     "the team's data there"
 )
+_PUT_GET = ("s3:PutObject", "s3:GetObject")
 
 
 def _rehearse_s3_endpoints(run: _Run, inv: Any) -> None:
     """Each S3 gateway endpoint's policy (s3_reach): a bucket the stack declares (this account's,
-    the checkpoint bucket)
-    read and written, ECR's layer bucket (AWS-owned) read, so nodes pull images, and another
-    account's bucket neither written nor read: a pod holding that account's credentials or a
-    presigned URL cannot carry the team volume out through the VPC (docs/teams.md, Network).
+    the checkpoint bucket) read and written, ECR's layer bucket (AWS-owned) read, so nodes pull
+    images, and another account's bucket neither written nor read: a pod holding that account's
+    credentials or a presigned URL cannot carry the team volume out through the VPC
+    (docs/teams.md, Network).
     The principal is this account's node or team role, or another account's, alike."""
     stack = run.stack
     ours = next(iter(stack.buckets), None)
     layers = f"prod-{stack.region}-starport-layer-bucket"
     me = f"arn:{stack.partition}:iam::{stack.account}:role/{REHEARSAL_JOB}"
+    declared = "a bucket this stack declares (this account's)"
     cases = [
-        (
-            "s3:PutObject",
-            ours,
-            stack.account,
-            True,
-            "a bucket this stack declares (this account's)",
-        ),
-        (
-            "s3:GetObject",
-            ours,
-            stack.account,
-            True,
-            "a bucket this stack declares (this account's)",
-        ),
+        *((action, ours, stack.account, True, declared) for action in _PUT_GET),
         ("s3:GetObject", layers, "AWS", True, "ECR's image layers (AWS-owned)"),
         ("s3:PutObject", layers, "AWS", False, "ECR's layer bucket is only read"),
-        ("s3:PutObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL),
-        ("s3:GetObject", OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL),
+        *((action, OTHER_BUCKET, ANOTHER_ACCOUNT, False, EXFIL) for action in _PUT_GET),
     ]
     for ep in s3_endpoints(inv):
         t = run.tally(f"S3 gateway endpoint {ep.name} (policy)")
@@ -536,17 +536,16 @@ def _rehearse_s3_endpoints(run: _Run, inv: Any) -> None:
                 continue
             d = through(ep, action, bucket, "rehearsal/object", principal=me,
                         principal_account=stack.account, resource_account=owner)  # fmt: skip
-            if d.allowed == allowed:
-                t.allowed += allowed
-                t.denied += not allowed
+            if t.count(allowed, d.allowed):
                 continue
-            t.failed += 1
-            what = f"{action} on s3://{bucket}/ ({why}; aws:ResourceAccount={owner})"
+            gate, what = f"S3 gateway endpoint {ep.name}", f"{action} on s3://{bucket}/"
+            what += f" ({why}; aws:ResourceAccount={owner})"
             if allowed:
-                msg = f"S3 gateway endpoint {ep.name} denies {what}: {d.explain()}"
-                rule = DENIED
+                rule, msg = DENIED, f"{gate} denies {what}: {d.explain()}"
             else:
-                msg = f"S3 gateway endpoint {ep.name} lets {what} through, which must be denied: {d.reason}"
-                rule = TOO_BROAD
+                rule, msg = (
+                    TOO_BROAD,
+                    f"{gate} lets {what} through, which must be denied: {d.reason}",
+                )
             names = frozenset({ep.name})
             run.findings.append(Finding(ep.name, rule, msg, RULES[rule], ep.urn, names))

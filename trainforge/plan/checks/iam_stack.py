@@ -5,6 +5,7 @@ the functions that build them. docs/rehearsals.md, "Where the policies come from
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,7 @@ from trainforge.plan.check_types import PlanContext
 from trainforge.plan.checks.aws_calls import BucketFacts
 from trainforge.plan.checks.iam_eval import Policy, as_list, policy_doc
 from trainforge.plan.checks.iam_reference import default_key_policy, managed_policy
+from trainforge.plan.checks.s3_reach import s3_endpoints
 from trainforge.plan.cost import plan_region
 from trainforge.plan.runner import UNKNOWN, Inventory
 
@@ -41,6 +43,15 @@ class RoleFacts:
     def policies_known(self) -> bool:
         """Whether every permission policy of the role was read (its trust policy aside)."""
         return all(u == TRUST for u in self.unreadable)
+
+    def trusted(self, kind: str) -> list[tuple[Mapping[str, Any], list[Any]]]:
+        """(statement, principals) of each trust statement naming `kind` principals ("Service",
+        "Federated"): the one reading of who may assume the role, for node roles and IRSA."""
+        return [
+            (st, as_list(p[kind]))
+            for st in (self.trust.statements() if self.trust else [])
+            if isinstance(p := st.get("Principal"), Mapping) and kind in p
+        ]
 
     def add(self, document: Any, name: str, what: str) -> None:
         """A policy of the role, or `what` could not be read (an unknown document)."""
@@ -100,20 +111,20 @@ class StackIam:
 
     def node_roles(self) -> list[RoleFacts]:
         """Roles EC2 instances assume (node roles): trusted by ec2.amazonaws.com."""
-        return [
-            r
-            for r in self.roles.values()
-            if r.trust is not None
-            and any(
-                str(s).startswith("ec2.amazonaws.com")
-                for st in r.trust.statements()
-                for s in as_list((st.get("Principal") or {}).get("Service"))
-            )
-        ]
+        return [r for r in self.roles.values() if any(_ec2(ss) for _, ss in r.trusted("Service"))]
 
     def key_policy(self, key_arn: str) -> Policy:
         """The key's policy as this stack declares it, else the one KMS gives a key without."""
         return self.key_policies.get(key_arn) or default_key_policy(self.account, self.partition)
+
+
+def _ec2(services: list[Any]) -> bool:
+    return any(str(s).startswith("ec2.amazonaws.com") for s in services)
+
+
+def _association(a: Any) -> Association:
+    got = [str(a.inputs.get(k, "")) for k in ("namespace", "serviceAccount", "clusterName")]
+    return Association(a.name, a.urn, *got, _dep(a, "roleArn"), str(a.inputs.get("roleArn", "")))
 
 
 def _dep(rec: Any, prop: str) -> str | None:
@@ -139,13 +150,12 @@ def read_stack(inv: Inventory) -> StackIam:
         by_type.setdefault(r.type, []).append(r)
     # roles: their ARN from whatever names it (an association, an explicit name); the account
     # from the first association's role ARN
-    arns = [
-        (_dep(a, "roleArn"), str(a.inputs.get("roleArn", ""))) for a in by_type.get(ASSOCIATION, [])
-    ]
-    accounts = [a.split(":")[4] for _, a in arns if a.startswith("arn:") and a.count(":") > 3]
+    assocs = [_association(a) for a in by_type.get(ASSOCIATION, [])]
+    arns = [(a.role_urn, a.role_arn) for a in assocs if a.role_arn.startswith("arn:")]
+    accounts = [arn.split(":")[4] for _, arn in arns if arn.count(":") > 3]
     region = plan_region(inv)  # the one reader of the stack's region (the cost's too)
-    stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, [], {}, {}, {})
-    role_arns = {urn: arn for urn, arn in arns if urn and arn.startswith("arn:")}
+    stack = StackIam((accounts or [DEFAULT_ACCOUNT])[0], region, "aws", {}, assocs, {}, {}, {})
+    role_arns = {urn: arn for urn, arn in arns if urn}
     for r in by_type.get(T.IAM_ROLE, []):
         name = r.inputs.get("name")
         # a role's ARN carries its path (IAM: arn:aws:iam::<account>:role/<path><name>)
@@ -179,10 +189,6 @@ def read_stack(inv: Inventory) -> StackIam:
         if facts is not None:
             _attach(facts, str(att.inputs.get("policyArn", "")), _dep(att, "policyArn"), by_type)
 
-    for a in by_type.get(ASSOCIATION, []):
-        got = [str(a.inputs.get(k, "")) for k in ("namespace", "serviceAccount", "clusterName")]
-        role = (_dep(a, "roleArn"), str(a.inputs.get("roleArn", "")))
-        stack.associations.append(Association(a.name, a.urn, *got, *role))
     for addon in by_type.get(T.EKS_ADDON, []):
         cluster = str(addon.inputs.get("clusterName", ""))
         role_urn = _dep(addon, "podIdentityAssociations")
@@ -208,16 +214,9 @@ def read_stack(inv: Inventory) -> StackIam:
         stack.buckets[name] = BucketFacts(name, str(key) if key else None, bucket_key)
         if key:
             key_urn_to_arn.update((urn, str(key)) for urn in sse.dependencies.get("rules") or [])
-    # The S3 gateway endpoints this stack declares, by URN -> their id (the stand-in run's id;
-    # a marker naming the endpoint where it is unknown). Their existence, never the bucket
-    # policy under test, says that pods reach S3 through them.
-    s3_gateways = {
-        e.urn: e.id or f"<id of VPC endpoint {e.name}>"
-        for e in by_type.get(T.VPC_ENDPOINT, [])
-        # the provider's default type is Gateway (an S3 endpoint declared without a type is one)
-        if (e.inputs.get("vpcEndpointType") or "Gateway") == "Gateway"
-        and str(e.inputs.get("serviceName", "")).endswith(".s3")
-    }
+    # The S3 gateway endpoints this stack declares, by URN -> their id. Their existence, never
+    # the bucket policy under test, says that pods reach S3 through them.
+    s3_gateways = {e.urn: e.vpce for e in s3_endpoints(inv)}
     linked: dict[str, str] = {}  # bucket -> the gateway its policy is built from
     for bp in by_type.get(T.S3_POLICY, []):
         name = bp.inputs.get("bucket")

@@ -29,21 +29,25 @@ class S3Endpoint:
     name: str
     urn: str
     policy: Policy | None
+    vpce: str = ""  # its id (the stand-in run's), or a marker naming it where that is unknown
 
 
 def s3_endpoints(inv: Any) -> list[S3Endpoint]:
-    """The S3 gateway endpoints of inventory `inv` (the provider's default type is Gateway)."""
-    out = []
-    for r in getattr(inv, "resources", []):
-        if r.type != VPC_ENDPOINT or not str(r.inputs.get("serviceName", "")).endswith(".s3"):
-            continue
-        if (r.inputs.get("vpcEndpointType") or "Gateway") != "Gateway":
-            continue
-        doc = policy_doc(r.inputs.get("policy"))
-        out.append(
-            S3Endpoint(r.name, r.urn, Policy(f"endpoint policy {r.name}", doc) if doc else None)
+    """The S3 gateway endpoints of inventory `inv` (the provider's default type is Gateway:
+    an S3 endpoint declared without a type is one)."""
+    return [
+        S3Endpoint(
+            r.name,
+            r.urn,
+            Policy(f"endpoint policy {r.name}", doc) if doc else None,
+            getattr(r, "id", None) or f"<id of VPC endpoint {r.name}>",
         )
-    return out
+        for r in getattr(inv, "resources", [])
+        if r.type == VPC_ENDPOINT
+        and str(r.inputs.get("serviceName", "")).endswith(".s3")
+        and (r.inputs.get("vpcEndpointType") or "Gateway") == "Gateway"
+        for doc in [policy_doc(r.inputs.get("policy"))]
+    ]
 
 
 def through(
@@ -62,10 +66,7 @@ def through(
     if endpoint.policy is None:
         return Decision(True, f"{endpoint.name} has no policy: AWS's default, full access")
     resource = f"arn:aws:s3:::{bucket}" + (f"/{key}" if key is not None else "")
-    context = {
-        "aws:ResourceAccount": resource_account,
-        "aws:PrincipalAccount": principal_account,
-    }
+    context = {"aws:ResourceAccount": resource_account, "aws:PrincipalAccount": principal_account}
     request = Request(principal, action, resource, context, principal_account)
     return evaluate(request, (), [endpoint.policy])
 
