@@ -206,8 +206,6 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
 def _output_error(args: argparse.Namespace) -> str | None:
     """Why an output flag cannot be written, or a flag lacks the one it needs; None when all
     can. Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
-    if args.namespace is not None and args.sdk is None:
-        return f"--namespace {args.namespace}: only with --sdk PROGRAM"
     if args.diff_md is not None and args.diff is None:
         return f"--diff-md {args.diff_md}: only with --diff BASE (the markdown is the diff's)"
     if args.no_checkov_wrappers and args.out is None:
@@ -224,6 +222,8 @@ def _output_error(args: argparse.Namespace) -> str | None:
         above = next((p for p in path.parents if p.exists()), None)
         if above is not None and not above.is_dir():
             return f"{flag} {path}: {above} is a file, not a folder"
+    if args.namespace is not None and args.sdk is None:
+        return f"--namespace {args.namespace}: only with --sdk PROGRAM"
     return None
 
 
