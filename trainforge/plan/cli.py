@@ -203,17 +203,6 @@ def _sdk_submit(args: argparse.Namespace, sdk: Any) -> Any:
     return submit
 
 
-def _diff_markdown(
-    args: argparse.Namespace, result: Any, base: Any, new: pathlib.Path
-) -> tuple[Any, str]:
-    """--diff: (the review against the base; the PR comment markdown). The review's findings
-    join the plan's."""
-    from trainforge.plan import review, sides, verdict  # noqa: PLC0415
-
-    rev = review.review(base, sides.load_side(new), result)
-    return rev, "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
-
-
 def _output_error(args: argparse.Namespace) -> str | None:
     """Why an output flag cannot be written, or a flag lacks the one it needs; None when all
     can. Checked before a plan's seconds, so a typo costs no plan and shows no traceback."""
@@ -233,6 +222,8 @@ def _output_error(args: argparse.Namespace) -> str | None:
         above = next((p for p in path.parents if p.exists()), None)
         if above is not None and not above.is_dir():
             return f"{flag} {path}: {above} is a file, not a folder"
+    if args.namespace is not None and args.sdk is None:
+        return f"--namespace {args.namespace}: only with --sdk PROGRAM"
     return None
 
 
@@ -261,8 +252,6 @@ def main(argv: list[str] | None = None) -> int:
             return _refuse(str(e))
 
     try:
-        if args.namespace is not None and args.sdk is None:
-            raise sdk.SdkError(f"--namespace {args.namespace}: only with --sdk PROGRAM")
         submit = _sdk_submit(args, sdk) if args.sdk is not None else None
         root = _root(args)
         if args.project_dir and not (root / "Pulumi.yaml").is_file():
@@ -305,7 +294,10 @@ def main(argv: list[str] | None = None) -> int:
                     f"Wrote {n} manifests to {out_dir}/ (one file per object, by namespace)"
                 )
         if args.diff is not None:
-            rev, md = _diff_markdown(args, result, base, out_dir)
+            from trainforge.plan import review  # noqa: PLC0415 - with --diff only
+
+            rev = review.review(base, sides.load_side(out_dir), result)  # its findings join
+            md = "\n".join([*verdict.verdict_markdown(result, rev, args.stack), rev.markdown])
             if args.diff_md:
                 args.diff_md.parent.mkdir(parents=True, exist_ok=True)
                 args.diff_md.write_text(md + "\n")

@@ -208,10 +208,8 @@ def rules(node: Node | None) -> list[Rule]:
     """Every rule in the tree."""
     if node is None:
         return []
-    out = list(node.rules)
-    for sub in [*node.properties.values(), node.items, node.additional, *node.all_of]:
-        out += rules(sub)
-    return out
+    subs = [*node.properties.values(), node.items, node.additional, *node.all_of]
+    return [*node.rules, *(r for sub in subs for r in rules(sub))]
 
 
 def _cel_value(value: Any, node: Node | None) -> Any:
@@ -233,16 +231,12 @@ def _cel_value(value: Any, node: Node | None) -> Any:
 
 def go_quote(text: str) -> str:
     """Go's strconv.Quote (the `%q` of field.Error for a string value)."""
-    out = []
     named = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t",
              "\v": "\\v", '"': '\\"', "\\": "\\\\"}  # fmt: skip
-    for ch in text:
-        if ch in named:
-            out.append(named[ch])
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
+    out = (
+        named.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch)
+        for ch in text
+    )
     return '"' + "".join(out) + '"'
 
 

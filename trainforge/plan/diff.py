@@ -117,8 +117,7 @@ def _section(title: str, d: PlanDiff) -> list[str]:
         return [*lines, "", "No changes.", ""]
     lines.append("")
     for sign, keys in (("+", d.added), ("-", d.removed)):
-        for k in keys[:MAX_OBJECTS]:
-            lines.append(f"- `{sign} {k}`")
+        lines += [f"- `{sign} {k}`" for k in keys[:MAX_OBJECTS]]
         if len(keys) > MAX_OBJECTS:
             lines.append(f"- … and {len(keys) - MAX_OBJECTS} more ({sign})")
     for c in d.changed[:MAX_OBJECTS]:

@@ -179,16 +179,11 @@ def stack_state(name: str, inv: Inventory | None) -> dict[str, Any]:
     """What a `pulumi.StackReference(name)` reads of a planned stack: its outputs (secret ones
     by their own value) and which are secret; `inv` None: a stack not up (no outputs)."""
     outputs = {} if inv is None else inv.outputs
-    return {
-        "name": name,
-        "outputs": _wire(
-            {
-                k: inv.secret_outputs.get(k, UNKNOWN) if v == SECRET else v
-                for k, v in outputs.items()
-            }
-        ),
-        "secretOutputNames": sorted(k for k, v in outputs.items() if v == SECRET),
+    secret = sorted(k for k, v in outputs.items() if v == SECRET)
+    shown = {
+        k: inv.secret_outputs.get(k, UNKNOWN) if k in secret else v for k, v in outputs.items()
     }
+    return {"name": name, "outputs": _wire(shown), "secretOutputNames": secret}
 
 
 def reference_answers(workers: dict[str, WorkerPlan]) -> dict[str, dict]:

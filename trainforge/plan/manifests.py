@@ -259,19 +259,17 @@ def write_manifests(objects: list[K8sObject], out: pathlib.Path, checkov: bool =
 
     prepare_dir(out)
     runtimes = runtimes_in(o.doc for o in objects)
-    n = 0
     for obj in objects:
         path = out / obj.relpath
         path.parent.mkdir(parents=True, exist_ok=True)
         note = UNKNOWN_NOTE if has_unknown(obj.doc) or "-unknown" in str(obj.doc) else ""
         path.write_text(note + dump_yaml(obj.doc))
-        n += 1
         if checkov:
             for rel, job in pod_template_jobs(obj, runtimes):
                 p = out / CHECKOV_DIR / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_text(dump_yaml(job))
-    return n
+    return len(objects)
 
 
 def write_inventory(inv: Inventory, path: pathlib.Path, extra: dict[str, Any]) -> None:

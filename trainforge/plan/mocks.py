@@ -220,11 +220,10 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
         return [r for r in self.resources if r.type == typ]
 
     def find(self, typ: str, name: str) -> MockedResource:
-        for r in self.resources:
-            if r.type == typ and r.name == name:
-                return r
-        names = sorted(r.name for r in self.of_type(typ))
-        raise KeyError(f"no {typ} named {name!r} (have: {names})")
+        of_type = self.of_type(typ)
+        if found := [r for r in of_type if r.name == name]:
+            return found[0]
+        raise KeyError(f"no {typ} named {name!r} (have: {sorted(r.name for r in of_type)})")
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         """The fields the platform reads (trainforge/platform: network, cluster, ...)."""
@@ -284,11 +283,9 @@ class TrainforgeMocks(pulumi.runtime.Mocks):
             why = "reading EC2 Capacity Reservation: couldn't find resource "
             return {}, [("id", why + "(InvalidCapacityReservationId.NotFound)")]
         if tok == "aws:ec2/getSubnet:getSubnet":
-            sid = a.get("id") or "subnet-0mocked"
-            zones = self.availability_zones
-            return {
-                "availabilityZone": self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
-            }, []
+            sid, zones = a.get("id") or "subnet-0mocked", self.availability_zones
+            zone = self.subnet_zones.get(sid) or zones[_h(sid) % len(zones)]
+            return {"availabilityZone": zone}, []
         return {}, []
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):

@@ -41,17 +41,8 @@ def _replaced(base: Side, objects: D.PlanDiff, result: Any) -> set[str]:
     if base.ops:
         urns = {o.ident: o.urn for o in result.objects}
         return {c.key for c in objects.changed if base.ops.get(urns.get(c.key, "")) in REPLACE_OPS}
-    by_urn = {r.urn: r.options for r in result.inventory.resources}
-    options = {o.ident: by_urn.get(o.urn) or {} for o in result.objects}
-    return {
-        c.key
-        for c in objects.changed
-        if any(
-            f == p or f.startswith(p + ".") or f.startswith(p + "[")
-            for p in options.get(c.key, {}).get("replaceOnChanges") or []
-            for f, *_ in c.fields
-        )
-    }
+    on = _option(result, "replaceOnChanges")[0]
+    return {c.key for c in objects.changed if any(_under(f, on.get(c.key)) for f, *_ in c.fields)}
 
 
 def _under(path: str, prefixes: Any) -> bool:
@@ -71,10 +62,11 @@ def _without_ignored(d: D.PlanDiff, ignored: dict[str, Any]) -> D.PlanDiff:
     return D.PlanDiff(d.added, d.removed, changed)
 
 
-def _ignored(result: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """ignoreChanges of the head's Kubernetes objects (by ident) and cloud resources (by type::name)."""
+def _option(result: Any, key: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The head's resource option `key` of the Kubernetes objects (by ident) and the cloud
+    resources (by type::name) that set it."""
     recs = result.inventory.resources
-    by_urn = {r.urn: (r.options or {}).get("ignoreChanges") for r in recs}
+    by_urn = {r.urn: (r.options or {}).get(key) for r in recs}
     objects = {o.ident: by_urn.get(o.urn) for o in result.objects if by_urn.get(o.urn)}
     resources = {urn_type_name(r.urn): by_urn[r.urn] for r in recs if by_urn.get(r.urn)}
     return objects, resources
@@ -84,7 +76,7 @@ def review(base: Side, head: Side, result: Any) -> DiffContext:
     """Diff, job changes, diff checks (their findings join `result.violations`, with waivers)."""
     if note := other_stack(base, head):  # said once, in the header of both outputs
         base.label = f"{base.label} ({note})"
-    ignored_objects, ignored_resources = _ignored(result)
+    ignored_objects, ignored_resources = _option(result, "ignoreChanges")
     objects = _without_ignored(D.diff_maps(base.objects, head.objects), ignored_objects)
     resources = _without_ignored(D.diff_maps(base.resources, head.resources), ignored_resources)
     ctx = DiffContext(base, head, objects, resources, _replaced(base, objects, result))

@@ -24,7 +24,4 @@ def find_waiver(
 ) -> Waiver | None:
     """The waiver covering a finding of `rule` on a resource known by `names`; `image`: the
     image an image rule's finding is about (trainforge.stack.policy.IMAGE_RULES)."""
-    for w in waivers:
-        if w.covers(rule, names, image):
-            return w
-    return None
+    return next((w for w in waivers if w.covers(rule, names, image)), None)
