@@ -110,8 +110,12 @@ def find_job(
         if spec.name == job_name:
             return spec
     from_program = [f"{j.name} ({program or '__main__.py'})" for j in found if j.name not in names]
+    declares = ", ".join(names + from_program) or "(none)"
     raise JobConfigError(
-        "JOB", job_name, f"stack {stack!r} declares: {', '.join(names + from_program) or '(none)'}"
+        "JOB",
+        job_name,
+        f"stack {stack!r} declares: {declares} (an entry `trainforge import` printed runs once "
+        f"it is pasted under {CONFIG_KEY} in Pulumi.{stack}.yaml)",
     )
 
 
