@@ -111,7 +111,10 @@ def test_elastic_job_passes_max_restarts(project):
 
 def test_unknown_job_and_stack(project):
     with pytest.raises(
-        JobConfigError, match="JOB: got 'nope'; stack 'dev' declares: gpt-fsdp, mnist-elastic"
+        JobConfigError,
+        match="JOB: got 'nope'; stack 'dev' declares: gpt-fsdp, mnist-elastic \\(an entry "
+        "`trainforge import` printed runs once it is pasted under trainforge:jobs in "
+        "Pulumi.dev.yaml\\)",
     ):
         local_argv_for_job("dev", "nope", project)
     with pytest.raises(JobConfigError, match=r"no Pulumi.prod.yaml in .* \(stacks here: dev\)"):
