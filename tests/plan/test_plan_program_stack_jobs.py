@@ -46,3 +46,13 @@ def test_a_program_that_drops_them_is_told_in_the_verdict(tmp_path):
     first = " ".join(" ".join(verdict.verdict_lines(result, stack="dev")).split())
     assert "trainforge:jobs: 4 job(s) of the stack are not declared by only_mine.py:" in first
     assert "research/mnist-ddp, research/gpt-small-fsdp, research/mnist-user," in first
+    # its full report has a name of its own: the stack's plain plan's report is not replaced
+    # (it was: build/plan/dev-report.txt held whichever of the two ran last)
+    from trainforge.plan.cli import build_parser, write_report
+
+    args = build_parser().parse_args(["--stack", "dev", "--program", "only_mine.py"])
+    assert write_report(result, args, tmp_path, None) == (
+        tmp_path / "build" / "plan" / "dev-only_mine-report.txt"
+    )
+    args = build_parser().parse_args(["--stack", "dev"])
+    assert write_report(result, args, tmp_path, None).name == "dev-report.txt"

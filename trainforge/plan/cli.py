@@ -64,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=pathlib.Path,
         metavar="FILE",
         help="where the full report goes (default: build/plan/<STACK>-report.txt in the "
-        "project); stdout shows the verdict",
+        "project, <STACK>-<PROGRAM>-report.txt with --program); stdout shows the verdict",
     )
     ap.add_argument(
         "--full", action="store_true", help="also print the full report after the verdict"
@@ -160,7 +160,9 @@ def write_report(
         lines.append("\nPolicy and validation: clean")
     if md is not None:
         lines.append("\n" + md)
-    path = args.report or root / "build" / "plan" / f"{args.stack}-report.txt"
+    # a --program's plan is another program's: its report does not replace the stack's own
+    program = f"-{pathlib.Path(args.program).stem}" if args.program else ""
+    path = args.report or root / "build" / "plan" / f"{args.stack}{program}-report.txt"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
