@@ -578,7 +578,7 @@ def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> Quota
             return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")
         assert rate is not None
         total += amount * rate
-        parts.append(f"{amount:g} {unit} x ${rate:,.3f}/{unit}-h ({worst})")
+        parts.append(f"{amount:g} {unit} x {usd(rate, 3)}/{unit}-h ({worst})")
     return QuotaCeiling(total, " + ".join(parts) or "no pools")
 
 
@@ -660,7 +660,7 @@ class FixedItem:
     def per_hour(self) -> str:
         """Its $/h as the platform table prints it: to a tenth of a cent, since an item's price
         may be one ($0.005 per IPv4 address-hour), so that the column adds up to the total."""
-        return usd(None) if self.hourly is None else f"${self.hourly:,.3f}"
+        return usd(self.hourly, 3)
 
     def to_json(self) -> dict[str, Any]:
         return {"what": self.what, "quantity": self.quantity, "perHour": self.hourly,

@@ -13,9 +13,10 @@ from importlib import resources
 from trainforge.core import versions
 
 
-def usd(value: float | None) -> str:
-    """ "$1,234.50" or "unknown" (here so `trainforge status` needs no cost model)."""
-    return "unknown" if value is None else f"${value:,.2f}"
+def usd(value: float | None, places: int = 2) -> str:
+    """ "$1,234.50" or "unknown" (here so `trainforge status` needs no cost model); `places`
+    3 where a price is a fraction of a cent ($0.005 per IPv4 address-hour)."""
+    return "unknown" if value is None else f"${value:,.{places}f}"
 
 
 @dataclass(frozen=True)
