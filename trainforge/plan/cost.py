@@ -620,9 +620,8 @@ def team_costs(
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
         running = [j for j in mine if j.runs_at_once]
-        hourly: float | None = sum(cents(j.hourly) or 0.0 for j in running)
-        if any(j.hourly is None for j in running):
-            hourly = None
+        unpriced = any(j.hourly is None for j in running)
+        hourly = None if unpriced else sum(cents(j.hourly) or 0.0 for j in running)
         unknown = tuple(j.name for j in mine if j.month_cost is None)
         month = None if unknown else sum(cents(j.month_cost) or 0.0 for j in mine)
         out.append(
@@ -895,13 +894,9 @@ class CostReport:
 
     @property
     def in_fixed_hourly(self) -> list[float]:
-        """`_in_fixed` to the cent, as printed."""
-        return [cents(h) or 0.0 for h in self._in_fixed()]
-
-    def _in_fixed(self) -> list[float]:
-        """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway when it starts
-        (`_fixed_spans`' first; what runs at once runs on)."""
-        return [s[0][2] if s else 0.0 for s in self._fixed_spans()]
+        """Per job (as `jobs`), to the cent as printed: its $/h on nodes a node group keeps up
+        anyway when it starts (`_fixed_spans`' first; what runs at once runs on)."""
+        return [cents(s[0][2] if s else 0.0) or 0.0 for s in self._fixed_spans()]
 
     def _fixed_spans(self) -> list[list[tuple[float, float, float]]]:
         """Per job (as `jobs`): (from, until, $/h) of each span its pods hold on the nodes a node
@@ -936,11 +931,6 @@ class CostReport:
     def running_in_fixed(self) -> float:
         """The part of `running_hourly` on node groups' always-on nodes (`in_fixed_hourly`)."""
         return row_totals(self.rows())["runningInFixedPerHour"]
-
-    @property
-    def run_costs(self) -> float:
-        """The priced runs of every job admitted at all (waiting ones too), to the cent each."""
-        return row_totals(self.rows())["runCosts"]
 
     def run_in_fixed(self, most_hours: float = math.inf) -> float:
         """The part of the jobs' run costs on those nodes, within the first `most_hours` after
