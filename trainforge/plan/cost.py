@@ -474,13 +474,17 @@ def _range(values: list[float | None]) -> str:
     return low if low == high else f"{low} to {high}"
 
 
+# a fleet manager's job's run where no worker of the fleet prices it
+NO_WORKER_RUN = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
+
+
 def fleet_job_cost(job: JobCost, runs: tuple[WorkerRun, ...]) -> JobCost:
     """A fleet manager's row `job`, priced on the workers MultiKueue may run it on: the
     dearest run's nodes and duration."""
     dear = replace(job, runs=runs).dearest_run()
     cost = dear.cost if dear is not None else None
-    unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
-    return replace(job, choice=cost and cost.choice, duration=cost.duration if cost else unknown,
+    run = cost.duration if cost else NO_WORKER_RUN
+    return replace(job, choice=cost and cost.choice, duration=run,
                    spot_possible=bool(cost and cost.spot_possible), worst=None, runs=runs)  # fmt: skip
 
 
