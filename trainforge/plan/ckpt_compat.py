@@ -69,20 +69,16 @@ def argv_fields(argv: list[str]) -> dict[str, str | None]:
 def all_values(fields: dict[str, str | None], *flags: str) -> list[str | None]:
     """Every occurrence's value of any of `flags` in `argv_fields` (`flag`, `flag#2`, ...), in
     argv order (None: no value)."""
-    keys = set()
-    for flag in flags:
-        n, key = 1, flag
-        while key in fields:
-            keys.add(key)
-            n += 1
-            key = f"{flag}#{n}"
-    return [v for k, v in fields.items() if k in keys]
+    return [
+        v
+        for k, v in fields.items()
+        if k in flags or ((n := k.rpartition("#"))[0] in flags and n[2].isdigit())
+    ]
 
 
 def last_value(fields: dict[str, str | None], flag: str, default: str | None = None) -> str | None:
     """A flag's value as the runtime's argparse reads it: its last occurrence wins."""
-    values = all_values(fields, flag)
-    return values[-1] if values else default
+    return (all_values(fields, flag) or [default])[-1]
 
 
 def _number(tok: str) -> bool:

@@ -474,13 +474,17 @@ def _range(values: list[float | None]) -> str:
     return low if low == high else f"{low} to {high}"
 
 
+# a fleet manager's job's run where no worker of the fleet prices it
+NO_WORKER_RUN = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
+
+
 def fleet_job_cost(job: JobCost, runs: tuple[WorkerRun, ...]) -> JobCost:
     """A fleet manager's row `job`, priced on the workers MultiKueue may run it on: the
     dearest run's nodes and duration."""
     dear = replace(job, runs=runs).dearest_run()
     cost = dear.cost if dear is not None else None
-    unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
-    return replace(job, choice=cost and cost.choice, duration=cost.duration if cost else unknown,
+    run = cost.duration if cost else NO_WORKER_RUN
+    return replace(job, choice=cost and cost.choice, duration=run,
                    spot_possible=bool(cost and cost.spot_possible), worst=None, runs=runs)  # fmt: skip
 
 
@@ -578,7 +582,7 @@ def quota_ceiling(team: TeamFacts, placed: list[tuple[PoolFacts, str]]) -> Quota
             return QuotaCeiling(None, f"unknown: no price for {', '.join(sorted(set(unknown)))}")
         assert rate is not None
         total += amount * rate
-        parts.append(f"{amount:g} {unit} x ${rate:,.3f}/{unit}-h ({worst})")
+        parts.append(f"{amount:g} {unit} x {usd(rate, 3)}/{unit}-h ({worst})")
     return QuotaCeiling(total, " + ".join(parts) or "no pools")
 
 
@@ -620,9 +624,8 @@ def team_costs(
     for name in sorted(teams):
         mine = [j for j in jobs if j.team == name]
         running = [j for j in mine if j.runs_at_once]
-        hourly: float | None = sum(cents(j.hourly) or 0.0 for j in running)
-        if any(j.hourly is None for j in running):
-            hourly = None
+        unpriced = any(j.hourly is None for j in running)
+        hourly = None if unpriced else sum(cents(j.hourly) or 0.0 for j in running)
         unknown = tuple(j.name for j in mine if j.month_cost is None)
         month = None if unknown else sum(cents(j.month_cost) or 0.0 for j in mine)
         out.append(
@@ -660,7 +663,7 @@ class FixedItem:
     def per_hour(self) -> str:
         """Its $/h as the platform table prints it: to a tenth of a cent, since an item's price
         may be one ($0.005 per IPv4 address-hour), so that the column adds up to the total."""
-        return usd(None) if self.hourly is None else f"${self.hourly:,.3f}"
+        return usd(self.hourly, 3)
 
     def to_json(self) -> dict[str, Any]:
         return {"what": self.what, "quantity": self.quantity, "perHour": self.hourly,
@@ -895,13 +898,9 @@ class CostReport:
 
     @property
     def in_fixed_hourly(self) -> list[float]:
-        """`_in_fixed` to the cent, as printed."""
-        return [cents(h) or 0.0 for h in self._in_fixed()]
-
-    def _in_fixed(self) -> list[float]:
-        """Per job (as `jobs`): its $/h on nodes a node group keeps up anyway when it starts
-        (`_fixed_spans`' first; what runs at once runs on)."""
-        return [s[0][2] if s else 0.0 for s in self._fixed_spans()]
+        """Per job (as `jobs`), to the cent as printed: its $/h on nodes a node group keeps up
+        anyway when it starts (`_fixed_spans`' first; what runs at once runs on)."""
+        return [cents(s[0][2] if s else 0.0) or 0.0 for s in self._fixed_spans()]
 
     def _fixed_spans(self) -> list[list[tuple[float, float, float]]]:
         """Per job (as `jobs`): (from, until, $/h) of each span its pods hold on the nodes a node
@@ -936,11 +935,6 @@ class CostReport:
     def running_in_fixed(self) -> float:
         """The part of `running_hourly` on node groups' always-on nodes (`in_fixed_hourly`)."""
         return row_totals(self.rows())["runningInFixedPerHour"]
-
-    @property
-    def run_costs(self) -> float:
-        """The priced runs of every job admitted at all (waiting ones too), to the cent each."""
-        return row_totals(self.rows())["runCosts"]
 
     def run_in_fixed(self, most_hours: float = math.inf) -> float:
         """The part of the jobs' run costs on those nodes, within the first `most_hours` after

@@ -13,9 +13,10 @@ from importlib import resources
 from trainforge.core import versions
 
 
-def usd(value: float | None) -> str:
-    """ "$1,234.50" or "unknown" (here so `trainforge status` needs no cost model)."""
-    return "unknown" if value is None else f"${value:,.2f}"
+def usd(value: float | None, places: int = 2) -> str:
+    """ "$1,234.50" or "unknown" (here so `trainforge status` needs no cost model); `places`
+    3 where a price is a fraction of a cent ($0.005 per IPv4 address-hour)."""
+    return "unknown" if value is None else f"${value:,.{places}f}"
 
 
 @dataclass(frozen=True)
@@ -90,13 +91,14 @@ def ec2_not_listed(region: str, instance_type: str) -> bool:
     return instance_type in _EC2.get(region, {}).get("notListed", ())
 
 
+# why a figure the table lists as missing (tools/regen_price_facts.py) has no price
+NOT_YET = "no source of the price facts prices it yet (listed as missing)"
+
+
 def why_unpriced(region: str, instance_type: str) -> str:
     """Why a type has no price in a region, in a few words."""
     if instance_type in MISSING.get(region, ()):
-        return (
-            f"{instance_type}: EC2 offers it in {region} but no source of the price facts "
-            "prices it yet (listed as missing)"
-        )
+        return f"{instance_type}: EC2 offers it in {region} but {NOT_YET}"
     if ec2_not_listed(region, instance_type):
         return (
             f"{instance_type}: [{_EC2[region]['source']}] lists no offering in {region} (check "
@@ -114,12 +116,8 @@ def ec2_spot(region: str, instance_type: str) -> Price | None:
 def why_service_unpriced(region: str, key: str) -> str:
     """Why a service has no price in a region ("servicesMissing": tools/regen_price_facts.py
     --services)."""
-    if key in _DATA["servicesMissing"].get(region, ()):
-        return (
-            f"no {key} price for {region}: no source of the price facts prices it yet "
-            "(listed as missing)"
-        )
-    return f"no {key} price for {region}"
+    missing = key in _DATA["servicesMissing"].get(region, ())
+    return f"no {key} price for {region}" + (f": {NOT_YET}" if missing else "")
 
 
 def service(region: str, key: str) -> Price | None:

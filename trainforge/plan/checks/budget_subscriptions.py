@@ -52,21 +52,17 @@ def endpoint_problem(protocol: str, endpoint: Any) -> str | None:
 def _spend_routes(resources: list[Any]) -> set[str] | None:
     """The teams whose budget series a rule records, or None without the spend alert (OpenCost
     off)."""
-    teams: set[str] = set()
-    alert = False
-    for res in resources:
-        spec = res.inputs.get("spec") if isinstance(res.inputs, dict) else None
-        if not isinstance(spec, dict) or "groups" not in spec:
-            continue
-        for group in spec.get("groups") or ():
-            for rule in (group or {}).get("rules") or ():
-                if rule.get("alert") == SPEND_ALERT:
-                    alert = True
-                if rule.get("record") == BUDGET:
-                    team = (rule.get("labels") or {}).get("trainforge_io_team")
-                    if team:
-                        teams.add(team)
-    return teams if alert else None
+    rules = [
+        rule
+        for res in resources
+        if isinstance(res.inputs, dict) and isinstance(spec := res.inputs.get("spec"), dict)
+        for group in spec.get("groups") or ()
+        for rule in (group or {}).get("rules") or ()
+    ]
+    if not any(rule.get("alert") == SPEND_ALERT for rule in rules):
+        return None
+    labels = [rule.get("labels") or {} for rule in rules if rule.get("record") == BUDGET]
+    return {team for lab in labels if (team := lab.get("trainforge_io_team"))}
 
 
 def _receivers(config: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:

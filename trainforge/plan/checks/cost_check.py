@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
-from trainforge.jobs.duration import DEADLINE, Duration, duration_text
+from trainforge.jobs.duration import DEADLINE, duration_text
 from trainforge.plan import cost as C
 from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
@@ -69,9 +69,8 @@ def build_report(ctx: PlanContext, today: dt.date | None = None) -> C.CostReport
         if ctx.fleet_workers:
             # MultiKueue runs it on a worker that admits it, priced there (docs/fleet.md)
             where = queues.dispatches(ctx).get((d.spec.team, d.spec.name))
-            unknown = Duration(None, "unknown", "unknown: no worker of the fleet prices it")
             row = C.JobCost(d.spec.name, d.spec.team, d.target.pool.name, resource, None,
-                            False, unknown, admission=state[0], admission_reason=state[1])  # fmt: skip
+                            False, C.NO_WORKER_RUN, *state)  # fmt: skip
             report.jobs.append(C.fleet_job_cost(row, where.runs if where else ()))
         else:
             run = queues.job_run(ctx, d)
@@ -135,7 +134,7 @@ def render(report: C.CostReport) -> list[str]:
             else:
                 lines += _run_lines(j, f"{j.name}: pool {j.pool}", "")
             if not j.runs_at_once:
-                lines.append(f"  {' ' * len(j.name)}  {STARTS[j.admission]}: {j.admission_reason}")
+                lines.append(f"  {pad}  {STARTS[j.admission]}: {j.admission_reason}")
         lines += running_lines(report)
         for j in report.jobs:
             if price := j.missing_price(report.region):
