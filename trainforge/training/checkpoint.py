@@ -1366,15 +1366,15 @@ class Checkpointing:
             finally:
                 if main:
                     signal.signal(signal.SIGINT, previous)
-        said = f"Ctrl-C at step {step}: no checkpoint of it (a Ctrl-C saves none; SIGTERM does:"
-        said += " kill -TERM stops at the next step boundary with a checkpoint)"
+        said = "Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does: kill -TERM stops "
+        said += "at the next step boundary with a checkpoint)"
         if m.root is None:
             return f"{said}; no --checkpoint-dir: a new run starts at step 0"
         if m.last_saved_step is None:
             return f"{said}; none saved yet in {m.root}: the next run starts at step 0"
         newest = m.root / step_dir_name(m.last_saved_step)
         since = step - m.last_saved_step
-        return f"{said}; the next run resumes from {newest}, {since} step(s) back"
+        return f"{said}; the next run resumes from {newest}: the {since} step(s) trained since it are lost"
 
     def process_memory(self) -> dict[str, int] | None:
         """DCP's checkpoint process after the newest async save it wrote (pid, VmRSS, VmHWM,
