@@ -90,3 +90,20 @@ def test_ctrl_c_to_the_process_group_names_the_newest_checkpoint_without_traceba
     newest = line.split("the next run resumes from ")[1].split(":")[0]
     assert Path(newest).parent == ckpt and (Path(newest) / ".metadata").is_file(), line
     assert "step(s) trained since it are lost" in line, line
+
+
+def test_ctrl_c_words_without_a_directory_or_a_save(tmp_path: Path) -> None:
+    """`Checkpointing.interrupted` claims no resume point a next run would not find."""
+    from trainforge.training.checkpoint import Checkpointing
+    from trainforge.training.config import CheckpointConfig
+
+    none = Checkpointing(CheckpointConfig())
+    assert none.interrupted(7).endswith("; no --checkpoint-dir: nothing of this run is saved")
+    fresh = Checkpointing(CheckpointConfig(directory=str(tmp_path / "ck")))
+    try:
+        said = fresh.interrupted(7)
+    finally:
+        if fresh.preemption is not None:
+            fresh.preemption.close()
+    assert said.endswith(f"none saved yet in {tmp_path / 'ck'}: the next run starts at step 0")
+    assert said.startswith("Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does")

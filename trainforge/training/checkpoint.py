@@ -1369,7 +1369,7 @@ class Checkpointing:
         said = "Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does: kill -TERM stops "
         said += "at the next step boundary with a checkpoint)"
         if m.root is None:
-            return f"{said}; no --checkpoint-dir: a new run starts at step 0"
+            return f"{said}; no --checkpoint-dir: nothing of this run is saved"
         if m.last_saved_step is None:
             return f"{said}; none saved yet in {m.root}: the next run starts at step 0"
         newest = m.root / step_dir_name(m.last_saved_step)
