@@ -397,3 +397,32 @@ def test_rehearsals_md_holds_for_quota_is_what_the_prod_plan_prints():
         s for s in shipped_plan("prod").sections if s.title.startswith("Scheduling rehearsal")
     )
     assert any(ln.strip() == quoted[1] for ln in section.lines), (quoted[1], section.lines)
+
+
+def test_checkpointing_md_ctrl_c_line_is_what_the_runtime_says(tmp_path, monkeypatch):
+    """docs/checkpointing.md quotes the exit line of a Ctrl-C (`run-local --stack dev
+    mnist-ddp`, stopped 9 steps after its step_001400): the runtime's words for it
+    (`Checkpointing.interrupted` inside `exits.exit_line`), word for word up to the bracket.
+    The doc once promised a checkpoint on Ctrl-C that the runtime never saved."""
+    from trainforge.training import exits
+    from trainforge.training.checkpoint import Checkpointing
+    from trainforge.training.config import CheckpointConfig
+
+    doc = " ".join((ROOT / "docs/checkpointing.md").read_text().split())
+    quoted = re.search(
+        r"`(trainforge exit: interrupted code=130 \(rank 0, step \d+\): [^`]*)`", doc
+    )
+    assert quoted, "docs/checkpointing.md quotes no Ctrl-C exit line"
+    step = int(re.search(r"step (\d+)\)", quoted[1])[1])
+    saved = int(re.search(r"step_(\d+):", quoted[1])[1])
+    lost = int(re.search(r"the (\d+) step\(s\) trained", quoted[1])[1])
+    monkeypatch.chdir(tmp_path)
+    ckpt = Checkpointing(CheckpointConfig(directory="runs/mnist-ddp/checkpoints"))
+    try:
+        ckpt.manager.last_saved_step = saved
+        detail = ckpt.interrupted(saved + lost)
+    finally:
+        if ckpt.preemption is not None:
+            ckpt.preemption.close()
+    line = exits.exit_line(exits.INTERRUPTED, rank=0, step=step, detail=detail)
+    assert quoted[1].removesuffix(" [...]") == line.split(" [")[0]

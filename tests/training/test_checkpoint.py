@@ -215,14 +215,38 @@ def test_unloadable_checkpoint_gives_clear_error(tmp_path: Path) -> None:
     cm2, _ = _manager(tmp_path)
     with pytest.raises(CheckpointError, match=r"could not load checkpoint .*step_000005.*Delete"):
         cm2.restore(*_tiny())
-    # a model that does not match the checkpoint: also a clear error, not a traceback
+
+
+def test_a_checkpoint_of_another_model_is_not_to_be_deleted(tmp_path: Path) -> None:
+    """A shape flag changed: every older checkpoint has the old shapes too, so the message
+    must not say to delete this one (it would lose it and the next restore fails the same
+    way); it names the tensors, the flags that shape the state (config's table) and the
+    remedies plan --diff gives (config.FRESH_BY_*)."""
     import torch
 
-    cm3, _ = _manager(tmp_path / "other")
-    cm3.save(1, m, opt)
+    from trainforge.training.checkpoint import CheckpointError
+    from trainforge.training.config import FRESH_BY_RESUME, checkpointed
+
+    m, opt = _tiny()
+    _manager(tmp_path)[0].save(1, m, opt)
     bigger = torch.nn.Linear(8, 2)
-    with pytest.raises(CheckpointError, match="do not match this"):
-        _manager(tmp_path / "other")[0].restore(bigger, torch.optim.SGD(bigger.parameters(), lr=1))
+    with pytest.raises(CheckpointError) as info:
+        _manager(tmp_path)[0].restore(bigger, torch.optim.SGD(bigger.parameters(), lr=1))
+    text = str(info.value)
+    assert "holds another model (model.weight: saved [2, 4], this run [2, 8])" in text
+    for flag in ("--seq-len", "--heads", "--vocab-size", "--d-model", "--layers", "--model"):
+        assert flag in text
+    assert [s.flag for s in checkpointed("shape")] == [
+        "--model",
+        "--layers",
+        "--d-model",
+        "--heads",
+        "--seq-len",
+        "--vocab-size",
+    ]
+    assert "Do not delete it" in text and "Delete " not in text
+    assert "--resume never" in text and FRESH_BY_RESUME in text
+    assert (tmp_path / "step_000001" / ".metadata").exists()
 
 
 def test_extras_file_corrupt_gives_clear_error(tmp_path: Path) -> None:

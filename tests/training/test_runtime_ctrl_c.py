@@ -44,3 +44,66 @@ def test_ctrl_c_is_recorded_interrupted_not_left_for_node_lost(tmp_path: Path) -
     (rec,) = (tmp_path / "ckpt" / ".trainforge" / "exits").glob("attempt_*/rank_00000.json")
     said = json.loads(rec.read_text())
     assert said["reason"] == "interrupted" and said["code"] == 130, said
+
+
+def test_ctrl_c_to_the_process_group_names_the_newest_checkpoint_without_tracebacks(
+    tmp_path: Path,
+) -> None:
+    """A terminal's Ctrl-C reaches the whole process group, DCP's checkpoint process too: it
+    died of it with a `Process SpawnProcess-1: ... KeyboardInterrupt` traceback (watched fail:
+    without dcp_writer's SIG_IGN), and the exit line said only `KeyboardInterrupt` while
+    docs/checkpointing.md promised a checkpoint. Now: no traceback, and the line says nothing
+    was saved, that SIGTERM saves, and which complete checkpoint the next run resumes from."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    ckpt = tmp_path / "ckpt"
+    cmd = [sys.executable, "-m", "trainforge.training", "--model", "mlp", "--steps", "100000",
+           "--dataset-size", "256", "--batch-size", "8", "--log-every", "10",
+           "--checkpoint-dir", str(ckpt), "--checkpoint-every", "20", "--async-checkpoint",
+           "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=sigint_default,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    assert proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line)
+        if "checkpoint: saved" in line and "periodic" in line:  # DCP's process is serving
+            break
+    for line in proc.stdout:  # a few steps on: Ctrl-C between saves
+        seen.append(line)
+        if line.startswith("step "):
+            break
+    os.killpg(proc.pid, signal.SIGINT)
+    out = "".join(seen) + proc.communicate(timeout=120)[0]
+    assert proc.returncode == 130, out[-3000:]
+    assert "Traceback" not in out and "KeyboardInterrupt" not in out, out[-3000:]
+    line = next(x for x in out.splitlines() if x.startswith("trainforge exit: interrupted"))
+    assert "a Ctrl-C saves none; SIGTERM does" in line, line
+    newest = line.split("the next run resumes from ")[1].split(":")[0]
+    assert Path(newest).parent == ckpt and (Path(newest) / ".metadata").is_file(), line
+    assert "step(s) trained since it are lost" in line, line
+
+
+def test_ctrl_c_words_without_a_directory_or_a_save(tmp_path: Path) -> None:
+    """`Checkpointing.interrupted` claims no resume point a next run would not find."""
+    from trainforge.training.checkpoint import Checkpointing
+    from trainforge.training.config import CheckpointConfig
+
+    none = Checkpointing(CheckpointConfig())
+    assert none.interrupted(7).endswith("; no --checkpoint-dir: nothing of this run is saved")
+    fresh = Checkpointing(CheckpointConfig(directory=str(tmp_path / "ck")))
+    try:
+        said = fresh.interrupted(7)
+    finally:
+        if fresh.preemption is not None:
+            fresh.preemption.close()
+    assert said.endswith(f"none saved yet in {tmp_path / 'ck'}: the next run starts at step 0")
+    assert said.startswith("Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does")

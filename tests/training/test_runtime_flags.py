@@ -3,6 +3,7 @@ exit 2, no traceback; and a resumed run already past --steps says so."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -45,10 +46,20 @@ def test_output_dir_that_is_a_file(tmp_path):
 
 
 @pytest.mark.timeout(600)
-def test_resumed_run_already_past_steps_says_so(tmp_path):
+def test_resumed_run_already_past_steps_says_so_and_keeps_the_summary(tmp_path):
+    """The docs' command run twice (same --output-dir): the second trains nothing. Its
+    summary (0.0 samples/s, no losses) replaced the first's summary.json, so `report` said
+    the run did 0.0 samples/s (watched fail: written again by `_finish`)."""
     ckpt = ["--checkpoint-dir", str(tmp_path / "ck"), "--checkpoint-every", "1"]
+    summary = tmp_path / "a" / "summary.json"
     first = run(*ckpt, "--output-dir", str(tmp_path / "a"), cwd=tmp_path)
     assert first.returncode == 0, first.stderr
-    again = run(*ckpt, "--output-dir", str(tmp_path / "b"), cwd=tmp_path)
+    before = summary.read_text()
+    assert json.loads(before)["losses"] and json.loads(before)["final_loss"] is not None
+    again = run(*ckpt, "--output-dir", str(tmp_path / "a"), cwd=tmp_path)
     assert again.returncode == 0
-    assert "nothing left to train" in again.stdout + again.stderr
+    out = again.stdout + again.stderr
+    assert "nothing left to train" in out
+    assert f"summary: no step trained in this run (it began at step 2); {summary} is kept" in out
+    assert "samples/s" not in out.split("nothing left to train")[1]
+    assert summary.read_text() == before

@@ -133,16 +133,13 @@ def state_layout(cfg: Any) -> Layout:
         return Layout(*runtime.built(cfg))
 
 
-# The TrainConfig fields the saved state depends on (model shape, the optimizer settings its
-# param groups carry); the rest stays at its default so jobs of one shape share one layout.
-LAYOUT_FIELDS = ("model", "layers", "d_model", "heads", "seq_len", "vocab_size", "lr",
-                 "weight_decay")  # fmt: skip
-
-
 def layout_key(cfg: Any) -> Any:
-    from trainforge.training.config import TrainConfig
+    """`cfg` with only the fields the saved state depends on (config.checkpointed: model
+    shape, the optimizer settings its param groups carry); the rest stays at its default so
+    jobs of one shape share one layout."""
+    from trainforge.training.config import TrainConfig, checkpointed
 
-    return TrainConfig(**{f: getattr(cfg, f) for f in LAYOUT_FIELDS})
+    return TrainConfig(**{s.dest: getattr(cfg, s.dest) for s in checkpointed()})
 
 
 def layout_for_args(args: list[str]) -> Layout:

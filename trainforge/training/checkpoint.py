@@ -20,6 +20,7 @@ exists and fall back to its seed otherwise, without DCP resharding rules getting
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
 import contextlib
 import dataclasses
@@ -405,12 +406,7 @@ class CheckpointManager:
         try:
             dcp.load(state, checkpoint_id=str(path), process_group=self.group)
         except (Exception, CheckpointException) as e:  # noqa: BLE001 - made clear, actionable
-            raise CheckpointError(
-                f"could not load checkpoint {path}: {_describe(e)}. "
-                "It has a .metadata file but its shards are unreadable or do not match this "
-                "model/optimizer (different --model/--layers/--d-model or --strategy flags?). "
-                f"Delete {path} to fall back to the previous checkpoint, or pass --resume never."
-            ) from e
+            raise CheckpointError(_load_failed(path, e, state["model"])) from e
         set_state_dict(
             model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"]
         )
@@ -643,9 +639,10 @@ class CheckpointManager:
         it is started with multiprocessing's ``spawn``, which re-runs the main script in the
         new process unless the script is a package's ``__main__`` (``python -m
         trainforge.training``) or there is none (``python -c``). A user's training script run
-        by path, unguarded by ``if __name__ == "__main__":``, would train again in there, so
-        for those the write runs in a DCP thread (same staging buffers) unless the script
-        sets ``trainforge.training.checkpoint.WRITER_PROCESS = True``. Said once, in the log."""
+        by path is read (`spawn_safe_script`): one whose work is under ``if __name__ ==
+        "__main__":`` uses the process; an unguarded one would train again in there, so its
+        write runs in a DCP thread (same staging buffers), said once in the log, unless the
+        script sets ``trainforge.training.checkpoint.WRITER_PROCESS``."""
         if not self.distributed:
             return False
         safe = _writer_process_allowed()
@@ -655,9 +652,10 @@ class CheckpointManager:
             name = getattr(getattr(main, "__spec__", None), "name", None)
             self.log(
                 "checkpoint: async writes run in a thread, not DCP's checkpoint process: it "
-                f"would re-run {getattr(main, '__file__', name)} (multiprocessing spawn). If "
-                'its code is guarded by `if __name__ == "__main__":`, set '
-                "trainforge.training.checkpoint.WRITER_PROCESS = True"
+                f"would re-run {getattr(main, '__file__', name)} (multiprocessing spawn), "
+                'which runs code outside `if __name__ == "__main__":`. Move that code under '
+                "the guard to use the process, or set "
+                "trainforge.training.checkpoint.WRITER_PROCESS = True if it is safe to re-run"
             )
         return safe
 
@@ -778,16 +776,22 @@ class CheckpointManager:
             shutil.rmtree(s.path, ignore_errors=True)
             self.log(f"checkpoint: removed {s.path} (keep-last {self.config.keep_last})")
 
-    def wait(self) -> None:
-        """Block until the in-flight async checkpoint (if any) is complete. A failure is said
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the in-flight async checkpoint (if any) is complete, at most `timeout`
+        seconds (then it stays in flight and this returns False). A failure is said
         (`_async_failed`) and not raised: that checkpoint is skipped, training goes on."""
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            try:
-                pending.result()
-            except _save_errors() as e:  # a checkpoint never ends the run
-                assert self._pending_record is not None
-                self._async_failed(self._pending_record, e, started=True)
+        pending = self._pending
+        if pending is None:
+            return True
+        try:
+            pending.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            return False
+        except _save_errors() as e:  # a checkpoint never ends the run
+            assert self._pending_record is not None
+            self._async_failed(self._pending_record, e, started=True)
+        self._pending = None
+        return True
 
     def close(self) -> None:
         """Finish pending work; call before the process exits."""
@@ -823,7 +827,57 @@ def _writer_process_allowed() -> bool:
     main = sys.modules.get("__main__")
     name = getattr(getattr(main, "__spec__", None), "name", None)
     safe = name == "__main__" or (name or "").endswith(".__main__")
-    return safe or (name is None and getattr(main, "__file__", None) is None)
+    if safe or name is not None:
+        return safe
+    path = getattr(main, "__file__", None)
+    return path is None or spawn_safe_script(path)
+
+
+# Top-level statements that run nothing of the user's when spawn re-imports the script as
+# ``__mp_main__``: imports, definitions, a docstring. An assignment runs its value, so it
+# counts only when the value calls nothing (a constant, a name, a tuple of them).
+_INERT = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def spawn_safe_script(path: str) -> bool:
+    """Does re-running the script at `path` as ``__mp_main__`` (multiprocessing's spawn) run
+    none of its training? True when its work is under ``if __name__ == "__main__":`` and
+    every other top-level statement is inert (`_INERT`, a docstring, an assignment that calls
+    nothing). Read from its source, not guessed from how it was started: the bundled
+    `resumable` example is such a script and must not be told to follow advice it already
+    follows. An unreadable or unparsable script is not safe."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return False
+    guarded = False
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_guard(stmt.test):
+            guarded = True
+        elif not _inert(stmt):
+            return False
+    return guarded
+
+
+def _inert(stmt: ast.stmt) -> bool:
+    """Runs none of the script's work when executed at import (see `_INERT`)."""
+    if isinstance(stmt, _INERT):
+        return True
+    if isinstance(stmt, ast.Expr):
+        return isinstance(stmt.value, ast.Constant)
+    return isinstance(stmt, ast.Assign | ast.AnnAssign) and not any(
+        isinstance(n, ast.Call | ast.Await | ast.Yield) for n in ast.walk(stmt)
+    )
+
+
+def _is_main_guard(test: ast.expr) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return False
+    if not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = {ast.unparse(test.left), ast.unparse(test.comparators[0])}
+    return sides == {"__name__", "'__main__'"}
 
 
 def _checkpoint_process_pid() -> int | None:
@@ -1108,6 +1162,68 @@ def _state_bytes(obj: Any) -> int:
     return sum(seen.values())
 
 
+def _load_failed(path: Path, e: BaseException, model_sd: dict[str, Any]) -> str:
+    """The restore error: a checkpoint of another model (its saved shapes differ from this
+    run's: a flag that shapes the state changed) or one whose shards are unreadable.
+
+    Why they differ: deleting a checkpoint of another model does not help (the ones before it
+    were saved with the same flags; the next restore fails the same way) and loses it, so that
+    case names the flags (config.checkpointed, the table's) and the ways to start fresh that
+    plan --diff gives (config.FRESH_BY_*); a corrupt checkpoint's fix is to fall back to the
+    one before it."""
+    from trainforge.training.config import (  # noqa: PLC0415
+        FRESH_BY_DIR,
+        FRESH_BY_RENAME,
+        FRESH_BY_RESUME,
+        checkpointed,
+    )
+
+    differs = saved_shapes_differ(path, model_sd)
+    if not differs:
+        return (
+            f"could not load checkpoint {path}: {_describe(e)}. It has a .metadata file and "
+            "this model's shapes, but its shards are unreadable or do not match this "
+            f"optimizer. Delete {path} to fall back to the previous checkpoint, or pass "
+            "--resume never (job key checkpoint.resume: never)."
+        )
+    shown = "; ".join(differs[:3]) + (f"; {len(differs) - 3} more" if len(differs) > 3 else "")
+    flags = ", ".join(s.flag for s in checkpointed("shape"))
+    return (
+        f"could not load checkpoint {path}: it holds another model ({shown}): a flag that "
+        f"shapes the checkpoint ({flags}) differs from the run that saved it. Do not delete "
+        "it: the checkpoints before it were saved with the same flags. To resume, pass the "
+        "flags it was saved with; to train with these, start fresh: a new --checkpoint-dir or "
+        f"--resume never (in a job: {FRESH_BY_RENAME}, {FRESH_BY_DIR}, or {FRESH_BY_RESUME})."
+    )
+
+
+def saved_shapes_differ(path: Path, model_sd: dict[str, Any]) -> list[str]:
+    """The model tensors whose shape in checkpoint `path` (its DCP metadata) is not their
+    shape in this run (`model_sd`: get_state_dict's, global shapes under FSDP), or that only
+    one of them has: 'model.pos.weight: saved [128, 64], this run [512, 64]'. Empty when
+    they agree or the metadata is unreadable (then nothing is known about shapes)."""
+    from torch.distributed.checkpoint import FileSystemReader  # noqa: PLC0415
+
+    try:
+        saved = FileSystemReader(str(path)).read_metadata().state_dict_metadata
+    except Exception:  # noqa: BLE001 - unreadable metadata: the caller's other case
+        return []
+    ours = {f"model.{k}": list(v.shape) for k, v in model_sd.items() if hasattr(v, "shape")}
+    theirs = {
+        k: list(getattr(v, "size", ()))
+        for k, v in saved.items()
+        if k.startswith("model.") and hasattr(v, "size")
+    }
+    out = [
+        f"{k}: saved {theirs[k]}, this run {ours[k]}"
+        for k in ours
+        if k in theirs and theirs[k] != ours[k]
+    ]
+    out += [f"{k}: in this run, not saved" for k in ours if k not in theirs]
+    out += [f"{k}: saved, not in this run" for k in theirs if k not in ours]
+    return out
+
+
 def _describe(e: BaseException) -> str:
     """One line about what failed; DCP wraps per-rank errors in a CheckpointException."""
     failures = getattr(e, "failures", None)
@@ -1227,6 +1343,38 @@ class Checkpointing:
         self.manager.close()
         if self.preemption is not None:
             self.preemption.close()
+
+    def interrupted(self, step: int) -> str:
+        """After a Ctrl-C (KeyboardInterrupt) at `step`: the exit line's detail.
+
+        A Ctrl-C saves nothing new, as PyTorch Lightning's Trainer (``_call_and_handle_interrupt``
+        runs the ``on_exception`` callbacks; saving is the opt-in ``OnExceptionCheckpoint``)
+        and HF Trainer (its JIT checkpoint is on SIGTERM) do: you asked to stop now, and a
+        save of a large state can take minutes. SIGTERM is the stop that saves (`PreemptionHandler`).
+        An async save already being written commits first (at most ``--grace-period``; a
+        second Ctrl-C meanwhile is ignored), never abandoned half-written; one that does not
+        commit in time has no ``.metadata`` and the next restore skips it (`latest_complete`).
+        The detail names the checkpoint the next run resumes from and the steps since it."""
+        m = self.manager
+        if m._pending is not None:
+            previous = signal.getsignal(signal.SIGINT)
+            main = threading.current_thread() is threading.main_thread()
+            if main:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+            try:
+                m.wait(timeout=self.config.grace_period)
+            finally:
+                if main:
+                    signal.signal(signal.SIGINT, previous)
+        said = "Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does: kill -TERM stops "
+        said += "at the next step boundary with a checkpoint)"
+        if m.root is None:
+            return f"{said}; no --checkpoint-dir: nothing of this run is saved"
+        if m.last_saved_step is None:
+            return f"{said}; none saved yet in {m.root}: the next run starts at step 0"
+        newest = m.root / step_dir_name(m.last_saved_step)
+        since = step - m.last_saved_step
+        return f"{said}; the next run resumes from {newest}: the {since} step(s) trained since it are lost"
 
     def process_memory(self) -> dict[str, int] | None:
         """DCP's checkpoint process after the newest async save it wrote (pid, VmRSS, VmHWM,

@@ -64,6 +64,11 @@ class Setting:
     ge: float | None = None
     le: float | None = None
     metavar: str | None = None
+    # What a checkpoint holds of it: "shape" (the saved tensors' shapes follow from it: a
+    # restore under another value fails), "restored" (a param-group setting a restore brings
+    # back over the flag), "" (nothing). Read by `checkpointed` (the runtime's restore error,
+    # the plan's layout key).
+    state: str = ""
 
     @property
     def dest(self) -> str:
@@ -124,6 +129,22 @@ def settings(cls: type) -> tuple[Setting, ...]:
         declared = {**f.metadata, "flag": flag, "default": f.default}
         out.append(Setting(path=f.name, type=base, optional=type(None) in args, **declared))
     return tuple(out)
+
+
+def checkpointed(*kinds: str) -> tuple[Setting, ...]:
+    """The TrainConfig settings a checkpoint's state depends on, of `kinds` ("shape",
+    "restored"; none given: both): read from the table, so a new model flag is named by the
+    runtime's restore error and keyed by the plan's layout (plan/ckpt_compat.py) at once."""
+    wanted = kinds or ("shape", "restored")
+    return tuple(s for s in settings(TrainConfig) if s.state in wanted)
+
+
+# How to train with flags the newest checkpoint was not saved with, in a job's keys: the
+# remedies plan --diff gives (plan/checks/resume.py TF_CKPT_CANNOT_RESUME) and the runtime's
+# restore error names (training/checkpoint.py), kept in one place.
+FRESH_BY_RENAME = "rename the job (a fresh run in a new checkpoint directory)"
+FRESH_BY_DIR = "set checkpoint.dir to a new directory of its own"
+FRESH_BY_RESUME = "set checkpoint.resume: never (every start, restarts included, begins at step 0)"
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type) -> dict[str, Any]:
@@ -234,7 +255,7 @@ class CheckpointConfig:
 MAX_VOCAB_SIZE = 65536
 
 _par = functools.partial(setting, group="parallelism")
-_model = functools.partial(setting, group="model")
+_model = functools.partial(setting, group="model", state="shape")
 _data = functools.partial(setting, group="data")
 _opt = functools.partial(setting, group="optimisation")
 _obs = functools.partial(setting, group="observability")
@@ -321,7 +342,7 @@ class TrainConfig:
     grad_accum: int = _opt(
         1, "micro-steps per optimizer step (gradients all-reduced once, on the last)", gt=0
     )
-    lr: float = _opt(1e-3, "peak learning rate (AdamW)", gt=0)
+    lr: float = _opt(1e-3, "peak learning rate (AdamW)", gt=0, state="restored")
     warmup_steps: int = _opt(
         10,
         "linear warmup steps (capped at --steps), then cosine decay to 10% of --lr at --steps",
@@ -331,6 +352,7 @@ class TrainConfig:
         0.01,
         "AdamW weight decay (gpt: matrices only, not biases/norms; mlp: every parameter, as the seed)",
         ge=0,
+        state="restored",
     )
     seed: int = _opt(0, "seeds the model init, the synthetic data and the data order", ge=0)
     log_every: int = _obs(10, "log (and sync the loss to the host) every N optimizer steps", gt=0)

@@ -11,6 +11,13 @@ Three jobs beyond writing:
   closes, but not while it waits in a collective for a peer whose trainer died (kill -9, a
   torchrun restart): it would hold the staging memory and the job's stdout for the group's
   timeout. A daemon thread in the writing process polls its parent and exits when it is gone.
+* A Ctrl-C is not the background process's to act on: the terminal sends SIGINT to the whole
+  process group, DCP's process included, which died of it with a KeyboardInterrupt traceback
+  in its serving loop (``parent_conn.recv()``) or, worse, mid-write. It ignores SIGINT from
+  its first save on (the tiny one at set-up, `checkpoint._WriterStart`), so a write in
+  flight commits while its trainer says how it stopped, and it ends with its trainer (the
+  parent watch below, or multiprocessing's exit handler terminating daemon processes). A
+  Ctrl-C in the seconds the process is still starting (importing torch) still ends it there.
 * The background process runs at a lower CPU priority (``nice`` +10): where the host's cores
   are busy (a CPU run, data loading), the training loop gets them first and the write, which
   nobody waits for, takes the rest.
@@ -56,6 +63,8 @@ class TrainforgeWriter(FileSystemWriter):
                 if not _watch_started:
                     _watch_started = True
                     os.nice(BACKGROUND_NICENESS)
+                    if threading.current_thread() is threading.main_thread():
+                        signal.signal(signal.SIGINT, signal.SIG_IGN)
                     threading.Thread(
                         target=_exit_when_orphaned,
                         args=(self._trainer_pid,),

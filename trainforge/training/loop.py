@@ -327,7 +327,14 @@ def _train(
         goodput.begin(state.step)
         host.stop(raw)
         lap("restore_and_other_s")  # optimizer, reporter, ledger, watchdog, checkpoint restore
-        code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog, goodput)
+        try:
+            code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog,
+                         goodput)  # fmt: skip
+        except KeyboardInterrupt:
+            # checkpoint hook (Ctrl-C): no new save; the exit line says what the next run
+            # resumes from (Checkpointing.interrupted)
+            detail = checkpointing.interrupted(state.step)
+            raise exits.RunFailure(exits.INTERRUPTED, detail) from None
         if code != 0:
             return code
         # checkpoint hook (after the loop): final checkpoint + drain async saves
@@ -605,6 +612,9 @@ def _finish(
         return verdict
     now = time.perf_counter()
     steps_run = state.step - reporter.first_step
+    if steps_run == 0:  # resumed at --steps: no loss, no rate of its own
+        reporter.nothing_trained(state.step)
+        return verdict
     elapsed = now - reporter.loop_start
     # the headline rates are the steady state's (start-up windows left out, and named)
     rates = reporter.rates(elapsed, steps_run)

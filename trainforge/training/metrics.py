@@ -445,6 +445,20 @@ class Reporter:
             path.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n", encoding="utf-8")
             self.log(f"summary: wrote {path}")
 
+    def nothing_trained(self, step: int) -> None:
+        """The summary of a run that trained no step (it resumed at --steps): said, not
+        written. Its rates would be 0.0 samples/s and its losses empty; written, they replaced
+        the summary.json of the run that trained those steps, which `trainforge report` then
+        read as the run's (a second `run-local` of the docs' command lost the first's)."""
+        if not self.enabled:
+            return
+        path = self.output_dir / "summary.json" if self.output_dir is not None else None
+        if path is not None and path.is_file():
+            kept = f"{path} is kept: it is the summary of the run that trained them"
+        else:
+            kept = "no summary.json written"
+        self.log(f"summary: no step trained in this run (it began at step {step}); {kept}")
+
     def close(self) -> None:
         if self._jsonl is not None:
             self._jsonl.close()

@@ -16,6 +16,7 @@ from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.data_safety import stack_of
 from trainforge.plan.job_view import job_views
+from trainforge.training.config import FRESH_BY_DIR, FRESH_BY_RENAME, FRESH_BY_RESUME
 
 TITLE = "Checkpoint state (what a replacement resumes from)"
 RULE = "TF_CKPT_CANNOT_RESUME"
@@ -25,11 +26,10 @@ NOT_APPLIED = "TF_CKPT_CHANGE_NOT_APPLIED"
 # a replacement that finds none of the old job's checkpoints (ckpt_compat.LOST)
 LOST = "TF_CKPT_LOST"
 RULES = {
-    RULE: "decide: rename the job (a fresh run in a new checkpoint directory), set "
-    "checkpoint.dir to a new directory of its own (relative paths are on the team's FSx mount: "
-    "checkpoints/<namespace>/<job>-v2 sits beside the default; a bare v2 is <mount>/v2, which "
-    "any job naming v2 shares), set checkpoint.resume: never (every start, restarts "
-    "included, begins at step 0), or waive TF_CKPT_CANNOT_RESUME for the job with the reason",
+    RULE: f"decide: {FRESH_BY_RENAME}, {FRESH_BY_DIR} (relative paths are on the team's FSx "
+    "mount: checkpoints/<namespace>/<job>-v2 sits beside the default; a bare v2 is <mount>/v2, "
+    f"which any job naming v2 shares), {FRESH_BY_RESUME}, or waive TF_CKPT_CANNOT_RESUME for "
+    "the job with the reason",
     LOST: "decide: keep the old checkpoints where the new job looks (the volume its checkpoint "
     "directory was on, or checkpoint.s3Mirror on: the runtime downloads the newest checkpoint "
     "from the mirror when the directory has none), or accept that it starts at step 0: waive "
