@@ -282,3 +282,26 @@ def test_namespace_selector_decides_where_jobs_queue() -> None:
     assert len(kueue_owners.double_queued(cfg, other)) == len(kueue_owners.CHAINS)
     # an unselected namespace: the top objects are not queued (children never are)
     assert all("gets no Workload" in line for line in kueue_owners.double_queued(cfg, other))
+
+
+def test_an_acceptance_run_is_queued_as_itself() -> None:
+    """`kubectl create job --from=cronjob/...` (trainforge.platform.acceptance) gives the Job an
+    ownerReference to the CronJob without `controller` (kubectl create_job.go
+    `createJobFromCronJob`, read 2026-12-01 by code search), and CronJob is no kind Kueue
+    knows: either way the run is a top-level Job, one Workload on LocalQueue `acceptance`."""
+    cron = obj(CRONJOB, "efa-training-allreduce", "cron")
+    run = obj(JOB, "efa-training-allreduce-1", "run", "acceptance")
+    run["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "batch/v1",
+            "kind": "CronJob",
+            "name": cron["metadata"]["name"],
+            "uid": "cron",
+        }
+    ]
+    jobs = KueueJobs.from_config(platform_config())
+    objects = kueue_owners.index([cron, run])
+    got = kueue_owners.fate(run, objects, jobs, TEAM_NS)
+    assert got.workload and got.ancestor is None and not got.default_label
+    run["metadata"]["ownerReferences"][0]["controller"] = True  # a CronJob controller's own run
+    assert kueue_owners.fate(run, objects, jobs, TEAM_NS).workload

@@ -28,6 +28,8 @@ readable here (the pinned chart is 0.19.5: versions.KUEUE_CHART_VERSION). Read 2
   (manageJobsWithoutQueueName)", reconciler_test.go:587 `TestFindAncestorJobManagedByKueue`,
   and the e2e "ManageJobsWithoutQueueName without JobSet integration", test/e2e/sequential/
   extended/managejobswithoutqueuename_test.go:722: one Workload, the JobSet completes).
+  The walk reads the JobSet, which the chart's ClusterRole allows whether or not the
+  integration is on (charts/kueue/templates/rbac/role.yaml:197, jobsets get/list/watch).
 - reconciler.go:297 `ReconcileGenericJob` (lines 324-402): an object in a namespace
   `managedJobsNamespaceSelector` does not select is left alone; one with a managed ancestor
   gets no Workload and is only kept suspended while that ancestor's Workload is not admitted
