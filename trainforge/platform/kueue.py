@@ -40,10 +40,14 @@ are QPS 5, burst 10, rate-limiting a busy queue's API calls):
   TrainJob). Kueue's webhook gives a job without the label its namespace's LocalQueue
   `default` (trainforge.platform.queues.DEFAULT_LOCAL_QUEUE, which every team namespace has,
   pointing at the team's ClusterQueue), so such a job is admitted like any other instead of
-  hanging suspended. Child objects of a managed job (the JobSet and Jobs of a TrainJob, the
-  pods of a PyTorchJob) are never queued twice: Kueue walks their owners to the managed
-  ancestor (jobframework FindAncestorJobManagedByKueue at v0.19.2). Only team namespaces
-  match `managedJobsNamespaceSelector`, so platform Jobs elsewhere are untouched;
+  hanging suspended. A job is queued once, on its own object: the JobSet a TrainJob makes
+  has no integration here (Kueue's JobSet webhook is a no-op), the batch/v1 Jobs below it
+  get no Workload because Kueue walks their owners through the JobSet (a kind it knows,
+  enabled or not) to the managed TrainJob (jobframework FindAncestorJobManagedByKueue at
+  v0.19.2), and no backend's pods are reached (no `pod` integration). That rule, and this
+  Configuration judged on it, are trainforge.platform.kueue_owners (`double_queued`). Only
+  team namespaces match `managedJobsNamespaceSelector`, so platform Jobs elsewhere are
+  untouched;
 - `resources.excludeResourcePrefixes: [vpc.amazonaws.com/efa]`: EFA devices come with the
   whole node a job fills, and quota is counted in GPUs;
 - `waitForPodsReady`: an admitted job whose pods do not all run within the timeout (a
