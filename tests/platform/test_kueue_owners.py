@@ -1,7 +1,7 @@
 """Kueue queues each backend's job once, on its top object, under the Configuration the
 platform writes: a TrainJob's JobSet and Jobs and a PyTorchJob's pods ride on its Workload.
 
-The model (trainforge.platform.kueue_owners) is first held to Kueue's own cases for its owner
+The model (tests/platform/kueue_owners_model.py: only a proof, so it lives with the tests) is first held to Kueue's own cases for its owner
 walk: kubernetes-sigs/kueue v0.19.2 pkg/controller/jobframework/reconciler_test.go:587
 `TestFindAncestorJobManagedByKueue` (identical on release-0.19 at c90ed700c1), transcribed
 below case by case with their names (read 2026-12-01). Then the platform's emitted
@@ -16,15 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
-from trainforge.core.pods import QUEUE_LABEL
-from trainforge.platform import kueue, kueue_owners
-from trainforge.platform.kueue_owners import (
+from tests.platform import kueue_owners_model as kueue_owners
+from tests.platform.kueue_owners_model import (
     CHAIN_LIMIT_REACHED,
     CYCLIC,
     OWNER_NOT_FOUND,
     KueueJobs,
     OwnerWalkError,
 )
+from trainforge.core.pods import QUEUE_LABEL
+from trainforge.platform import kueue
 from trainforge.platform.services_config import KueueConfig
 from trainforge.platform.teams import QUEUED_LABEL
 

@@ -45,7 +45,7 @@ are QPS 5, burst 10, rate-limiting a busy queue's API calls):
   get no Workload because Kueue walks their owners through the JobSet (a kind it knows,
   enabled or not) to the managed TrainJob (jobframework FindAncestorJobManagedByKueue at
   v0.19.2), and no backend's pods are reached (no `pod` integration). That rule, and this
-  Configuration judged on it, are trainforge.platform.kueue_owners (`double_queued`). Only
+  Configuration judged on it, are proven by tests/platform/test_kueue_owners.py. Only
   team namespaces match `managedJobsNamespaceSelector`, so platform Jobs elsewhere are
   untouched;
 - `resources.excludeResourcePrefixes: [vpc.amazonaws.com/efa]`: EFA devices come with the
