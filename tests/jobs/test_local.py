@@ -117,6 +117,9 @@ def test_unknown_job_and_stack(project):
         "Pulumi.dev.yaml\\)",
     ):
         local_argv_for_job("dev", "nope", project)
+    # a typo gets the nearest name, not the import's hint (a review's `my-mpl`)
+    with pytest.raises(JobConfigError, match=r"mnist-elastic \(did you mean 'gpt-fsdp'\?\)$"):
+        local_argv_for_job("dev", "gpt-fsd", project)
     with pytest.raises(JobConfigError, match=r"no Pulumi.prod.yaml in .* \(stacks here: dev\)"):
         local_argv_for_job("prod", "gpt-fsdp", project)
 

@@ -30,6 +30,7 @@ its pods do: run here in that directory when this machine has it, else refused (
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import importlib.util
 import os
@@ -111,12 +112,14 @@ def find_job(
             return spec
     from_program = [f"{j.name} ({program or '__main__.py'})" for j in found if j.name not in names]
     declares = ", ".join(names + from_program) or "(none)"
-    raise JobConfigError(
-        "JOB",
-        job_name,
-        f"stack {stack!r} declares: {declares} (an entry `trainforge import` printed runs once "
-        f"it is pasted under {CONFIG_KEY} in Pulumi.{stack}.yaml)",
+    near = difflib.get_close_matches(job_name, names + [j.name for j in found], n=1)
+    hint = (
+        f"did you mean {near[0]!r}?"
+        if near  # a typo: the import's hint would not apply
+        else f"an entry `trainforge import` printed runs once it is pasted under {CONFIG_KEY} "
+        f"in Pulumi.{stack}.yaml"
     )
+    raise JobConfigError("JOB", job_name, f"stack {stack!r} declares: {declares} ({hint})")
 
 
 def local_processes(job: JobSpec) -> int:
