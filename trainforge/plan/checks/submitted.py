@@ -234,6 +234,9 @@ def _expanded(
                     f"  NOT READ: {w.file}, the file the SDK writes in the pod: its text holds "
                     f"{what} and {w.why}: names and downloads in it are not checked"
                 )
+            if w.stopped:
+                out.append(_stopped(o, w, lines))
+                continue
             if diff is None:
                 continue
             line, wrote, runs = diff
@@ -252,6 +255,35 @@ def _expanded(
             )
             out.append(_finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn))
     return out
+
+
+def _stopped(o: Any, w: Any, lines: list[str]) -> Finding:
+    """bash refused the heredoc (`Written.stopped`: its error, not an expansion): the file the
+    pod runs is empty or cut short, and the script goes on to run it, as the sandbox saw."""
+    kept = len(w.text.strip().splitlines())
+    size = "empty (0 bytes)" if not w.text else f"cut to {kept} of its lines"
+    then = f" and the next command ran ({w.then.splitlines()[0]})" if w.then else ""
+    lines.append(
+        f"  REFUSED: bash stops the SDK's heredoc with `{w.error}`: the pod writes {w.file} "
+        f"{size} and runs it; the script exits {w.rc}"
+    )
+    empty = (
+        "torchrun runs the empty file: Python runs no code and exits 0, so every pod exits 0 "
+        "and the TrainJob reports success having trained nothing"
+        if not w.text
+        else "the pod runs what was written before the error"
+    )
+    message = (
+        f"{o.ident} (sent by the program): bash stops the heredoc the SDK writes the function "
+        f"through (`read -r -d '' SCRIPT << EOM`, kubeflow 0.4.1 EXEC_FUNC_SCRIPT) with its "
+        f"error `{w.error}`: an error, not an expansion (no text is changed: the heredoc is "
+        f"not read), so the pod writes {w.file} {size} (the SDK sent "
+        f"{len(w.source.strip().splitlines())} lines), the script goes on; {empty} "
+        f"(computed by running the TrainJob's own command with bash in the pod sandbox: "
+        f"bash printed `{w.error}`, wrote {w.file} {size}, the script exited {w.rc}{then}; "
+        "the image's torchrun a stand-in)"
+    )
+    return _finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn)
 
 
 def _fits_no_node(ctx: PlanContext, req: Any, pods: int, w: Any) -> list[str]:
