@@ -104,3 +104,27 @@ def test_several_limit_ranges_the_limit_ranger_keeps_the_first_to_fill() -> None
     limits, requests = P.limit_ranger_defaults([first, SEVERAL_ITEMS])
     assert _amounts(limits) == {"cpu": 3, "memory": 2**30}
     assert _amounts(requests) == {"cpu": 3, "memory": 2**30}
+
+
+def test_a_pod_runs_under_the_limit_ranges_default_limits() -> None:
+    """`pod_limits`: what a GPU-only container (the Kubeflow SDK's resources_per_node={"gpu":
+    1}, sent as requests and limits both) runs under, with the platform's team LimitRange
+    (trainforge/platform/teams.py `limit_range_spec`, its default values): the LimitRanger
+    fills the limits it names none of from `default` (cpu 2, memory 4Gi), not its requests'
+    0.5 and 1Gi. A container without a limit leaves the pod unbounded in that resource."""
+    from trainforge.platform.teams import limit_range_spec
+    from trainforge.stack.services import TeamConfig
+
+    team = TeamConfig.model_validate({"name": "research"})
+    ranges = [{"kind": "LimitRange", "spec": limit_range_spec(team)}]
+    gpu = {"nvidia.com/gpu": 1}
+    spec = {"containers": [{"name": "node", "resources": {"requests": gpu, "limits": gpu}}]}
+    assert P.pod_limits(spec) == {"nvidia.com/gpu": 1}
+    assert P.pod_limits(spec, ranges) == {
+        "nvidia.com/gpu": 1, "cpu": 2, "memory": 4 * 2**30,
+    }  # fmt: skip
+    side = {
+        "containers": [*spec["containers"], {"name": "side", "resources": {"limits": {"cpu": "1"}}}]
+    }
+    assert P.pod_limits(side) == {}  # `node` has no cpu limit, `side` no GPU limit
+    assert P.pod_limits(side, ranges) == {"cpu": 3, "memory": 8 * 2**30}

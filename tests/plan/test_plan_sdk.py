@@ -677,3 +677,33 @@ def test_the_functions_first_line_is_found_in_its_own_file(tmp_path):
     assert SB.first_line(str(program), Written("lib.py", "def train():\n    return 2\n" + call, None)) == 4  # fmt: skip
     assert SB.first_line(str(program), Written("prog.py", "def train():\n    return 3\n", None)) is None  # fmt: skip
     assert SB.first_line(None, Written("prog.py", "def train():\n    return 1\n", None)) is None
+
+
+def test_a_gpu_only_pod_is_shown_at_its_limits_and_warned_below_its_gpus_share(tmp_path, capsys):
+    """Before: `2 pod(s) x (1 GPU, cpu 0.5, memory 1Gi)`, admitted, nothing more: the pods run
+    under the team LimitRange's default limits (cpu 2, memory 4Gi) on nodes where the
+    platform's own 1-GPU pods get 3600m and 13780Mi. Now the line shows the limits and a
+    warning names the share; the resources_per_node it gives silences it and is admitted."""
+    rc, out, printed = plan_sdk(tmp_path, capsys, PROGRAMS / "gpu_only.py", with_trainjob)
+    assert rc == 0 and out.splitlines()[0] == "trainforge plan --stack dev: CLEAN", out[-3000:]
+    assert (
+        ": 2 pod(s) x (1 GPU, cpu 0.5, memory 1Gi; limits cpu 2, memory 4Gi (cpu and memory: "
+        "the default of LimitRange research/container-defaults)), image " in printed
+    )
+    fix = '{"gpu": 1, "cpu": "3600m", "memory": "13780Mi"}'
+    (warning,) = [x for x in printed.splitlines() if x.startswith("    WARNING: ")]
+    assert warning == (
+        "    WARNING: each pod runs under cpu limit 2 and memory limit 4Gi (the default of "
+        "LimitRange research/container-defaults: resources_per_node names no cpu or memory), "
+        "below what 1 GPU(s) of pool gpu-workloads come with (cpu 3600m, memory 13780Mi, what "
+        "the platform's own jobs get, requests = limits): its CPU use above its limit is "
+        "throttled; a pod using more memory than its limit is OOM-killed; give "
+        f"resources_per_node {fix}"
+    )
+    fixed = tmp_path / "fixed.py"
+    fixed.write_text((PROGRAMS / "gpu_only.py").read_text().replace('{"gpu": 1}', fix))
+    (tmp_path / "again").mkdir()
+    rc, out, printed = plan_sdk(tmp_path / "again", capsys, fixed, with_trainjob)
+    assert rc == 0 and "WARNING" not in printed
+    assert "2 pod(s) x (1 GPU, cpu 3.6, memory 13.46Gi; limits cpu 3.6, memory 13.46Gi)" in printed
+    assert "queue: admitted through LocalQueue default of research" in printed

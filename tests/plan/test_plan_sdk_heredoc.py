@@ -202,3 +202,52 @@ def test_a_link_the_script_makes_is_not_followed_out_of_its_volume(sent, tmp_pat
     c = {**c, "command": ["bash", "-c", script]}
     (w,) = pod_files.written(spec, c)
     assert w.text is None and "wrote none of expands.py" in w.why, w
+
+
+# A `${...}` bash cannot parse (rv/sdk2.py of the review): not an expansion but bash's error.
+STOPS = r"""from kubeflow.trainer import CustomTrainer, TrainerClient
+
+
+def train():
+    import os
+    print("hello", os.environ["RANK"], f"cost ${os.environ['RANK']}")
+
+
+TrainerClient().train(trainer=CustomTrainer(func=train, num_nodes=1))
+"""
+
+
+def test_bash_stopping_the_heredoc_is_said_as_an_error_not_an_expansion(tmp_path_factory):
+    """The plan's file is bash's (empty: bash stops the heredoc with `bad substitution` and
+    goes on), and the finding says so: an empty file, the next command run, a job that exits 0
+    without training. Before, it said `written 'def train():', the pod runs ''`, blamed on bash
+    expanding `${...}`."""
+    program = tmp_path_factory.mktemp("sdk") / "stops.py"
+    program.write_text(STOPS)
+    _, pod = _sent_pod(program)
+    spec = pod["spec"]
+    (c,) = spec["containers"]
+    (w,) = pod_files.written(spec, c)
+    tmp = tmp_path_factory.mktemp("bash")
+    assert w.text == bash_writes(c, tmp, w.file) == ""
+    assert (w.error, w.rc, w.stopped) == ("bad substitution", 0, True)
+    assert w.then == "torchrun parsed stops.py"  # the next command ran, on the empty file
+    lines: list[str] = []
+    (f,) = SB._expanded(_Sent, pod, lines, str(program))
+    assert f.rule == SB.RULE_HEREDOC
+    assert lines == [
+        "  REFUSED: bash stops the SDK's heredoc with `bad substitution`: the pod writes "
+        "stops.py empty (0 bytes) and runs it; the script exits 0"
+    ]
+    assert "with its error `bad substitution`: an error, not an expansion" in f.message
+    assert "the TrainJob reports success having trained nothing" in f.message
+    assert "the pod runs ``" not in f.message and "bash expands" not in f.message
+
+
+def test_bash_error_reads_the_diagnostic_bash_prints():
+    """bash quotes a heredoc's whole text before its error (GNU bash 5.2.15); a one-line word
+    too; a script's own stderr is no error of bash's."""
+    said = "/bin/bash: line 2: \ndef f():\n    x = 1\n\n: bad substitution\ntorchrun: x\n"
+    assert pod_files.bash_error(said) == "bad substitution"
+    assert pod_files.bash_error("bash: line 3: x: unbound variable\n") == "unbound variable"
+    assert pod_files.bash_error("Traceback: boom\n") == ""

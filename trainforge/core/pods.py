@@ -687,6 +687,27 @@ def scheduled_pod_requests(
     return {k: v for k, v in total.items() if v}
 
 
+def pod_limits(
+    pod_spec: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
+) -> dict[str, Fraction]:
+    """The limits one pod runs under (its cgroup: an OOM kill above the memory limit, CPU
+    throttled above the cpu limit), as the API server stores the pod (`stored_pod_spec`: a
+    container's missing limit from the namespace's LimitRange `default`, the LimitRanger's
+    `mergeContainerResources`): per resource the sum of its app containers' limits where
+    every one has a limit (one without is unbounded, so the pod is: the resource is absent),
+    no more than the pod's own `resources.limits`. Init containers run before them and are
+    not counted. Without `limit_ranges`: what the pod names itself, so the difference is
+    what the LimitRange gave it."""
+    stored = stored_pod_spec(pod_spec, limit_ranges)
+    apps = [c for c in stored.get("containers") or [] if isinstance(c, Mapping)]
+    each = [_requests(c, "limits") for c in apps]
+    names = {k for limits in each for k in limits}
+    out = {k: sum((x[k] for x in each), Fraction(0)) for k in names if all(k in x for x in each)}
+    for k, v in _resources(get(stored, "resources", "limits")).items():
+        out[k] = min(out.get(k, _quantity(v)), _quantity(v))
+    return out
+
+
 def _requests(c: Any, key: str = "requests") -> dict[str, Fraction]:
     res = get(c, "resources", key)
     return {k: _quantity(v) for k, v in res.items()} if isinstance(res, Mapping) else {}

@@ -86,6 +86,24 @@ def default_size(pool: PoolFacts, gpus: int) -> tuple[str, str] | None:
     return capacity.default_size(pool, Fraction(gpus, pool.gpus_per_node or gpus))
 
 
+def below_share(
+    limits: Mapping[str, Fraction], pool: PoolFacts, gpus: int
+) -> dict[str, tuple[Fraction, str]]:
+    """{resource: (limit, share as a quantity: "3600m", "13780Mi")} for the cpu and memory `limits` of a pod with `gpus` GPUs of
+    `pool` that are below what the platform gives its own such pod (`default_size`: its GPUs'
+    share of the smallest node, requests = limits): a pod sized that way is OOM-killed or
+    throttled under less than its GPUs come with. {} without GPUs or known nodes."""
+    size = default_size(pool, gpus) if gpus else None
+    if size is None:
+        return {}
+    share = dict(zip(("cpu", "memory"), size, strict=True))
+    return {
+        r: (limits[r], share[r])
+        for r in ("cpu", "memory")
+        if r in limits and limits[r] < parse_quantity(share[r])
+    }
+
+
 def _per_type(job: JobSpec, pool: PoolFacts, gpus: int) -> str:
     """What a pod takes of each instance type of the pool, by the packing model's pods per node
     (capacity.per_node_by_type): a 4-GPU pod is the whole of a g5.12xlarge, half a g5.48xlarge."""

@@ -20,6 +20,7 @@ import itertools
 import json
 import pathlib
 import posixpath
+import re
 import tempfile
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -31,6 +32,11 @@ from trainforge.plan.checks import pod_sandbox as sandbox
 from trainforge.plan.checks import pod_scripts as P
 
 EXPANDED = ("$", "`", "\\")  # what bash changes in an unquoted heredoc (bash manual)
+# Where bash reports an error it met running the script: `bash: line N: WORD: ERROR` on its
+# stderr (GNU bash 5.2.15 here, 2026-12-01: a heredoc's `${os.environ['RANK']}` printed
+# `/bin/bash: line 2: <the whole heredoc text>: bad substitution`, so WORD spans lines and
+# ERROR is the text after the last `: ` of the diagnostic's last line).
+_BASH_SAYS = re.compile(r"^(?:\S*/)?bash: line \d+: ", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -42,6 +48,19 @@ class Written:
     source: str
     text: str | None
     why: str = ""
+    # the run that wrote `text`: bash's own error (`bad substitution`; "": none), and the
+    # script's exit status and what the image's stand-ins printed after it (the next command)
+    error: str = ""
+    rc: int | None = None
+    then: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        """bash met an error writing the file and wrote less than the function: not an
+        expansion (text changed) but bash refusing the heredoc (the file empty or cut)."""
+        if not self.error or self.text is None:
+            return False
+        return len(self.text.strip().splitlines()) < len(self.source.strip().splitlines())
 
     @property
     def read(self) -> str | None:
@@ -96,9 +115,26 @@ def _host_path(s: P.Script, made: list[pathlib.Path], file: str) -> pathlib.Path
     return found if found.is_relative_to(host.resolve()) else None
 
 
-def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, str] | str:
-    """The script of container `c` run in the pod sandbox: {file: its text} for each of
-    `files` it wrote, or why it was not run."""
+def bash_error(stderr: str) -> str:
+    """The first error bash reports in `stderr` (`_BASH_SAYS`): the text after the last `: `
+    of its diagnostic's last line (its WORD may hold newlines, a heredoc's whole text); ""
+    when bash reported none."""
+    m = _BASH_SAYS.search(stderr)
+    if m is None:
+        return ""
+    rest = stderr[m.end() :]
+    nxt = _BASH_SAYS.search(rest)
+    lines = (rest[: nxt.start()] if nxt else rest).splitlines()
+    last = next((x for x in lines if x.startswith(": ")), lines[0] if lines else "")
+    return last.rpartition(": ")[2].strip()
+
+
+Ran = tuple[dict[str, str], sandbox.RunResult]
+
+
+def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> Ran | str:
+    """The script of container `c` run in the pod sandbox: ({file: its text} for each of
+    `files` it wrote, the run), or why it was not run."""
     s = P.script_of(pod, c, image=True)
     why = sandbox.unavailable() or (P.unrunnable_alone(s) if s else "it runs no shell script")
     if why or s is None:
@@ -112,7 +148,7 @@ def _run(pod: dict[str, Any], c: dict[str, Any], files: list[str]) -> dict[str, 
             if host is not None and host.is_file():
                 out[file] = host.read_text(encoding="utf-8", errors="replace")
         wrote_none = f"its script wrote none of {', '.join(files)} (exit {result.rc}: "
-        return out if out or not files else f"{wrote_none}{result.tail()})"
+        return (out, result) if out or not files else f"{wrote_none}{result.tail()})"
 
 
 @functools.lru_cache(maxsize=256)
@@ -129,10 +165,13 @@ def _written(key: str) -> tuple[Written, ...]:
     ran = _run(pod, c, [f for f, _ in found])
     if isinstance(ran, str):
         return tuple(Written(f, t, None, ran) for f, t in found)
+    texts, result = ran
+    error, then = bash_error(result.stderr), result.stdout.strip()
     return tuple(
-        Written(f, t, ran.get(f), "" if f in ran else "the script did not write it")
+        Written(f, t, texts.get(f), "" if f in texts else "the script did not write it",
+                error, result.rc, then)
         for f, t in found
-    )
+    )  # fmt: skip
 
 
 def written(pod: dict[str, Any], c: dict[str, Any]) -> list[Written]:

@@ -18,9 +18,9 @@ from fractions import Fraction
 from typing import Any
 
 from trainforge.core.contract import DEFAULT_BACKEND, GPU_RESOURCE
-from trainforge.core.pods import PodTemplate
+from trainforge.core.pods import PodTemplate, pod_limits
 from trainforge.core.quantity import figure
-from trainforge.jobs import capacity, pynames, trainjob
+from trainforge.jobs import capacity, pynames, trainjob, wiring
 from trainforge.jobs.spec import JobSpec
 from trainforge.plan import cost as C
 from trainforge.plan import kueue as K
@@ -234,6 +234,9 @@ def _expanded(
                     f"  NOT READ: {w.file}, the file the SDK writes in the pod: its text holds "
                     f"{what} and {w.why}: names and downloads in it are not checked"
                 )
+            if w.stopped:
+                out.append(_stopped(o, w, lines))
+                continue
             if diff is None:
                 continue
             line, wrote, runs = diff
@@ -252,6 +255,79 @@ def _expanded(
             )
             out.append(_finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn))
     return out
+
+
+def _stopped(o: Any, w: Any, lines: list[str]) -> Finding:
+    """bash refused the heredoc (`Written.stopped`: its error, not an expansion): the file the
+    pod runs is empty or cut short, and the script goes on to run it, as the sandbox saw."""
+    kept = len(w.text.strip().splitlines())
+    size = "empty (0 bytes)" if not w.text else f"cut to {kept} of its lines"
+    then = f" and the next command ran ({w.then.splitlines()[0]})" if w.then else ""
+    lines.append(
+        f"  REFUSED: bash stops the SDK's heredoc with `{w.error}`: the pod writes {w.file} "
+        f"{size} and runs it; the script exits {w.rc}"
+    )
+    empty = (
+        "torchrun runs the empty file: Python runs no code and exits 0, so every pod exits 0 "
+        "and the TrainJob reports success having trained nothing"
+        if not w.text
+        else "the pod runs what was written before the error"
+    )
+    message = (
+        f"{o.ident} (sent by the program): bash stops the heredoc the SDK writes the function "
+        f"through (`read -r -d '' SCRIPT << EOM`, kubeflow 0.4.1 EXEC_FUNC_SCRIPT) with its "
+        f"error `{w.error}`: an error, not an expansion (no text is changed: the heredoc is "
+        f"not read), so the pod writes {w.file} {size} (the SDK sent "
+        f"{len(w.source.strip().splitlines())} lines), the script goes on; {empty} "
+        f"(computed by running the TrainJob's own command with bash in the pod sandbox: "
+        f"bash printed `{w.error}`, wrote {w.file} {size}, the script exited {w.rc}{then}; "
+        "the image's torchrun a stand-in)"
+    )
+    return _finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn)
+
+
+def _range_names(ranges: list[dict[str, Any]]) -> str:
+    meta = [r.get("metadata") or {} for r in ranges]
+    return ", ".join(f"{m.get('namespace')}/{m.get('name')}" for m in meta)
+
+
+def _limits_words(own: dict[str, Fraction], limits: dict[str, Fraction], ranges: list) -> str:
+    """A pod's cpu and memory limits as it runs (`core.pods.pod_limits`), and which of them
+    the namespace's LimitRange gave it (the SDK sends resources_per_node as requests and
+    limits both, and the Trainer copies them as sent: only what it names is its own)."""
+    parts = [
+        f"{r} {figure(r, limits[r])}" if r in limits else f"{r} none" for r in ("cpu", "memory")
+    ]
+    given = [r for r in ("cpu", "memory") if r in limits and r not in own]
+    if given:
+        return f"limits {', '.join(parts)} ({' and '.join(given)}: the default of LimitRange {_range_names(ranges)})"
+    return f"limits {', '.join(parts)}"
+
+
+def _below_share(
+    own: dict[str, Fraction], limits: dict[str, Fraction], ranges: list, pool: Any, gpus: int
+) -> list[str]:
+    """A warning where the LimitRange's default limits a GPU pod below what its GPUs come with
+    on the pool (`wiring.below_share`, what the platform's own pods get), with the
+    resources_per_node that gives it that share. A limit the program set itself is its own."""
+    short = wiring.below_share({r: v for r, v in limits.items() if r not in own}, pool, gpus)
+    if not short:
+        return []
+    said = " and ".join(f"{r} limit {figure(r, v)}" for r, (v, _) in short.items())
+    share = ", ".join(f"{r} {s}" for r, (_, s) in short.items())
+    fix = ", ".join([f'"gpu": {gpus}'] + [f'"{r}": "{s}"' for r, (_, s) in short.items()])
+    return [
+        f"  WARNING: each pod runs under {said} (the default of LimitRange "
+        f"{_range_names(ranges)}: resources_per_node names no {' or '.join(short)}), below "
+        f"what {gpus} GPU(s) of pool {pool.name} come with ({share}, what the platform's own "
+        f"jobs get, requests = limits): "
+        + "; ".join(
+            "a pod using more memory than its limit is OOM-killed" if r == "memory"
+            else "its CPU use above its limit is throttled"
+            for r in short
+        )
+        + f"; give resources_per_node {{{fix}}}"
+    ]  # fmt: skip
 
 
 def _fits_no_node(ctx: PlanContext, req: Any, pods: int, w: Any) -> list[str]:
@@ -289,7 +365,9 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
     cpu, memory = req.get("cpu", Fraction(0)), req.get("memory", Fraction(0))
     size = pod_size(req)
     image = next(iter((pod.get("spec") or {}).get("containers") or []), {}).get("image")
-    lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}), image {image}")
+    own, limits = pod_limits(pod.get("spec") or {}), pod_limits(pod.get("spec") or {}, ranges)
+    said = _limits_words(own, limits, ranges)
+    lines.append(f"{ident}: {pods} pod(s) x ({size or 'no requests'}; {said}), image {image}")
     program = getattr(getattr(ctx.inventory, "submitted", None), "program", None)
     findings += _unbound(o, pod, lines, program)
     findings += _expanded(o, pod, lines, program)
@@ -333,6 +411,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         findings.append(_finding(ident, S.RULE, message, FIT_FIX, o.urn))
     if r.fits and not r.problems:
         lines.append(f"  nodes: pods per node on pool {pool.name}: {S.pods_per_node(r)}")
+        lines += _below_share(own, limits, ranges, pool, gpus)
         spec = JobSpec.model_construct(
             name=o.obj_name, team=w.team, pool=pool.name, workers=pods,
             gpus_per_worker=gpus, cpu=str(float(cpu)), memory=str(int(memory)),
