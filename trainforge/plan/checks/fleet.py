@@ -23,6 +23,7 @@ from trainforge.plan.checks import iam_eval as iam
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_stack import read_stack
+from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER as MULTIKUEUE
@@ -79,13 +80,10 @@ def operators(inv: Any) -> set[str]:
     out = set()
     for r in getattr(inv, "resources", None) or []:
         inputs = r.inputs if isinstance(r.inputs, dict) else {}
-        chart = str(inputs.get("chart") or "")
         if r.type == T.KUSTOMIZE and "training-operator" in r.name:
             out.add(f"overlay {inputs.get('directory')}")
-        elif r.type == T.HELM_RELEASE and any(
-            k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")
-        ):
-            out.add(f"chart {chart} {inputs.get('version')}")
+        elif r.type == T.HELM_RELEASE and any(k in chart_name(r) for k in ("trainer", "jobset")):
+            out.add(f"chart {inputs.get('chart')} {inputs.get('version')}")
     return out
 
 
