@@ -18,6 +18,7 @@ from trainforge.jobs.entrypoint import checkpoints_mirrored as mirrored
 from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3, shipped_files
 from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces, runtime_way
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.fleet import region as stack_region
 
 RULES = {
     "TRAINFORGE_IMAGE_PIECE": "where the job's code ships, run it on the trainforge runtime image "
@@ -208,12 +209,12 @@ def _credential_findings(ctx: PlanContext) -> list[Finding]:
     """A rule's credential in another Region than the stack: CreatePullThroughCacheRule refuses
     it at `pulumi up` (the account, which the offline plan does not know, the program checks
     at `pulumi preview`: ImageCache)."""
-    region = (getattr(ctx.inventory, "config", None) or {}).get("aws:region")
+    if (region := stack_region(getattr(ctx.inventory, "config", None) or {})) is None:
+        return []
     out = []
     for r in ctx.resources_of(RULE_TYPE):
-        arn = r.inputs.get("credentialArn")
-        prefix = r.inputs.get("ecrRepositoryPrefix")
-        if not isinstance(arn, str) or not isinstance(region, str):
+        arn, prefix = r.inputs.get("credentialArn"), r.inputs.get("ecrRepositoryPrefix")
+        if not isinstance(arn, str):
             continue
         key = image_routes.CREDENTIAL_KEYS.get(str(prefix), "trainforge:images")
         for why in image_routes.credential_problems(arn, region, None):
