@@ -12,7 +12,7 @@ import pulumi_kubernetes as k8s
 from trainforge.plan.checks import ordering
 from trainforge.plan.checks.ordering import CRD_RULE, NAMESPACE_RULE
 from trainforge.plan.core import plan_program
-from trainforge.plan.resource_types import HELM_RELEASE
+from trainforge.plan.resource_types import HELM_RELEASE, KUSTOMIZE
 
 
 def rules_of(result):
@@ -121,6 +121,19 @@ def test_a_crd_object_installs_its_group_and_a_release_may_create_its_namespace(
         "kueue.x-k8s.io": ["u:kueue"],
     }
     assert ordering._namespace_makers([crd, release]) == {"kueue-system": ["u:kueue"]}
+
+
+def test_the_training_operator_overlay_installs_kubeflow_org_and_other_overlays_nothing():
+    """The kustomize markers (KUSTOMIZE_INSTALLS): the standalone overlay at our pinned ref, by
+    the URL the platform installs (core.versions), installs the PyTorchJob CRD; a directory no
+    marker names, or a kustomize resource without one, installs no group."""
+    from trainforge.core.versions import TRAINING_OPERATOR_KUSTOMIZE_URL as overlay
+
+    dirs = {"u:op": overlay, "u:other": "./manifests/mine", "u:none": None}
+    found = ordering.installers(
+        SimpleNamespace(urn=u, type=KUSTOMIZE, inputs={"directory": d}) for u, d in dirs.items()
+    )
+    assert found == {"kubeflow.org": ["u:op"]}
 
 
 def test_the_two_urn_shortenings_say_what_they_return():

@@ -21,21 +21,17 @@ def check(ctx: PlanContext) -> CheckResult:
     if declared is None or not declared.contracts:
         return CheckResult()
     findings, lines = [], []
-    for contract in declared.contracts:
-        for pool in contract.pools.values():
-            labels = {OS: "linux", ARCH: pool.architecture}
-            names = admitted(tuple(pool.taints), labels)
-            taints = ", ".join(f"{t.key}:{t.effect}" for t in pool.taints) or "none"
-            lines.append(
-                f"{pool.name} (taints {taints}): "
-                + (f"admits {', '.join(names)}" if names else "no add-on controller")
+    for pool in (p for contract in declared.contracts for p in contract.pools.values()):
+        names = admitted(tuple(pool.taints), {OS: "linux", ARCH: pool.architecture})
+        taints = ", ".join(f"{t.key}:{t.effect}" for t in pool.taints) or "none"
+        admits = f"admits {', '.join(names)}" if names else "no add-on controller"
+        lines.append(f"{pool.name} (taints {taints}): {admits}")
+        msg = (
+            f"{', '.join(names)} may be scheduled on pool {pool.name}'s nodes: they keep a "
+            "node up that consolidation would remove, and die with a spot interruption"
+        )
+        if names:
+            findings.append(
+                Finding(f"pool {pool.name}", RULE, msg, FIX, names=frozenset({pool.name}))
             )
-            msg = (
-                f"{', '.join(names)} may be scheduled on pool {pool.name}'s nodes: they keep a "
-                "node up that consolidation would remove, and die with a spot interruption"
-            )
-            if names:
-                findings.append(
-                    Finding(f"pool {pool.name}", RULE, msg, FIX, names=frozenset({pool.name}))
-                )
     return CheckResult(findings, [Section("Add-on controllers on job pools", lines)])

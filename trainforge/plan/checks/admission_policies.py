@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.manifests import K8sObject
 
@@ -92,10 +93,10 @@ def denials(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    """A LabelSelector (matchLabels, matchExpressions) on a namespace's labels; an absent or
-    empty selector matches every namespace."""
-    selector = selector or {}
+def _selects(binding: K8sObject, labels: Mapping[str, str]) -> bool:
+    """A binding's namespaceSelector (matchLabels, matchExpressions) on a namespace's labels;
+    an absent or empty selector matches every namespace."""
+    selector = get(binding.doc, "spec", "matchResources", "namespaceSelector") or {}
     if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
         return False
     for e in selector.get("matchExpressions") or []:
@@ -124,12 +125,11 @@ def _creates_pods(spec: Mapping[str, Any]) -> bool:
 
 def _namespace_labels(objects: Iterable[K8sObject]) -> dict[str, dict[str, str]]:
     """Each planned Namespace's labels, with the one the API server adds."""
-    out = {}
-    for o in objects:
-        if o.kind == "Namespace":
-            labels = dict((o.doc.get("metadata") or {}).get("labels") or {})
-            out[o.obj_name] = {**labels, NAMESPACE_NAME: o.obj_name}
-    return out
+    return {
+        o.obj_name: {**(get(o.doc, "metadata", "labels") or {}), NAMESPACE_NAME: o.obj_name}
+        for o in objects
+        if o.kind == "Namespace"
+    }
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -153,14 +153,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if ns is None or obj.kind in TEMPLATES_ONLY:
             continue
         labels = namespaces.get(ns, {NAMESPACE_NAME: ns})
-        mine = [
-            b
-            for b in bindings
-            if _selects(
-                (b.doc["spec"].get("matchResources") or {}).get("namespaceSelector"), labels
-            )
-        ]
-        if not mine:
+        if not (mine := [b for b in bindings if _selects(b, labels)]):
             continue
         for t in pod_templates(obj.doc, runtimes=runtimes):
             judged += 1

@@ -45,8 +45,7 @@ def why_documentation(value: str) -> str | None:
                 rfc = "RFC 3849" if doc.version == 6 else "RFC 5737"
                 return f"{doc} is reserved for documentation by {rfc}"
         return None
-    m = _ACCOUNT.search(text)
-    if m:
+    if m := _ACCOUNT.search(text):
         return f"account {m.group(1)} is AWS's documentation example account"
     if "EXAMPLE" in text:
         return "AWS's EXAMPLE placeholder"
@@ -76,16 +75,14 @@ def check(ctx: PlanContext) -> CheckResult:
     config = dict(ctx.inventory.config or {})
     for top in sorted(config):
         for key, text in _walk(decode_value(config[top]), top):
-            why = why_documentation(text)
-            if why is None:
+            if (why := why_documentation(text)) is None:
                 continue
-            msg = f"{key}: got {text!r}, a documentation value ({why}): valid is a " + (
-                "value of your own network or account"
+            msg = (
+                f"{key}: got {text!r}, a documentation value ({why}): valid is a value of your "
+                "own network or account"
             )
-            fix = RULES[DOCUMENTATION_VALUE]
-            findings.append(
-                Finding(key, DOCUMENTATION_VALUE, msg, fix, names=frozenset({key, top}))
-            )
+            fix, names = RULES[DOCUMENTATION_VALUE], frozenset({key, top})
+            findings.append(Finding(key, DOCUMENTATION_VALUE, msg, fix, names=names))
             lines.append(f"{key}: {text} ({why})")
     if not lines:
         return CheckResult()

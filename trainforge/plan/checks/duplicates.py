@@ -41,14 +41,11 @@ def object_key(obj: K8sObject) -> tuple[str, str, str, str] | None:
 def check(ctx: PlanContext) -> CheckResult:
     by_key: dict[tuple[str, str, str, str], list[K8sObject]] = defaultdict(list)
     for obj in ctx.objects:
-        key = object_key(obj)
-        if key is not None:
+        if (key := object_key(obj)) is not None:
             by_key[key].append(obj)
     findings = []
-    for same in by_key.values():
-        if len(same) < 2:
-            continue
-        first, *others = same
+    for same in (s for s in by_key.values() if len(s) > 1):
+        first = same[0]
         declared = ", ".join(o.name for o in same)
         msg = (
             f"{first.ident} is declared {len(same)} times (Pulumi resources {declared}): the "

@@ -23,6 +23,7 @@ from trainforge.plan.checks import iam_eval as iam
 from trainforge.plan.checks import queues as Q
 from trainforge.plan.checks.existence import BUILTIN, pod_refs
 from trainforge.plan.checks.iam_stack import read_stack
+from trainforge.plan.checks.ordering import chart_name
 from trainforge.plan.fleet import region
 from trainforge.plan.price_facts import usd
 from trainforge.stack.fleet import MULTIKUEUE_CONTROLLER as MULTIKUEUE
@@ -79,13 +80,10 @@ def operators(inv: Any) -> set[str]:
     out = set()
     for r in getattr(inv, "resources", None) or []:
         inputs = r.inputs if isinstance(r.inputs, dict) else {}
-        chart = str(inputs.get("chart") or "")
         if r.type == T.KUSTOMIZE and "training-operator" in r.name:
             out.add(f"overlay {inputs.get('directory')}")
-        elif r.type == T.HELM_RELEASE and any(
-            k in chart.rsplit("/", 1)[-1] for k in ("trainer", "jobset")
-        ):
-            out.add(f"chart {chart} {inputs.get('version')}")
+        elif r.type == T.HELM_RELEASE and any(k in chart_name(r) for k in ("trainer", "jobset")):
+            out.add(f"chart {inputs.get('chart')} {inputs.get('version')}")
     return out
 
 
@@ -176,10 +174,9 @@ def s3_grants(inv: Any) -> tuple[set[str], set[str]] | None:
     own: set[str] = set()
     granted: set[str] = set()
     for r in getattr(inv, "resources", None) or []:
-        if r.type in T.S3_BUCKETS:
-            name = r.inputs.get("bucket") if isinstance(r.inputs.get("bucket"), str) else r.id
-            if name:
-                own.add(name)
+        name = r.inputs.get("bucket") if isinstance(r.inputs.get("bucket"), str) else r.id
+        if r.type in T.S3_BUCKETS and name:
+            own.add(name)
         if r.type not in (T.IAM_ROLE_POLICY, T.IAM_POLICY):
             continue
         doc = iam.policy_doc(r.inputs.get("policy"))
@@ -350,11 +347,10 @@ def check(ctx: PlanContext) -> CheckResult:
             )
         lines.append("  tried first: " + tried_first(may, how, list(workers)))
         priced = sorted((r.hourly, r.worker) for r in runs if r.hourly is not None)
-        if len(may) > 1 and priced:
-            if len(priced) == len(may) and priced[0][0] == priced[-1][0]:
-                lines.append("  cheapest: none, the same on-demand price on every worker")
-            else:
-                lines.append(f"  cheapest: {priced[0][1]} ({usd(priced[0][0])}/h)")
+        if len(may) > 1 and priced and len(priced) == len(may) and priced[0][0] == priced[-1][0]:
+            lines.append("  cheapest: none, the same on-demand price on every worker")
+        elif len(may) > 1 and priced:
+            lines.append(f"  cheapest: {priced[0][1]} ({usd(priced[0][0])}/h)")
         inputs = set().union(*(pod_inputs(p) for p in pods)) if pods else set()
         for n in may:
             missing = sorted(inputs - _declared_in(planned[n].docs, target.namespace))
@@ -374,10 +370,8 @@ def check(ctx: PlanContext) -> CheckResult:
                     f"{'pulls' if len(far) == 1 else 'pull'} it across regions (inter-region "
                     "data transfer)"
                 )
-        ckpt, mirrored = (
-            checkpoint_dir(spec, target),
-            checkpoints_mirrored(spec, target, dj.emitted),
-        )
+        ckpt = checkpoint_dir(spec, target)
+        mirrored = checkpoints_mirrored(spec, target, dj.emitted)
         fsx = bool(target.claim_name) and ckpt.startswith(target.fsx_mount_path)
         if fsx and not mirrored and len(may) > 1:
             finding(
@@ -392,14 +386,10 @@ def check(ctx: PlanContext) -> CheckResult:
         # role of the job's team at its prefix; the bucket's name unknown: any bucket but its own
         bucket, shut = manager_bucket(ctx), []
         for n in may:
-            grants = s3_grants(planned[n].inventory)
-            if grants is None:
+            if (grants := s3_grants(inv := planned[n].inventory)) is None:
                 continue
             own, granted = grants
-            if bucket:
-                if team_reaches(planned[n].inventory, bucket, spec.team) is False:
-                    shut.append(n)
-            elif not (granted - own):
+            if team_reaches(inv, bucket, spec.team) is False if bucket else not (granted - own):
                 shut.append(n)
         if shut:
             finding(

@@ -41,8 +41,7 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for res in ctx.inventory.resources:
         if res.type == NODE_GROUP:
-            pool = (res.inputs.get("labels") or {}).get(POOL_LABEL)
-            if not pool:
+            if not (pool := (res.inputs.get("labels") or {}).get(POOL_LABEL)):
                 continue  # the system node group: no training pod runs there
             zones = _deps(by_urn, res, "subnetIds")
             given = res.inputs.get("subnetIds")
@@ -61,11 +60,9 @@ def placements(ctx: PlanContext) -> list[dict[str, Any]]:
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    by_urn = ctx.inventory.by_urn()
-    systems = ctx.resources_of(FSX_LUSTRE)
-    if not systems:
-        return CheckResult([], [])
-    fsx_zones = _deps(by_urn, systems[0], "subnetIds")
+    if not (systems := ctx.resources_of(FSX_LUSTRE)):
+        return CheckResult()
+    fsx_zones = _deps(ctx.inventory.by_urn(), systems[0], "subnetIds")
     if len(fsx_zones) != 1:
         line = "FSx for Lustre: zone not known at preview (not checked)"
         return CheckResult([], [Section(TITLE, [line], {})])

@@ -130,10 +130,9 @@ def check(ctx: PlanContext) -> CheckResult:
             problems.append((PIN_RULE, f"chart {chart!r} has no version: it floats to the newest"))
         if inputs.get("devel") is True:
             problems.append((PIN_RULE, f"chart {chart!r} sets devel: pre-releases may install"))
-        for rule, message in problems:
-            findings.append(
-                Finding.on(rel, rule, f"Helm release {rel.name}: {message}", RULES[rule])
-            )
+        findings += [
+            Finding.on(rel, r, f"Helm release {rel.name}: {m}", RULES[r]) for r, m in problems
+        ]
         at = f"@{version}" if version else " (no version)"
         verdict = "cannot resolve" if res.error else "resolves"
         lines.append(f"{rel.name}: {res.how} {res.where}{at} -> {verdict}")
@@ -141,8 +140,5 @@ def check(ctx: PlanContext) -> CheckResult:
             {"release": rel.name, "how": res.how, "where": res.where, "version": version,
              "error": res.error or None}
         )  # fmt: skip
-    if not lines:
-        return CheckResult(findings)
-    return CheckResult(
-        findings, [Section("Helm charts (as pulumi-kubernetes resolves them)", lines, data)]
-    )
+    title = "Helm charts (as pulumi-kubernetes resolves them)"
+    return CheckResult(findings, [Section(title, lines, data)] if lines else [])

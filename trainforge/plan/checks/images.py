@@ -14,14 +14,11 @@ from typing import Any
 from trainforge.core import image_routes
 from trainforge.jobs import dockerfile, images
 from trainforge.jobs.dockerfile import Source
-from trainforge.jobs.entrypoint import (
-    checkpoints_mirrored,
-    logs_to_mlflow,
-    mirrors_to_s3,
-    shipped_files,
-)
+from trainforge.jobs.entrypoint import checkpoints_mirrored as mirrored
+from trainforge.jobs.entrypoint import logs_to_mlflow, mirrors_to_s3, shipped_files
 from trainforge.jobs.image_facts import ImageFacts, facts_for, missing_pieces, runtime_way
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
+from trainforge.plan.fleet import region as stack_region
 
 RULES = {
     "TRAINFORGE_IMAGE_PIECE": "where the job's code ships, run it on the trainforge runtime image "
@@ -41,7 +38,7 @@ def _finding(r: Any, rule: str, message: str, fix: str = "", **more: Any) -> Fin
 
 
 def _features(
-    job: Any, target: Any, facts: ImageFacts, mlflow_used: bool = True, mirrored: bool = True
+    job: Any, target: Any, facts: ImageFacts, mlflow_used: bool, mirrored: bool
 ) -> list[str]:
     """What the runtime will say about MLflow, the S3 mirror and NCCL's network."""
 
@@ -212,12 +209,12 @@ def _credential_findings(ctx: PlanContext) -> list[Finding]:
     """A rule's credential in another Region than the stack: CreatePullThroughCacheRule refuses
     it at `pulumi up` (the account, which the offline plan does not know, the program checks
     at `pulumi preview`: ImageCache)."""
-    region = (getattr(ctx.inventory, "config", None) or {}).get("aws:region")
+    if (region := stack_region(getattr(ctx.inventory, "config", None) or {})) is None:
+        return []
     out = []
     for r in ctx.resources_of(RULE_TYPE):
-        arn = r.inputs.get("credentialArn")
-        prefix = r.inputs.get("ecrRepositoryPrefix")
-        if not isinstance(arn, str) or not isinstance(region, str):
+        arn, prefix = r.inputs.get("credentialArn"), r.inputs.get("ecrRepositoryPrefix")
+        if not isinstance(arn, str):
             continue
         key = image_routes.CREDENTIAL_KEYS.get(str(prefix), "trainforge:images")
         for why in image_routes.credential_problems(arn, region, None):
@@ -228,20 +225,28 @@ def _credential_findings(ctx: PlanContext) -> list[Finding]:
     return out
 
 
+def _reading(job: Any, target: Any, emitted: Any) -> tuple[str, ImageFacts, str, bool, bool]:
+    """(the image the emitters put in the pods, its facts, namespace/job, whether the job's code
+    logs to MLflow, whether its checkpoints are mirrored): what the section and the findings
+    both judge."""
+    image = images.image_for(job, target.pool)
+    facts = job.image_facts or facts_for(image, None)
+    mlflow = logs_to_mlflow(job, shipped_files(emitted))
+    return image, facts, f"{target.namespace}/{job.name}", mlflow, mirrored(job, target, emitted)
+
+
 def piece_findings(job: Any, target: Any, emitted: Any, resource_name: str = "") -> list[Finding]:
     """TRAINFORGE_IMAGE_PIECE of one job: the pieces its features need that its image is known
     to lack. The plan's, and `trainforge import`'s list of what the plan will flag."""
-    image = images.image_for(job, target.pool)
-    facts = job.image_facts or facts_for(image, None)
-    name = f"{target.namespace}/{job.name}"
-    mlflow = target.mlflow_tracking_uri is not None and logs_to_mlflow(job, shipped_files(emitted))
+    image, facts, name, mlflow, s3_mirror = _reading(job, target, emitted)
+    mlflow = target.mlflow_tracking_uri is not None and mlflow
     rule = "TRAINFORGE_IMAGE_PIECE"
     names = frozenset({job.name, name, resource_name})
     return [
         Finding(resource_name or job.name, rule, f"{name}: {miss.message(image)}", miss.fix,
                 names=names)
         for miss in missing_pieces(
-            facts, mlflow=mlflow, s3_mirror=checkpoints_mirrored(job, target, emitted),
+            facts, mlflow=mlflow, s3_mirror=s3_mirror,
             efa=bool(job.efa), where=name, fp8=_fp8(job), runtime=runtime_way(job, target),
             waive=rule,
         )
@@ -257,12 +262,8 @@ def check(ctx: PlanContext) -> CheckResult:
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
         job, target = dj.spec, dj.target
-        image = images.image_for(job, target.pool)  # what the emitters put in the pods
-        facts = job.image_facts or facts_for(image, None)
-        name = f"{target.namespace}/{job.name}"
-        mlflow_used = logs_to_mlflow(job, shipped_files(dj.emitted))
-        mirrored = checkpoints_mirrored(job, target, dj.emitted)
-        feats = _features(job, target, facts, mlflow_used, mirrored)
+        _, facts, name, mlflow_used, s3_mirror = _reading(job, target, dj.emitted)
+        feats = _features(job, target, facts, mlflow_used, s3_mirror)
         lines += [
             f"  {name}: {job.image or '(pool default)'}",
             f"    facts: {facts.describe()}",

@@ -33,13 +33,14 @@ def _differences(wanted: dict[str, Any], built: dict[str, Any]) -> list[str]:
     out = [f for f in _POD_FIELDS if wanted["spec"].get(f) != built["spec"].get(f)]
     want_c, got_c = wanted["spec"]["containers"][0], built["spec"]["containers"][0]
     out += [f"container {f}" for f in _CONTAINER_FIELDS if want_c.get(f) != got_c.get(f)]
-    missing = {e["name"] for e in want_c["env"]} - {e["name"] for e in got_c.get("env") or []}
-    if missing:
+    if missing := {e["name"] for e in want_c["env"]} - {e["name"] for e in got_c.get("env") or []}:
         out.append(f"env {sorted(missing)}")
     ports = {p.get("name"): p.get("containerPort") for p in got_c.get("ports") or []}
-    for p in want_c.get("ports") or []:
-        if ports.get(p.get("name")) != p.get("containerPort"):
-            out.append(f"port {p.get('name')}")
+    out += [
+        f"port {p.get('name')}"
+        for p in want_c.get("ports") or []
+        if ports.get(p.get("name")) != p.get("containerPort")
+    ]
     labels = wanted["metadata"].get("labels") or {}
     if not labels.items() <= (built["metadata"].get("labels") or {}).items():
         out.append("labels")
@@ -72,15 +73,13 @@ def check(ctx: PlanContext) -> CheckResult:
             built = trainjob.built_pod(wl, runtime_docs(ctx))
             if built is None:
                 note += " (not in this plan: checked by the cluster's webhook only)"
-            else:
-                diff = _differences(emitted.pod, built)
-                if diff:
-                    message = (
-                        f"the pod Trainer builds from runtime {name!r} differs from the job's "
-                        f"pod in: {', '.join(diff)}"
-                    )
-                    names = frozenset({job.resource_name})
-                    findings.append(Finding(ident, RULE, message, RULES[RULE], names=names))
+            elif diff := _differences(emitted.pod, built):
+                message = (
+                    f"the pod Trainer builds from runtime {name!r} differs from the job's "
+                    f"pod in: {', '.join(diff)}"
+                )
+                names = frozenset({job.resource_name})
+                findings.append(Finding(ident, RULE, message, RULES[RULE], names=names))
         elif emitted.service is not None:
             note = f"headless Service {emitted.service['metadata']['name']}"
         lines.append(f"{ns}/{spec.name}: {emitted.backend} -> {wl['kind']} {note}")

@@ -63,20 +63,15 @@ def _installed_groups(res: Any) -> tuple[str, ...]:
         return (group,) if isinstance(group, str) else ()
     if res.type in (HELM_RELEASE, CHART_V4):
         return INSTALLS.get(chart_name(res), ())
-    if res.type == KUSTOMIZE:
-        directory = str(res.inputs.get("directory") or "")
-        for marker, groups in KUSTOMIZE_INSTALLS.items():
-            if marker in directory:
-                return groups
-    return ()
+    directory = str(res.inputs.get("directory") or "") if res.type == KUSTOMIZE else None
+    return next((g for m, g in KUSTOMIZE_INSTALLS.items() if directory and m in directory), ())
 
 
 def installers(resources: Iterable[Any]) -> dict[str, list[str]]:
     """API group -> URNs of the resources in the plan that install its CRDs."""
     out: dict[str, list[str]] = {}
-    for res in resources:
-        for group in _installed_groups(res):
-            out.setdefault(group, []).append(res.urn)
+    for res, group in ((r, g) for r in resources for g in _installed_groups(r)):
+        out.setdefault(group, []).append(res.urn)
     return out
 
 
@@ -95,8 +90,7 @@ def creation_order(resources: Iterable[Any]) -> After:
         seen: set[str] = set()
         todo = list(edges.get(urn, []))
         while todo:
-            u = todo.pop()
-            if u not in seen:
+            if (u := todo.pop()) not in seen:
                 seen.add(u)
                 todo += edges.get(u, [])
         return frozenset(seen)
@@ -138,14 +132,12 @@ def check(ctx: PlanContext) -> CheckResult:
     foreign_ns: set[str] = set()
     checked = 0
     for obj in ctx.objects:
-        res = by_urn.get(obj.urn)
-        if res is None:
+        if (res := by_urn.get(obj.urn)) is None:
             continue
         checked += 1
         group = str(obj.doc.get("apiVersion") or "").rpartition("/")[0]  # "" for core v1
         if group not in builtin_groups():
-            makers = crd_makers.get(group, [])
-            if not makers:
+            if not (makers := crd_makers.get(group, [])):
                 assumed.setdefault(group, set()).add(obj.kind)
             elif not set(makers) & after_of(res.urn):
                 message = (
@@ -169,8 +161,7 @@ def check(ctx: PlanContext) -> CheckResult:
             if not any(by_urn.get(d) is not None and by_urn[d].type == NAMESPACE for d in deps):
                 lines.append(f"{res.name}: namespace unknown at preview (not checked)")
             continue
-        makers = [m for m in ns_makers.get(ns, []) if m != res.urn]
-        if not makers:
+        if not (makers := [m for m in ns_makers.get(ns, []) if m != res.urn]):
             foreign_ns.add(ns)
         elif not set(makers) & after_of(res.urn):
             message = (

@@ -48,11 +48,9 @@ def digest(value: Any) -> str:
 
 def call_fingerprint(root: pathlib.Path | None, spec: Any) -> tuple[Any, str | None]:
     """(value, error) of a job's declared `checkpoint.fingerprint` for its own arguments."""
-    source = spec.checkpoint.fingerprint
-    ep = spec.entrypoint
-    base = root or pathlib.Path.cwd()
+    source, ep = spec.checkpoint.fingerprint, spec.entrypoint
     code_dir = ep.code_dir or "."  # a script's own directory unless set (the job spec's rule)
-    folder = str((base / code_dir).resolve())
+    folder = str(((root or pathlib.Path.cwd()) / code_dir).resolve())
     mod_name, _, fn_name = source.partition(":")
     sys.path.insert(0, folder)
     try:
@@ -96,40 +94,38 @@ def check(ctx: PlanContext) -> CheckResult:
     layouts: dict[str, Any] = {}  # digest -> layout: jobs of one shape share one entry
     for ident, v in sorted(views.items()):
         rec: dict[str, Any] = {"ident": ident, "checkpointDir": v.checkpoint_dir}
-        args = v.runtime_args
-        if args is not None:
+        data.append(rec)
+        spec = declared.get((v.namespace, v.name))
+        source = spec.checkpoint.fingerprint if spec is not None else None
+        if v.runtime_args is not None:
             try:
-                layout = CC.layout_for_args(args)
+                layout = CC.layout_for_args(v.runtime_args)
             except CC.LayoutError as e:
                 lines.append(f"{ident}: no state layout ({e})")
                 rec["error"] = str(e)
-            else:
-                rec["digest"] = key = digest(layout.tensors)
-                layouts[key] = layout._asdict()
-                n_model = sum(1 for k in layout.tensors if k.startswith("model."))
-                lines.append(
-                    f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
-                    f"{len(layout.tensors) - n_model} optimizer), layout {key}, "
-                    f"in {v.checkpoint_dir or 'no checkpoint directory'}"
-                )
+                continue
+            rec["digest"] = key = digest(layout.tensors)
+            layouts[key] = layout._asdict()
+            n_model = sum(1 for k in layout.tensors if k.startswith("model."))
+            lines.append(
+                f"{ident}: {len(layout.tensors)} tensors ({n_model} model, "
+                f"{len(layout.tensors) - n_model} optimizer), layout {key}, "
+                f"in {v.checkpoint_dir or 'no checkpoint directory'}"
+            )
+        elif not source:
+            lines.append(
+                f"{ident}: own code without a state fingerprint: a replacement's resume is "
+                "not checked (checkpoint.fingerprint: module:function)"
+            )
         else:
-            spec = declared.get((v.namespace, v.name))
-            source = spec.checkpoint.fingerprint if spec is not None else None
-            if source:
-                value, err = call_fingerprint(ctx.root, spec)
-                rec["fingerprintSource"] = source
-                if err:
-                    lines.append(f"{ident}: own code; state fingerprint {err}")
-                    rec["error"] = err
-                else:
-                    rec["fingerprint"] = value
-                    lines.append(f"{ident}: own code; state fingerprint {source} = {digest(value)}")
+            value, err = call_fingerprint(ctx.root, spec)
+            rec["fingerprintSource"] = source
+            if err:
+                lines.append(f"{ident}: own code; state fingerprint {err}")
+                rec["error"] = err
             else:
-                lines.append(
-                    f"{ident}: own code without a state fingerprint: a replacement's resume is "
-                    "not checked (checkpoint.fingerprint: module:function)"
-                )
-        data.append(rec)
+                rec["fingerprint"] = value
+                lines.append(f"{ident}: own code; state fingerprint {source} = {digest(value)}")
     return CheckResult(sections=[Section(TITLE, lines, {"jobs": data, "layouts": layouts})])
 
 

@@ -72,9 +72,7 @@ def check(ctx: PlanContext) -> CheckResult:
     lines: list[str] = []
     data: list[dict[str, Any]] = []
     for dj in declared.jobs:
-        wl = dj.emitted.workload
-        backend = dj.emitted.backend
-        shape = job_shape(wl)
+        wl, backend, shape = dj.emitted.workload, dj.emitted.backend, job_shape(dj.emitted.workload)
         inputs = RetryInputs(KILLED, runtimes, _ledger(dj.spec, dj.target, ledger))
         bound = shape.retry_bound(wl, inputs) if shape is not None else None
         if bound is None:

@@ -28,22 +28,16 @@ def _limits(pool: PoolFacts) -> str:
     if pool.kind == "node-group":
         return f"maxSize {pool.max_nodes}"
     lim = pool.limits
-    parts = [
-        f"{k} {v}"
-        for k, v in (("cpu", lim.cpu), ("memory", lim.memory), (GPU_RESOURCE, lim.gpus))
-        if v is not None
-    ]
-    return "limits " + (", ".join(parts) if parts else "none")
+    pairs = (("cpu", lim.cpu), ("memory", lim.memory), (GPU_RESOURCE, lim.gpus))
+    return "limits " + (", ".join(f"{k} {v}" for k, v in pairs if v is not None) or "none")
 
 
 def _pool_lines(pool: PoolFacts) -> tuple[list[str], dict[str, Any]]:
-    rooms = capacity.rooms(pool)
-    ds = pool.daemonsets
-    head = (
+    rooms, ds = capacity.rooms(pool), pool.daemonsets
+    lines = [
         f"pool {pool.name} ({pool.kind}; {_limits(pool)}): {len(ds)} DaemonSet pods per node "
         f"request {sum(d.cpu_m for d in ds)}m CPU, {sum(d.memory_mib for d in ds)}Mi"
-    )
-    lines = [head]
+    ]
     data: dict[str, Any] = {"kind": pool.kind, "daemonsets": [d.name for d in ds], "nodes": []}
     if (held := quota.capacity_words(pool)) is not None:
         # what the teams' guarantees in the pool add up to at most (docs/teams.md, "Quotas")
@@ -119,8 +113,7 @@ def check(ctx: PlanContext) -> CheckResult:
     # team -> quota resource -> (what all its jobs request, the team's quota)
     team_totals: dict[str, dict[str, tuple[Fraction, str | None]]] = {}
     for j in declared.jobs:
-        spec, target = j.spec, j.target
-        pool = target.pool
+        spec, target, pool = j.spec, j.target, j.target.pool
         gpus = spec.gpus_per_worker or 0
         req = capacity.job_request(spec, pool)  # what the emitter writes, EFA devices too
         pods = spec.min_workers

@@ -224,36 +224,35 @@ def _expanded(
     sent: its first differing line, both ways; a file the plan could not compute is said."""
     spec = pod.get("spec") or {}
     out = []
-    for c in spec.get("containers") or []:
-        for w in pod_files.written(spec, c):
-            diff = w.difference()
-            if w.read is None:
-                what = "command substitution (`$(...)` or a backtick)" if w.substitutes else (
-                    "`$` or `\\`, which bash expands or drops")  # fmt: skip
-                lines.append(
-                    f"  NOT READ: {w.file}, the file the SDK writes in the pod: its text holds "
-                    f"{what} and {w.why}: names and downloads in it are not checked"
-                )
-            if w.stopped:
-                out.append(_stopped(o, w, lines))
-                continue
-            if diff is None:
-                continue
-            line, wrote, runs = diff
-            at = pod_line_at(w, line, program)
-            lines.append(f"  REFUSED: {at}: the pod runs `{runs.strip()}`")
-            message = (
-                f"{o.ident} (sent by the program): the file the SDK writes in the pod differs "
-                f"from the function it sent, first at {at}: written "
-                f"`{wrote.strip()}`, the pod runs `{runs.strip()}`; the SDK writes the function "
-                "through an unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`, kubeflow "
-                "0.4.1 EXEC_FUNC_SCRIPT), so bash expands `$name`, `${...}`, `$(...)`, "
-                "backticks and `$((...))` in it and drops a backslash before `$`, a backtick, "
-                "a backslash or a newline (computed by running the TrainJob's own command "
-                "with bash in the pod sandbox, with the container's literal env only: a "
-                "variable the pod gets from its image or a fieldRef is empty here)"
+    for w in (w for c in spec.get("containers") or [] for w in pod_files.written(spec, c)):
+        diff = w.difference()
+        if w.read is None:
+            what = "command substitution (`$(...)` or a backtick)" if w.substitutes else (
+                "`$` or `\\`, which bash expands or drops")  # fmt: skip
+            lines.append(
+                f"  NOT READ: {w.file}, the file the SDK writes in the pod: its text holds "
+                f"{what} and {w.why}: names and downloads in it are not checked"
             )
-            out.append(_finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn))
+        if w.stopped:
+            out.append(_stopped(o, w, lines))
+            continue
+        if diff is None:
+            continue
+        line, wrote, runs = diff
+        at = pod_line_at(w, line, program)
+        lines.append(f"  REFUSED: {at}: the pod runs `{runs.strip()}`")
+        message = (
+            f"{o.ident} (sent by the program): the file the SDK writes in the pod differs "
+            f"from the function it sent, first at {at}: written "
+            f"`{wrote.strip()}`, the pod runs `{runs.strip()}`; the SDK writes the function "
+            "through an unquoted bash heredoc (`read -r -d '' SCRIPT << EOM`, kubeflow "
+            "0.4.1 EXEC_FUNC_SCRIPT), so bash expands `$name`, `${...}`, `$(...)`, "
+            "backticks and `$((...))` in it and drops a backslash before `$`, a backtick, "
+            "a backslash or a newline (computed by running the TrainJob's own command "
+            "with bash in the pod sandbox, with the container's literal env only: a "
+            "variable the pod gets from its image or a fieldRef is empty here)"
+        )
+        out.append(_finding(o.ident, RULE_HEREDOC, message, RULES[RULE_HEREDOC], o.urn))
     return out
 
 
@@ -522,8 +521,7 @@ def check(ctx: PlanContext) -> CheckResult:
         )
         lines.append(f"FAILED: {message}")
         findings.append(_finding(sub.program, RULE_PROGRAM, message, RULES[RULE_PROGRAM]))
-    for o in sent:
-        more, found = _judge(ctx, o, region)
+    for more, found in (_judge(ctx, o, region) for o in sent):
         lines += more
         findings += found
     data = {"program": sub.program, "namespace": sub.namespace, "sent": [o.ident for o in sent],

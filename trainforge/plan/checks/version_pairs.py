@@ -22,11 +22,6 @@ RULES = {
 }
 
 
-def _version(res: Any) -> str | None:
-    version = res.inputs.get("version")
-    return version.lstrip("v") if isinstance(version, str) and version else None
-
-
 def bundled_jobset(trainer_version: str) -> str | None:
     """The JobSet chart version the vendored Trainer chart at `trainer_version` depends on
     (None: not vendored)."""
@@ -40,9 +35,9 @@ def deployed(ctx: PlanContext) -> dict[str, tuple[str, Any]]:
     """component (kueue | kubeflow-trainer | jobset) -> (version, resource) as the plan installs."""
     out: dict[str, tuple[str, Any]] = {}
     for res in (r for t in (HELM_RELEASE, CHART_V4) for r in ctx.resources_of(t)):
-        name, version = chart_name(res), _version(res)
-        if name in ("kueue", "kubeflow-trainer", "jobset") and version:
-            out.setdefault(name, (version, res))
+        name, version = chart_name(res), res.inputs.get("version")
+        if name in ("kueue", "kubeflow-trainer", "jobset") and isinstance(version, str) and version:
+            out.setdefault(name, (version.lstrip("v"), res))
     if "kubeflow-trainer" in out and "jobset" not in out:
         version, res = out["kubeflow-trainer"]
         values = res.inputs.get("values") or {}
@@ -60,26 +55,15 @@ def check(ctx: PlanContext) -> CheckResult:
     kueue, trainer, jobset = (
         found.get(c, (None, None))[0] for c in ("kueue", "kubeflow-trainer", "jobset")
     )
-    sdk = (
-        (versions.KUBEFLOW_SDK_VERSION, versions.KUBEFLOW_TRAINER_API_VERSION)
-        if trainer
-        else (None, None)
-    )
+    sdk = (versions.KUBEFLOW_SDK_VERSION, versions.KUBEFLOW_TRAINER_API_VERSION)
+    sdk = sdk if trainer else (None, None)
     problems = versions.version_pair_problems(kueue, trainer, jobset, *sdk)
     resources = [found[c][1] for c in ("kubeflow-trainer", "kueue", "jobset") if c in found]
     names = [r.name for r in resources]
     findings = [Finding.on(resources[0], RULE, m, RULES[RULE], *names) for m in problems]
-    shown = ", ".join(
-        f"{label} {v}"
-        for label, v in (
-            ("Kueue", kueue),
-            ("Trainer", trainer),
-            ("JobSet", jobset),
-            ("Kubeflow SDK", sdk[0]),
-            ("kubeflow_trainer_api", sdk[1]),
-        )
-        if v
-    )
+    labels = ("Kueue", "Trainer", "JobSet", "Kubeflow SDK", "kubeflow_trainer_api")
+    pairs = zip(labels, (kueue, trainer, jobset, *sdk), strict=True)
+    shown = ", ".join(f"{k} {v}" for k, v in pairs if v)
     if problems:
         verdict = "not built and tested together"
     elif kueue and trainer:
