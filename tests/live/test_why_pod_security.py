@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pathlib
 
 import pytest
 
@@ -20,6 +21,7 @@ from trainforge.plan.checks import pod_security as check
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.runner import run_project
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NS = "research"  # a dev team's namespace: enforce baseline
 
 
@@ -255,6 +257,32 @@ def test_wait_ends_on_a_job_pod_security_refuses_in_whys_words(
     assert out == f"{job}: Created\n"
     # the events, and the namespace's labels that say its level, as why reads them
     assert EVENTS in polls[0] and f"/api/v1/namespaces/{NS}" in polls[0]
+    if kind == "Job":  # troubleshooting.md quotes the line as printed
+        doc = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+        quoted = err.strip().replace(job, "JOB").replace(f"namespace {NS} ", "namespace NS ")
+        assert f"(`{quoted}`)" in doc, quoted
+
+
+def test_a_failed_read_of_the_events_is_one_note_and_the_wait_goes_on(planned, capsys, tmp_path):
+    """A team that cannot read the events (or a cluster that fails to answer) is told once
+    that wait does not see a refusal, and the wait goes on: no exit 1 from a read."""
+    _, ns_doc, job_doc = planned
+    api = FakeApi(_routes(job_doc, ns_doc), forbidden={EVENTS})
+    api.config = api.kubeconfig(tmp_path)
+    ticks = iter(range(100))
+    try:
+        code, out, err = run(
+            capsys, cli.wait_main, "evil", "-n", NS, "--timeout", "3", "--interval", "1",
+            "--kubeconfig", api.config, sleep=lambda _: None, clock=lambda: float(next(ticks)),
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 124, err
+    assert out == (
+        f"note: cannot read the events of namespace {NS} (403: your access does not include "
+        "it): wait does not see a Pod Security refusal of its pods (which never lets it run)\n"
+        "evil: Created\n"
+    ), out
 
 
 def _stale(routes: dict, how: str) -> dict:

@@ -243,8 +243,8 @@ def wait_main(
         default="finished",
         help="admitted: Kueue admitted its workload (no queue: not suspended); running: its "
         "pods run; finished: it succeeded (default). A failed job, or one Kueue never admits, "
-        "ends any wait with exit 1, and so does, for running and finished, a started job none "
-        "of whose pods runs whose pods Pod Security refuses (trainforge why's first line)",
+        "ends any wait with exit 1; so does, for running and finished, a started job with no "
+        "pod running whose pod creates Pod Security refuses (in trainforge why's words)",
     )
     p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
     p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
