@@ -170,6 +170,10 @@ def pod_refusals(api: Api, g: Gathered) -> None:
     the namespace's Warning events about it (`_about`: the job, a TrainJob's JobSet's Jobs)
     and, when one is a refusal, the namespace's labels, as `gather` reads them for `why`. A
     failed read is a note (`unread`): the wait goes on without them."""
+    # a refused create is a Warning (the Job controller's and the training operator's
+    # `Eventf(obj, EventTypeWarning, FailedCreatePodReason, "Error creating: %v")`), and core/v1
+    # events select on `type` (kubernetes pkg/registry/core/event/strategy.go
+    # ToSelectableFields, at 00b2d95c, read 2026-12-01): the Normal events are not fetched
     what = f"the events of namespace {g.namespace}"
     means = "wait does not see a Pod Security refusal of its pods (which never lets it run)"
     found = _optional(
