@@ -203,6 +203,14 @@ def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
     ), out
     assert "  Worker pod, spec.pytorchReplicaSpecs.Worker.template.spec: " in out, out
     assert f"  fix: {check.OPERATOR_FIX}\n" in out, out
+    # started (Kueue admitted it), no Running condition yet: wait ends in why's first line,
+    # read from the event on the PyTorchJob itself (its uid is this PyTorchJob's). Once the
+    # operator says Running (its Master runs), wait goes on: see test_..._while_a_pod_runs
+    job["spec"]["runPolicy"]["suspend"] = False
+    event["involvedObject"]["uid"] = "uid-m"
+    (code, waited, err), _, _ = _wait_and_why(routes, "mnist-user", tmp_path, capsys)
+    assert (code, waited) == (1, "mnist-user: Created\n"), err
+    assert err == f"trainforge wait: mnist-user: {out.splitlines()[0]}\n"
 
 
 # --- `trainforge wait` of a job whose pods Pod Security refuses ---------------------------------
