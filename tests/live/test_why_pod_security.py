@@ -205,7 +205,7 @@ def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
     assert f"  fix: {check.OPERATOR_FIX}\n" in out, out
     # started (Kueue admitted it), no Running condition yet: wait ends in why's first line,
     # read from the event on the PyTorchJob itself (its uid is this PyTorchJob's). Once the
-    # operator says Running (its Master runs), wait goes on: see test_..._while_a_pod_runs
+    # operator says Running (its Master runs), wait goes on (test_wait_reads_no_events_while_a_pod_runs_or_for_admitted)
     job["spec"]["runPolicy"]["suspend"] = False
     event["involvedObject"]["uid"] = "uid-m"
     (code, waited, err), _, _ = _wait_and_why(routes, "mnist-user", tmp_path, capsys)
