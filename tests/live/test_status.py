@@ -409,14 +409,16 @@ def test_each_wait_poll_reads_only_what_wait_decides_and_prints_from(capsys, api
     polls = _reads_per_poll(capsys, api, recorded.RUN, "-n", "llm", "--for", "finished")
     assert polls[0][-1] == job and len(polls[0]) == 3  # PyTorchJob, TrainJob: 404
     assert polls[1:] == [[job], [job]]
-    # a TrainJob that is not Running yet: its pods decide, so they are read
+    # a TrainJob that is not Running yet: its pods decide, so they are read; started with no
+    # pod running (Created), its events too: a Pod Security refusal of its pods would end it
     trainjob = f"/apis/trainer.kubeflow.org/v1alpha1/namespaces/vision/trainjobs/{recorded.RESTART}"
     pods = f"/api/v1/namespaces/vision/pods?labelSelector=jobset.sigs.k8s.io/jobset-name={recorded.RESTART}"
+    events = "/api/v1/namespaces/vision/events"
     assert api.routes[trainjob]["status"]["conditions"] == []
     api.routes[pods] = {"kind": "PodList", "items": []}
     api.seen.clear()
     polls = _reads_per_poll(capsys, api, recorded.RESTART, "-n", "vision", "--for", "running")
-    assert polls[1:] == [[trainjob, pods], [trainjob, pods]]
+    assert polls[1:] == [[trainjob, pods, events], [trainjob, pods, events]]
 
 
 def test_wait_fails_when_the_job_fails(capsys, api):

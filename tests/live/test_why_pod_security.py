@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import pathlib
 
 import pytest
 
@@ -20,6 +21,7 @@ from trainforge.plan.checks import pod_security as check
 from trainforge.plan.manifests import k8s_objects
 from trainforge.plan.runner import run_project
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 NS = "research"  # a dev team's namespace: enforce baseline
 
 
@@ -95,10 +97,31 @@ def test_why_of_a_trainjob_reads_its_jobsets_jobs_refusal(planned, capsys, tmp_p
     """A TrainJob's pods are created by the Jobs of its JobSet (`<name>-node-0`), whose Job
     controller's FailedCreate is the refusal: why reads that event and judges the JobSet's
     pod templates (what those Jobs create), with the fix the plan's finding names."""
+    finding, ns_doc, job_doc = planned
+    api = FakeApi(_trainjob_routes(job_doc, ns_doc))
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.why_main, "tj", "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 0, err
+    assert out.startswith(
+        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job tj-node-0, event FailedCreate) is refused every pod"
+    ), out
+    assert "  node pod, spec.replicatedJobs[0].template.spec.template.spec: hostNamespaces " in out
+    assert f"  fix: {finding.fix}\n" in out, out
+
+
+def _trainjob_routes(job_doc: dict, ns_doc: dict) -> dict:
+    """A started TrainJob `tj` (no pod runs) whose JobSet's Job `tj-node-0` is refused the
+    review Job's pod template, with that Job controller's FailedCreate event."""
     from trainforge.jobs import trainjob
     from trainforge.live.gather import JOBSET
 
-    finding, ns_doc, job_doc = planned
     pod = copy.deepcopy(job_doc["spec"]["template"])
     tj = {"apiVersion": trainjob.API_VERSION, "kind": trainjob.KIND,
           "metadata": {"name": "tj", "namespace": NS, "uid": "uid-tj",
@@ -116,28 +139,12 @@ def test_why_of_a_trainjob_reads_its_jobsets_jobs_refusal(planned, capsys, tmp_p
         "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
         "message": f'Error creating: pods "tj-node-0-0-x7k2p" is forbidden: {said}',
     }  # fmt: skip
-    routes = {
+    return {
         f"/apis/{trainjob.API_VERSION}/namespaces/{NS}/trainjobs/tj": tj,
         f"{JOBSET}/namespaces/{NS}/jobsets/tj": jobset,
         f"/api/v1/namespaces/{NS}/events": {"kind": "EventList", "items": [event]},
         f"/api/v1/namespaces/{NS}": ns_doc,
     }
-    api = FakeApi(routes)
-    api.config = api.kubeconfig(tmp_path)
-    try:
-        code, out, err = run(
-            capsys, cli.why_main, "tj", "-n", NS, "--kubeconfig", api.config,
-            now=lambda: recorded.NOW,
-        )  # fmt: skip
-    finally:
-        api.httpd.shutdown()
-    assert code == 0, err
-    assert out.startswith(
-        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
-        "controller (Job tj-node-0, event FailedCreate) is refused every pod"
-    ), out
-    assert "  node pod, spec.replicatedJobs[0].template.spec.template.spec: hostNamespaces " in out
-    assert f"  fix: {finding.fix}\n" in out, out
 
 
 def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
@@ -196,3 +203,136 @@ def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
     ), out
     assert "  Worker pod, spec.pytorchReplicaSpecs.Worker.template.spec: " in out, out
     assert f"  fix: {check.OPERATOR_FIX}\n" in out, out
+    # started (Kueue admitted it), no Running condition yet: wait ends in why's first line,
+    # read from the event on the PyTorchJob itself (its uid is this PyTorchJob's). Once the
+    # operator says Running (its Master runs), wait goes on (test_wait_reads_no_events_while_a_pod_runs_or_for_admitted)
+    job["spec"]["runPolicy"]["suspend"] = False
+    event["involvedObject"]["uid"] = "uid-m"
+    (code, waited, err), _, _ = _wait_and_why(routes, "mnist-user", tmp_path, capsys)
+    assert (code, waited) == (1, "mnist-user: Created\n"), err
+    assert err == f"trainforge wait: mnist-user: {out.splitlines()[0]}\n"
+
+
+# --- `trainforge wait` of a job whose pods Pod Security refuses ---------------------------------
+
+
+EVENTS = f"/api/v1/namespaces/{NS}/events"
+
+
+def _wait_and_why(routes: dict, job: str, tmp_path, capsys, *argv: str):
+    """`wait JOB` (stopped by its third poll, exit 124, if it does not end by itself), the
+    GETs of each of its polls, and `why JOB`'s output, against the same routes."""
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    polls: list[list[str]] = []
+    ticks = iter(range(100))
+
+    def sleep(_: float) -> None:
+        polls.append(api.seen[sum(map(len, polls)) :])
+
+    try:
+        waited = run(
+            capsys, cli.wait_main, job, "-n", NS, *argv, "--timeout", "3", "--interval", "1",
+            "--kubeconfig", api.config, sleep=sleep, clock=lambda: float(next(ticks)),
+        )  # fmt: skip
+        polls.append(api.seen[sum(map(len, polls)) :])
+        _, why, _ = run(
+            capsys, cli.why_main, job, "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    return waited, polls, why
+
+
+@pytest.mark.parametrize("until", ["finished", "running"])
+@pytest.mark.parametrize("kind", ["Job", "TrainJob"])
+def test_wait_ends_on_a_job_pod_security_refuses_in_whys_words(
+    planned, capsys, tmp_path, until, kind
+):
+    """`wait` polled a started job whose pod creates Pod Security refuses until --timeout
+    (forever without one): the controller retries forever, it never runs. Now its first poll
+    ends the wait, exit 1, with `why`'s first line (one source: admission.lines), read from
+    the Job's event or, for a TrainJob, its JobSet's Job's."""
+    _, ns_doc, job_doc = planned
+    job = "evil" if kind == "Job" else "tj"
+    routes = _routes(job_doc, ns_doc) if kind == "Job" else _trainjob_routes(job_doc, ns_doc)
+    (code, out, err), polls, why = _wait_and_why(routes, job, tmp_path, capsys, "--for", until)
+    first = why.splitlines()[0]
+    assert first.startswith("Pod Security refuses its pods: ") and first.endswith("never runs.")
+    assert (code, len(polls)) == (1, 1), (code, out, err)
+    assert err == f"trainforge wait: {job}: {first}\n"
+    assert out == f"{job}: Created\n"
+    # the events, and the namespace's labels that say its level, as why reads them
+    assert EVENTS in polls[0] and f"/api/v1/namespaces/{NS}" in polls[0]
+    if kind == "Job":  # troubleshooting.md quotes the line as printed
+        doc = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+        quoted = err.strip().replace(job, "JOB").replace(f"namespace {NS} ", "namespace NS ")
+        assert f"(`{quoted}`)" in doc, quoted
+
+
+def test_a_failed_read_of_the_events_is_one_note_and_the_wait_goes_on(planned, capsys, tmp_path):
+    """A team that cannot read the events (or a cluster that fails to answer) is told once
+    that wait does not see a refusal, and the wait goes on: no exit 1 from a read."""
+    _, ns_doc, job_doc = planned
+    api = FakeApi(_routes(job_doc, ns_doc), forbidden={EVENTS})
+    api.config = api.kubeconfig(tmp_path)
+    ticks = iter(range(100))
+    try:
+        code, out, err = run(
+            capsys, cli.wait_main, "evil", "-n", NS, "--timeout", "3", "--interval", "1",
+            "--kubeconfig", api.config, sleep=lambda _: None, clock=lambda: float(next(ticks)),
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    assert code == 124, err
+    assert out == (
+        f"note: cannot read the events of namespace {NS} (403: your access does not include "
+        "it): wait does not see a Pod Security refusal of its pods (which never lets it run)\n"
+        "evil: Created\n"
+    ), out
+
+
+def _stale(routes: dict, how: str) -> dict:
+    """The refusal event as an earlier `evil` left it: last seen before this Job was created,
+    or recorded (now) about another object of the name, its uid not this Job's."""
+    routes = copy.deepcopy(routes)
+    (event,) = routes[EVENTS]["items"]
+    if how == "earlier":
+        event["lastTimestamp"] = "2026-11-25T11:49:59Z"  # the Job: created 11:50:00
+    else:
+        event["involvedObject"]["uid"] = "uid-earlier-evil"
+    return routes
+
+
+@pytest.mark.parametrize("how", ["earlier", "other uid"])
+def test_an_earlier_jobs_refusal_does_not_end_the_wait(planned, capsys, tmp_path, how):
+    """Events outlive their object (an hour by default): a refusal of an earlier Job of the
+    same name, deleted and re-created, says nothing of this one. wait goes on (its timeout
+    here) and why does not say it; with this Job's uid the same event ends it."""
+    _, ns_doc, job_doc = planned
+    routes = _stale(_routes(job_doc, ns_doc), how)
+    (code, out, err), polls, why = _wait_and_why(routes, "evil", tmp_path, capsys)
+    assert (code, err) == (124, "trainforge wait: evil still Created after 3s\n"), out
+    assert "Pod Security" not in why, why
+    # each poll of a started job none of whose pods runs reads the events
+    assert all(EVENTS in p for p in polls), polls
+    if how == "other uid":
+        routes[EVENTS]["items"][0]["involvedObject"]["uid"] = "uid-evil"
+        (code, _, err), _, _ = _wait_and_why(routes, "evil", tmp_path, capsys)
+        assert code == 1 and "Pod Security refuses its pods" in err, err
+
+
+def test_wait_reads_no_events_while_a_pod_runs_or_for_admitted(planned, capsys, tmp_path):
+    """The events are read only where a refusal decides: a running Job's polls (its pods
+    were created) and `--for admitted` (admitted it is) read none, and the refusal event,
+    stale for a running job, ends neither wait."""
+    _, ns_doc, job_doc = planned
+    routes = _routes(job_doc, ns_doc)
+    (code, _, err), polls, _ = _wait_and_why(routes, "evil", tmp_path, capsys, "--for", "admitted")
+    assert code == 0, err
+    assert not any(EVENTS in p for p in polls), polls
+    routes[f"/apis/batch/v1/namespaces/{NS}/jobs/evil"]["status"] = {"active": 1}
+    (code, out, err), polls, _ = _wait_and_why(routes, "evil", tmp_path, capsys)
+    assert (code, out) == (124, "evil: Running\n"), err
+    assert not any(EVENTS in p for p in polls), polls

@@ -15,6 +15,7 @@ the event names, and `why` says which.
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 from trainforge.core import pod_security
@@ -22,18 +23,52 @@ from trainforge.live.gather import Gathered
 from trainforge.plan.checks.pod_security import RULE, judge
 
 _VIOLATES = re.compile(r'violates PodSecurity "([^":]+):([^"]+)"')
+_NEVER = datetime.min.replace(tzinfo=UTC)  # an event without a time sorts first
 SEE = "See docs/troubleshooting.md#a-job-that-never-leaves-created"
 
 
 def refused_event(g: Gathered) -> dict[str, Any] | None:
     """The latest event about the job (or the Jobs its JobSet made) carrying Pod Security's
-    refusal of a Pod create, None when there is none."""
-    found = [e for e in g.events if _VIOLATES.search(str(e.get("message") or ""))]
-    return max(found, key=_when) if found else None
+    refusal of a Pod create, None when there is none. Only this job's: an event of an earlier
+    object of the same name (deleted and re-created; events outlive their object: kube-apiserver
+    --event-ttl, 1h by default) does not count, told by its object's uid where the event is on the job itself,
+    else by its time: last seen before the job was created is an earlier object's."""
+    found = [
+        e for e in g.events if _VIOLATES.search(str(e.get("message") or "")) and _this_jobs(g, e)
+    ]
+    return max(found, key=lambda e: _when(e) or _NEVER) if found else None
 
 
-def _when(e: dict[str, Any]) -> str:
-    return str(e.get("lastTimestamp") or e.get("eventTime") or "")
+def _this_jobs(g: Gathered, e: dict[str, Any]) -> bool:
+    """Whether the event was recorded about this job object, not an earlier one of its name."""
+    meta = g.job.get("metadata") or {}
+    obj = e.get("involvedObject") or {}
+    uid = obj.get("uid")
+    if uid and obj.get("kind") == g.kind and obj.get("name") == g.name:
+        return uid == meta.get("uid")
+    created, seen = _time(str(meta.get("creationTimestamp") or "")), _when(e)
+    # unknown times: the event counts (as before), rather than hiding a refusal
+    return created is None or seen is None or seen >= created
+
+
+def _time(text: str) -> datetime | None:
+    """An RFC 3339 time of the API (`2026-11-25T11:58:00Z`, an eventTime's microseconds)."""
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+
+
+def _when(e: dict[str, Any]) -> datetime | None:
+    """When the event was last seen: core/v1's lastTimestamp (the legacy recorder the Job
+    controller and the training operator use), else an events.k8s.io event's series'
+    lastObservedTime, else its eventTime."""
+    series = e.get("series") or {}
+    for text in (e.get("lastTimestamp"), series.get("lastObservedTime"), e.get("eventTime")):
+        t = _time(str(text or ""))
+        if t is not None:
+            return t
+    return None
 
 
 def event_policy(message: str) -> pod_security.Policy | None:

@@ -2,7 +2,7 @@
 
 Uses the user's kubeconfig (`--kubeconfig`, `$KUBECONFIG`, ~/.kube/config; `--context`) and
 the namespace given with `-n` or the context's. Read-only. Exit codes: 0 ok, 1 the job failed
-or Kueue never admits it (wait) or the cluster refused a read, 2 bad usage, no such job, or
+or Kueue never admits it or Pod Security refuses its pods (wait) or the cluster refused a read, 2 bad usage, no such job, or
 this side cannot ask (a kubeconfig that is missing or does not load, an unknown --context, a
 failed exec credential plugin, no Kubernetes client), 124 wait timed out.
 """
@@ -19,8 +19,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL
-from trainforge.live import explain, spend, stack_fix, wait
-from trainforge.live.gather import Gathered, NotFound, cannot_read, gather, poll, rank0_pod
+from trainforge.live import admission, explain, spend, stack_fix, wait
+from trainforge.live.gather import (
+    Gathered,
+    NotFound,
+    cannot_read,
+    gather,
+    pod_refusals,
+    poll,
+    rank0_pod,
+)
 from trainforge.live.kube import Api, KubeError, LocalError
 from trainforge.plan import kueue as K
 
@@ -235,7 +243,8 @@ def wait_main(
         default="finished",
         help="admitted: Kueue admitted its workload (no queue: not suspended); running: its "
         "pods run; finished: it succeeded (default). A failed job, or one Kueue never admits, "
-        "ends any wait with exit 1",
+        "ends any wait with exit 1; so does, for running and finished, a started job with no "
+        "pod running whose pod creates Pod Security refuses (in trainforge why's words)",
     )
     p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
     p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
@@ -255,11 +264,17 @@ def wait_main(
         while True:
             g = poll(api, ns, args.job, backend, workload=args.until == "admitted")
             backend = g.backend
+            state, cond = explain.job_state(g)
+            # started, no pod runs: a Pod Security refusal of its pod creates (why's first
+            # line, admission.lines) means it never runs, as things stand; admitted it is
+            refused_pods = []
+            if state == "Created" and args.until != "admitted":
+                pod_refusals(api, g)
+                refused_pods = admission.lines(g)
             for note in g.notes:
                 if note not in noted:
                     print(f"note: {note}", flush=True)
                     noted.add(note)
-            state, cond = explain.job_state(g)
             if state != last:
                 print(f"{args.job}: {state}", flush=True)
                 last = state
@@ -272,6 +287,9 @@ def wait_main(
             never, held = K.refused(g.workload), K.held(g.workload)
             if never and state == "Suspended":
                 print(f"trainforge wait: {args.job}: {never}", file=sys.stderr)
+                return 1
+            if refused_pods:
+                print(f"trainforge wait: {args.job}: {refused_pods[0]}", file=sys.stderr)
                 return 1
             if held and held not in noted:
                 print(f"note: {held}", flush=True)

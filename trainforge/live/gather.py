@@ -100,8 +100,11 @@ def poll(api: Api, namespace: str, name: str, backend: str | None, workload: boo
     backend once known), a TrainJob's pods (its Running state is its pods':
     explain.job_state) and, with `workload` (`--for admitted`) or while the job is suspended,
     its Kueue Workload (whether Kueue admits it, or never will). Not the queues, the
-    position, the LimitRanges (wait computes no requests), the events or the other backends'
-    pods, which `gather` reads for `status` and `why`."""
+    position, the LimitRanges (wait computes no requests), the other backends' pods, or the
+    events, which `gather` reads for `status` and `why`: `wait` reads the events
+    (`pod_refusals`) only while the job is started and none of its pods runs (Created), the
+    one state where a Pod Security refusal keeps it from ever running, not on each poll of a
+    queued, running or finished job."""
     g = find_job(api, namespace, name, backend)
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
@@ -141,11 +144,7 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
     if g.workload:
         names.add(g.workload["metadata"]["name"])
     events = api.get(f"/api/v1/namespaces/{namespace}/events") or {}
-    g.events = [
-        e for e in events.get("items", []) if _about(g, e.get("involvedObject") or {}, names)
-    ]
-    if any(_POD_SECURITY in str(e.get("message") or "") for e in g.events):
-        _namespace(api, g)
+    _keep_events(api, g, events, names)
     if metrics:
         _metrics(api, g)
     return g
@@ -153,6 +152,39 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
 
 # the API server's refusal of a Pod by Pod Security admission (core/pod_security `message`)
 _POD_SECURITY = "violates PodSecurity"
+
+
+def _keep_events(api: Api, g: Gathered, events: dict[str, Any], names: set[str]) -> None:
+    """The events about the job (`_about`) and, when one says Pod Security refused a pod,
+    the namespace's labels (its level: live/admission.py)."""
+    g.events = [
+        e for e in events.get("items", []) if _about(g, e.get("involvedObject") or {}, names)
+    ]
+    if any(_POD_SECURITY in str(e.get("message") or "") for e in g.events):
+        _namespace(api, g)
+
+
+def pod_refusals(api: Api, g: Gathered) -> None:
+    """What `wait` reads of a started job none of whose pods runs (its state Created), where
+    a Pod Security refusal of its pod creates means it never runs (admission.refused_event):
+    the namespace's Warning events about it (`_about`: the job, a TrainJob's JobSet's Jobs)
+    and, when one is a refusal, the namespace's labels, as `gather` reads them for `why`. A
+    failed read is a note (`unread`): the wait goes on without them."""
+    # a refused create is a Warning (the Job controller's and the training operator's
+    # `Eventf(obj, EventTypeWarning, FailedCreatePodReason, "Error creating: %v")`), and core/v1
+    # events select on `type` (kubernetes pkg/registry/core/event/strategy.go
+    # ToSelectableFields, at 00b2d95c, read 2026-12-01): the Normal events are not fetched
+    what = f"the events of namespace {g.namespace}"
+    means = "wait does not see a Pod Security refusal of its pods (which never lets it run)"
+    found = _optional(
+        api,
+        g,
+        what,
+        means,
+        f"/api/v1/namespaces/{g.namespace}/events",
+        fieldSelector="type=Warning",
+    )
+    _keep_events(api, g, found or {}, {g.name})
 
 
 def _about(g: Gathered, obj: dict[str, Any], names: set[str]) -> bool:
