@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from trainforge.core import failures
 from trainforge.core.contract import fsx_claim_name
 from trainforge.core.errors import JobConfigError
+from trainforge.core.expansion import expand
 from trainforge.jobs import code_paths
 from trainforge.stack import file as stack_file
 from trainforge.training.torchrun_env import torchrun_env
@@ -231,21 +232,6 @@ class LocalRun:
     from_here: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # the shipped code's own uses of pod paths with no stand-in here (`pod_only_paths`)
     pod_only: tuple[str, ...] = ()
-
-
-_VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def expand_vars(text: str, env: dict[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion of command and args: defined variables are replaced,
-    `$$` is a literal `$`, undefined references stay as written."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-
-    return _VAR_REF.sub(sub, text)
 
 
 def stand_ins(
@@ -691,7 +677,7 @@ def user_code_run(
 
         env[c.ON_EXIT] = on_exit(job)
     for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
-        env[name] = _rewrite(expand_vars(value, env), mapping)
+        env[name] = _rewrite(expand(value, env), mapping)
     paths = [str(code_dir)] if code_dir is not None else []
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
@@ -704,7 +690,7 @@ def user_code_run(
     if n < 1:
         raise JobConfigError("--workers", n, "expected an integer >= 1")
 
-    args = [_rewrite(expand_vars(a, env), mapping) for a in [*entry.args, *extra_args]]
+    args = [_rewrite(expand(a, env), mapping) for a in [*entry.args, *extra_args]]
     from trainforge.jobs.restarts import budget
 
     restarts = max_restarts if max_restarts is not None else budget(job).in_pod
