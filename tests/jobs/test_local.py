@@ -242,7 +242,16 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
     assert run.command[1:3] == ["-m", "trainforge.training.launch"]  # torchrun, reason codes
     assert run.command[run.command.index("--nproc-per-node") + 1] == "4"
     data = runs / "volumes" / "research-datasets"
-    assert run.command[-7:] == [
+    # what a worker runs: the command's arguments through torchrun (string.Template, as
+    # torch's macros.substitute) and the pod wrapper (Kubernetes' expansion, per pod)
+    from string import Template
+
+    from trainforge.jobs.local_pod import pod_env
+
+    at = run.command.index("trainforge.jobs.local_pod")
+    worker = [Template(a).safe_substitute(local_rank="0") for a in run.command[at + 1 :]]
+    _, argv = pod_env(worker, {**run.env, "RANK": "0"})
+    assert argv[-7:] == [
         str(code / "train.py"),
         "--data",
         f"{data}/mnist",  # the claim's pod path -> its local stand-in

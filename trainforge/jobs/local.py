@@ -545,6 +545,22 @@ CONTROLLER_ENV: dict[str, dict[str, str]] = {
     "trainjob": {**_TORCHRUN_PET, **_JOB_CONTROLLER},
     "indexed-job": _JOB_CONTROLLER,
 }
+# The rendezvous variables of a pod's container env, which its command and args' `$(RANK)`,
+# `$(WORLD_SIZE)` ... expand to (the kubelet expands them against the container's whole env,
+# core.expansion), though torchrun then gives each process its own RANK: per pod, the same
+# for every backend that has them. The training operator v1.9.4 appends them to a PyTorchJob's
+# pods (RANK the pod's index, Master 0 and Workers from 1; WORLD_SIZE pods x processes per
+# pod; MASTER_ADDR rank 0's pod: jobs/pod.py's docstring, envvar.go setPodEnv); the TrainJob
+# and indexed Job emitters write the same into the template (pod.static_rendezvous_env, whose
+# names tests/jobs/test_run_local_pods.py holds equal to these). An elastic PyTorchJob's pods
+# get none (controller_env). Only the args are expanded with them: the process's own
+# variables stay torchrun's.
+POD_RENDEZVOUS: dict[str, str] = {
+    "MASTER_ADDR": "{master_addr}",
+    "MASTER_PORT": "{master_port}",
+    "RANK": "{pod}",
+    "WORLD_SIZE": "{world}",
+}
 
 
 def success_ranks(job: JobSpec | None, workers: int) -> int:
@@ -573,12 +589,15 @@ def controller_env(job: JobSpec) -> dict[str, str]:
 
 def pod_wrapper(job: JobSpec, workers: int) -> list[str]:
     """`local_pod`'s arguments that give each of `workers` local processes its own pod's
-    CONTROLLER_ENV: `job.procs` processes per pod where they divide `workers` (run-local's
-    --workers may change the count), else one each."""
+    CONTROLLER_ENV and expand its args as the kubelet does in that pod (with POD_RENDEZVOUS:
+    `$NAME=` items, for the expansion only): `job.procs` processes per pod where they divide
+    `workers` (run-local's --workers may change the count), else one each. [] where the
+    controller sets nothing per pod (an elastic job): the args are expanded once, here."""
     procs = job.procs if workers % job.procs == 0 else 1
     items = [f"{name}={value}" for name, value in controller_env(job).items()]
     if not items:
         return []
+    items += [f"${name}={value}" for name, value in POD_RENDEZVOUS.items()]
     head = ["-m", "trainforge.jobs.local_pod", str(procs), str(workers // procs)]
     return [*head, str(len(items)), *items]
 
@@ -690,7 +709,10 @@ def user_code_run(
     if n < 1:
         raise JobConfigError("--workers", n, "expected an integer >= 1")
 
-    args = [_rewrite(expand(a, env), mapping) for a in [*entry.args, *extra_args]]
+    # Kubernetes' expansion of the args, once: per pod by the wrapper where its controller sets
+    # per-pod variables ($(RANK) is each pod's own), else here
+    wrapper = pod_wrapper(job, n) if controller else []
+    args = [_rewrite(a if wrapper else expand(a, env), mapping) for a in [*entry.args, *extra_args]]
     from trainforge.jobs.restarts import budget
 
     restarts = max_restarts if max_restarts is not None else budget(job).in_pod
@@ -699,14 +721,18 @@ def user_code_run(
     # (retryable), a bug 1, and the run ledger records the attempt
     runner = list(entrypoint.USER_CODE_RUNNER)
     if controller:  # each process with its own pod's variables, as its controller sets them
-        runner = [*pod_wrapper(job, n), *runner]
+        runner = [*wrapper, *runner]
     if entry.kind in ("script", "function"):
         assert code_dir is not None
         prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
     else:  # module, from the shipped directory or (without codeDir) this environment
         prog = [*runner, "-m", str(entry.module), *args]
     return LocalRun(
-        command=[*launch, *prog],
+        # `$` doubled: torchrun passes a worker's arguments through string.Template's
+        # safe_substitute (torch 2.13 torch/distributed/elastic/utils/api.py macros.substitute,
+        # for `${local_rank}`), which would turn the `$$` of `$$(VAR)` into `$` before the
+        # pod wrapper's Kubernetes expansion sees it; doubled, torchrun hands them over as given
+        command=[*launch, *(a.replace("$", "$$") for a in prog)],
         env=env,
         # shipped code runs from its copy, code of the image from its workingDir, as in the pods
         cwd=code_dir or (Path(entry.working_dir) if entry.working_dir else project),

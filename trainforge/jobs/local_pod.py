@@ -11,9 +11,13 @@ codes reach it unchanged).
 
     python -m trainforge.jobs.local_pod PROCS PODS N NAME=TEMPLATE... (N of them) ARGS...
 
-runs `python ARGS...`; a TEMPLATE may name {pod}, {pods}, {procs}, {master_addr} and
-{master_port} (the local torchrun's rendezvous, standing for rank 0's pod as MASTER_ADDR
-does). Standard library only: it starts with every worker.
+runs `python ARGS...`; a TEMPLATE may name {pod}, {pods}, {procs}, {world} (pods x procs),
+{master_addr} and {master_port} (the local torchrun's rendezvous, standing for rank 0's pod as
+MASTER_ADDR does). A `$NAME=TEMPLATE` item is the pod's container variable NAME for the
+expansion of ARGS only (the pod's RANK, while the process keeps torchrun's): ARGS get
+Kubernetes' `$(VAR)` expansion (core.expansion) against the worker's environment with the
+pod's values, as the kubelet expands a pod's command and args against its container's env.
+Standard library and trainforge.core only: it starts with every worker.
 """
 
 from __future__ import annotations
@@ -21,23 +25,32 @@ from __future__ import annotations
 import os
 import sys
 
+from trainforge.core.expansion import expand
+
 
 def pod_env(argv: list[str], env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    """(the variables of this worker's local pod, the command's arguments) from the wrapper's
-    `argv` and the worker's environment (torchrun's RANK, MASTER_ADDR, MASTER_PORT)."""
+    """(the variables of this worker's local pod, the command's arguments expanded as in that
+    pod) from the wrapper's `argv` and the worker's environment (torchrun's RANK,
+    MASTER_ADDR, MASTER_PORT)."""
     procs, pods, count = int(argv[0]), int(argv[1]), int(argv[2])
     values = {
         "pod": int(env.get("RANK", "0")) // procs,
         "pods": pods,
         "procs": procs,
+        "world": pods * procs,
         "master_addr": env.get("MASTER_ADDR", ""),
         "master_port": env.get("MASTER_PORT", ""),
     }
-    out = {}
+    out: dict[str, str] = {}
+    pod: dict[str, str] = {}
     for item in argv[3 : 3 + count]:
         name, _, template = item.partition("=")
-        out[name] = template.format(**values)
-    return out, argv[3 + count :]
+        if name.startswith("$"):
+            pod[name[1:]] = template.format(**values)
+        else:
+            out[name] = template.format(**values)
+    container = {**env, **out, **pod}
+    return out, [expand(a, container) for a in argv[3 + count :]]
 
 
 def main() -> None:
