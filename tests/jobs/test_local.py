@@ -250,7 +250,7 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
 
     at = run.command.index("trainforge.jobs.local_pod")
     worker = [Template(a).safe_substitute(local_rank="0") for a in run.command[at + 1 :]]
-    _, argv = pod_env(worker, {**run.env, "RANK": "0"})
+    pod, argv = pod_env(worker, {**run.env, "RANK": "0"})
     assert argv[-7:] == [
         str(code / "train.py"),
         "--data",
@@ -266,7 +266,8 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
     assert env["TRAINFORGE_CHECKPOINT_EVERY"] == "50" and env["TRAINFORGE_GRACE_PERIOD"] == "45"
     assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "45" and env["TRAINFORGE_METRICS_PORT"] == "0"
     assert "TRAINFORGE_CHECKPOINT_S3" not in env
-    assert (env["DATA"], env["SETS"]) == (f"{runs}/data", f"{data}/sets")  # the job's env
+    # the job's env, expanded per pod by the wrapper as the kubelet does in that pod
+    assert (pod["DATA"], pod["SETS"]) == (f"{runs}/data", f"{data}/sets")
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(code)
 
 

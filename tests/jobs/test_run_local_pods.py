@@ -55,11 +55,12 @@ out.write_text(json.dumps({n: os.environ.get(n) for n in names}))
 ARGS = """\
 import json, os, pathlib, sys
 out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"]) / f"args_{os.environ['RANK']}.json"
-out.write_text(json.dumps({"argv": sys.argv[1:], "OUT_DIR": os.environ.get("OUT_DIR")}))
+out.write_text(json.dumps({"argv": sys.argv[1:], "OUT_DIR": os.environ.get("OUT_DIR"),
+                          "MYRANK": os.environ.get("MYRANK")}))
 """
 RV_ARGS = ["--out", "/tmp/run-$(RUN_ID)", "--rank", "$(RANK)", "--of", "$(WORLD_SIZE)",
            "--lit", "$$(RANK)"]  # fmt: skip
-RV_ENV = {"RUN_ID": "exp7", "OUT_DIR": "/tmp/$(RUN_ID)"}
+RV_ENV = {"RUN_ID": "exp7", "OUT_DIR": "/tmp/$(RUN_ID)", "MYRANK": "r$(RANK)"}
 # the review's mine/retry/train.py: killed (137) on every attempt
 RETRY = (
     "import sys, os\n"
@@ -142,6 +143,10 @@ def test_each_local_pods_args_expand_as_the_kubelet_expands_them_in_that_pod(
             "--out", "/tmp/run-exp7", "--rank", str(rank), "--of", "2", "--lit", "$(RANK)",
         ], got  # fmt: skip
         assert got["OUT_DIR"] == "/tmp/exp7"
+        # an env value sees RANK where the emitter writes it before the job's env; the
+        # operator appends its own after, so a PyTorchJob's pod keeps the literal
+        want = "r$(RANK)" if backend == "pytorchjob" else f"r{rank}"
+        assert got["MYRANK"] == want, got
 
 
 def test_the_pods_rendezvous_names_are_the_emitters():
@@ -156,6 +161,16 @@ def test_the_pods_rendezvous_names_are_the_emitters():
     argv = ["1", "2", "2", "PET_NODE_RANK={pod}", "$RANK={pod}", "-c", "$(RANK)/$$(RANK)"]
     env, args = pod_env(argv, {"RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "9"})
     assert env == {"PET_NODE_RANK": "1"} and args == ["-c", "1/$(RANK)"]
+    # the job's variables, in order, each from those before it: `+` ones (the emitter's) and
+    # earlier job variables, not `$` ones or the controller's (appended after)
+    argv = ["1", "2", "5", "PET_NODE_RANK={pod}", "+WORLD_SIZE={world}", "$RANK={pod}",
+            "%A", "%B", "x"]  # fmt: skip
+    worker = {"RANK": "1", "A": "$(WORLD_SIZE)-$(RANK)-$(PET_NODE_RANK)-$(B)", "B": "$(A)"}
+    env, _ = pod_env(argv, worker)
+    assert env == {
+        "PET_NODE_RANK": "1", "A": "2-$(RANK)-$(PET_NODE_RANK)-$(B)",
+        "B": "2-$(RANK)-$(PET_NODE_RANK)-$(B)",
+    }  # fmt: skip
 
 
 def test_the_table_names_what_the_emitters_rehearse_of_the_controllers():

@@ -589,15 +589,19 @@ def controller_env(job: JobSpec) -> dict[str, str]:
 
 def pod_wrapper(job: JobSpec, workers: int) -> list[str]:
     """`local_pod`'s arguments that give each of `workers` local processes its own pod's
-    CONTROLLER_ENV and expand its args as the kubelet does in that pod (with POD_RENDEZVOUS:
-    `$NAME=` items, for the expansion only): `job.procs` processes per pod where they divide
-    `workers` (run-local's --workers may change the count), else one each. [] where the
-    controller sets nothing per pod (an elastic job): the args are expanded once, here."""
+    CONTROLLER_ENV and expand the job's env values and its args as the kubelet does in that
+    pod (POD_RENDEZVOUS before the job's env where the emitter writes them, a TrainJob's or
+    an indexed Job's; appended, for the args only, on a PyTorchJob): `job.procs` processes
+    per pod where they divide `workers` (run-local's --workers may change the count), else one
+    each. [] where the controller sets nothing per pod (an elastic job): the expansion is
+    made once, in `user_code_run`."""
     procs = job.procs if workers % job.procs == 0 else 1
     items = [f"{name}={value}" for name, value in controller_env(job).items()]
     if not items:
         return []
-    items += [f"${name}={value}" for name, value in POD_RENDEZVOUS.items()]
+    mark = "$" if (job.backend or "pytorchjob") == "pytorchjob" else "+"
+    items += [f"{mark}{name}={value}" for name, value in POD_RENDEZVOUS.items()]
+    items += [f"%{name}" for name, _ in job.env]
     head = ["-m", "trainforge.jobs.local_pod", str(procs), str(workers // procs)]
     return [*head, str(len(items)), *items]
 
@@ -695,8 +699,14 @@ def user_code_run(
         from trainforge.jobs.restarts import on_exit  # noqa: PLC0415
 
         env[c.ON_EXIT] = on_exit(job)
-    for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
-        env[name] = _rewrite(expand(value, env), mapping)
+    n = workers if workers is not None else local_processes(job)
+    if n < 1:
+        raise JobConfigError("--workers", n, "expected an integer >= 1")
+    # the job's own variables, after the contract's, as in the pod; expanded here, or per pod
+    # by the wrapper where its controller sets per-pod variables (pod_wrapper)
+    wrapper = pod_wrapper(job, n) if controller else []
+    for name, value in job.env:
+        env[name] = _rewrite(value if wrapper else expand(value, env), mapping)
     paths = [str(code_dir)] if code_dir is not None else []
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
@@ -704,14 +714,10 @@ def user_code_run(
         env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(torchrun_env(job.checkpoint.grace_period))  # as the job's pods run torchrun
     env.setdefault("PYTHONUNBUFFERED", "1")
-    n = workers if workers is not None else local_processes(job)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(n, 1))))
-    if n < 1:
-        raise JobConfigError("--workers", n, "expected an integer >= 1")
 
-    # Kubernetes' expansion of the args, once: per pod by the wrapper where its controller sets
-    # per-pod variables ($(RANK) is each pod's own), else here
-    wrapper = pod_wrapper(job, n) if controller else []
+    # Kubernetes' expansion of the args, once: per pod by the wrapper (`$(RANK)` is each pod's
+    # own), else here
     args = [_rewrite(a if wrapper else expand(a, env), mapping) for a in [*entry.args, *extra_args]]
     from trainforge.jobs.restarts import budget
 

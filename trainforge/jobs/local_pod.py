@@ -13,10 +13,12 @@ codes reach it unchanged).
 
 runs `python ARGS...`; a TEMPLATE may name {pod}, {pods}, {procs}, {world} (pods x procs),
 {master_addr} and {master_port} (the local torchrun's rendezvous, standing for rank 0's pod as
-MASTER_ADDR does). A `$NAME=TEMPLATE` item is the pod's container variable NAME for the
-expansion of ARGS only (the pod's RANK, while the process keeps torchrun's): ARGS get
-Kubernetes' `$(VAR)` expansion (core.expansion) against the worker's environment with the
-pod's values, as the kubelet expands a pod's command and args against its container's env.
+MASTER_ADDR does). Items for Kubernetes' `$(VAR)` expansion (core.expansion), as the kubelet
+makes it in that pod: `+NAME=TEMPLATE` a variable the pod template has before the job's own
+(an emitter's RANK), `$NAME=TEMPLATE` one the controller appends (the operator's RANK): both
+for the expansion only, the process keeps torchrun's; `%NAME` a job variable, in the
+template's order, whose value (unexpanded in the worker's environment) is expanded from the
+variables before it. ARGS are expanded against the whole env, as a pod's command and args.
 Standard library and trainforge.core only: it starts with every worker.
 """
 
@@ -41,16 +43,27 @@ def pod_env(argv: list[str], env: dict[str, str]) -> tuple[dict[str, str], list[
         "master_addr": env.get("MASTER_ADDR", ""),
         "master_port": env.get("MASTER_PORT", ""),
     }
-    out: dict[str, str] = {}
-    pod: dict[str, str] = {}
+    out: dict[str, str] = {}  # the controller's, appended after the template's env
+    before: dict[str, str] = {}  # `+NAME`: in the template, before the job's own variables
+    after: dict[str, str] = {}  # `$NAME`: appended by the controller, seen by args only
+    own: list[str] = []  # `%NAME`: the job's own variables, in the template's order
     for item in argv[3 : 3 + count]:
         name, _, template = item.partition("=")
-        if name.startswith("$"):
-            pod[name[1:]] = template.format(**values)
+        if name.startswith("%"):
+            own.append(name[1:])
+        elif name.startswith("+"):
+            before[name[1:]] = template.format(**values)
+        elif name.startswith("$"):
+            after[name[1:]] = template.format(**values)
         else:
             out[name] = template.format(**values)
-    container = {**env, **out, **pod}
-    return out, [expand(a, container) for a in argv[3 + count :]]
+    # the job's own values, each from the variables before it (torchrun's and the
+    # controller's own per-process values are not in the template's env)
+    hidden = {*out, *after, *own} - set(before)
+    seen = {k: v for k, v in env.items() if k not in hidden} | before
+    for name in own:
+        seen[name] = out[name] = expand(env.get(name, ""), seen)
+    return out, [expand(a, {**env, **seen, **out, **after}) for a in argv[3 + count :]]
 
 
 def main() -> None:
