@@ -11,6 +11,7 @@ controller builds the pod), so a stack's, an imported or a submitted job are jud
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trainforge.core.expansion import Unresolved, references, unresolved
@@ -28,6 +29,11 @@ FIX = (
     "$(NAME) only from earlier variables); write $$(NAME) for the literal text"
 )
 RULES = {RULE: FIX}
+# what a reference must look like to be judged: a variable's name in an env value; in command
+# and args an upper-case one, since `bash -c "cd $(dirname $0)"` or `$(hostname)` is shell
+# command substitution the kubelet leaves as written on purpose
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ARG_NAME = re.compile(r"[A-Z_][A-Z0-9_]*")
 # elastic PyTorchJob pods get these instead of RANK/MASTER_ADDR (jobs/pod.py's docstring)
 _ELASTIC = {"PET_RDZV_ENDPOINT", "PET_RDZV_BACKEND", "PET_RDZV_ID", "PET_MAX_RESTARTS"}
 
@@ -51,14 +57,14 @@ def container_problems(container: dict[str, Any], controller: set[str]) -> list[
     A container with envFrom is judged on references to later variables only (its
     ConfigMap's or Secret's names are not known here)."""
     env = [(e.get("name", ""), e.get("value")) for e in container.get("env") or []]
-    found = unresolved(env, controller)
+    found = [u for u in unresolved(env, controller) if _ENV_NAME.fullmatch(u.ref)]
     if container.get("envFrom"):
         return [u for u in found if u.where == "later"]
     defined = {n for n, _ in env} | controller
     for field in ("command", "args"):
         for arg in container.get(field) or []:
             for ref in references(str(arg)):
-                if ref not in defined:
+                if ref not in defined and _ARG_NAME.fullmatch(ref):
                     found.append(Unresolved(field, ref, "nowhere"))
     return found
 
