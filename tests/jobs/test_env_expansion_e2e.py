@@ -116,3 +116,57 @@ def test_the_reviews_dependent_env_survives_import_plan_and_run_local(
     for rank in (0, 1):
         seen = json.loads((project / "runs" / "resnet-ddp" / f"seen_{rank}.json").read_text())
         assert seen == ["/tmp/run-exp7", str(rank), "/tmp/exp7"]
+
+
+# the source lists OUT_DIR before RUN_ID (its pods saw the literal) and refers to a valueFrom
+# the entry cannot carry
+REVERSED = """\
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata:
+  name: rev-order
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template:
+        spec:
+          containers:
+          - name: pytorch
+            image: pytorch/pytorch:2.3.0-cuda12.1-cudnn8-runtime
+            command: ["python", "/code/train.py"]
+            env:
+            - {name: OUT_DIR, value: "/tmp/$(RUN_ID)"}
+            - {name: RUN_ID, value: "exp7"}
+            - {name: POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+            - {name: TAG, value: "$(POD)-x"}
+            volumeMounts: [{name: code, mountPath: /code}]
+          volumes: [{name: code, configMap: {name: rcode}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: rcode}
+data:
+  train.py: "print(1)\\n"
+"""
+
+
+def test_import_says_what_the_source_pod_read_literally_and_prints_the_pods_order(
+    dev_project, trainforge_here
+):
+    project = dev_project("envx_imp", [], {})
+    (project / "rev.yaml").write_text(REVERSED)
+    imp = trainforge_here(project, "import", "rev.yaml", "--stack", "dev", "--out", "imp")
+    assert imp.returncode == 0, imp.stdout + imp.stderr
+    (entry,) = yaml.safe_load(imp.stdout)
+    assert list(entry["env"]) == ["RUN_ID", "TAG", "OUT_DIR"]  # the order its pods get
+    words = " ".join(imp.stdout.split())
+    at = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].env"
+    assert (
+        f"{at} OUT_DIR: after RUN_ID, which it refers to (Kubernetes expands $(VAR) only from "
+        "earlier variables: your pods saw the literal $(RUN_ID), these get its value)"
+    ) in words
+    assert (
+        f"{at} TAG: refers to $(POD), dropped above, so the pod sees the literal $(POD): set "
+        "POD in the entry's env or change TAG"
+    ) in words
