@@ -7,7 +7,7 @@ What it does, and nothing more:
   v1.9 adds (pkg/controller.v1/pytorch/envvar.go: MASTER_ADDR, MASTER_PORT, WORLD_SIZE =
   replicas x nprocPerNode, RANK = pod index, PET_NPROC_PER_NODE, PET_NODE_RANK, PET_NNODES)
   after the container's own env, as the operator appends them;
-* expands `$(VAR)` in command and args as the kubelet does;
+* expands `$(VAR)` in command and args as the kubelet does (trainforge.core.expansion);
 * maps the pod's absolute mount paths into the temp directory (the only change made to the
   command and env), `python` to this interpreter and `torchrun` to `python -m
   torch.distributed.run`, and runs the container command in its workingDir.
@@ -28,12 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.ports import communicate_all, retry_on_clash
-
-_VAR = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def expand(text: str, env: dict[str, str]) -> str:
-    return _VAR.sub(lambda m: "$" if m.group(0) == "$$" else env.get(m.group(1), m.group(0)), text)
+from trainforge.core.expansion import expand  # the kubelet's, one model
 
 
 def write_configmaps(

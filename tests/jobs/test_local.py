@@ -248,7 +248,16 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
     assert run.command[1:3] == ["-m", "trainforge.training.launch"]  # torchrun, reason codes
     assert run.command[run.command.index("--nproc-per-node") + 1] == "4"
     data = runs / "volumes" / "research-datasets"
-    assert run.command[-7:] == [
+    # what a worker runs: the command's arguments through torchrun (string.Template, as
+    # torch's macros.substitute) and the pod wrapper (Kubernetes' expansion, per pod)
+    from string import Template
+
+    from trainforge.jobs.local_pod import pod_env
+
+    at = run.command.index("trainforge.jobs.local_pod")
+    worker = [Template(a).safe_substitute(local_rank="0") for a in run.command[at + 1 :]]
+    pod, argv = pod_env(worker, {**run.env, "RANK": "0"})
+    assert argv[-7:] == [
         str(code / "train.py"),
         "--data",
         f"{data}/mnist",  # the claim's pod path -> its local stand-in
@@ -263,7 +272,8 @@ def test_user_code_runs_the_shipped_copy_with_the_contract(user_project):
     assert env["TRAINFORGE_CHECKPOINT_EVERY"] == "50" and env["TRAINFORGE_GRACE_PERIOD"] == "45"
     assert env["TORCH_ELASTIC_SHUTDOWN_TIMEOUT"] == "45" and env["TRAINFORGE_METRICS_PORT"] == "0"
     assert "TRAINFORGE_CHECKPOINT_S3" not in env
-    assert (env["DATA"], env["SETS"]) == (f"{runs}/data", f"{data}/sets")  # the job's env
+    # the job's env, expanded per pod by the wrapper as the kubelet does in that pod
+    assert (pod["DATA"], pod["SETS"]) == (f"{runs}/data", f"{data}/sets")
     assert env["PYTHONPATH"].split(os.pathsep)[0] == str(code)
 
 

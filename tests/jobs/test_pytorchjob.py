@@ -19,6 +19,7 @@ from tests.jobs.helpers import (
     webhook_errors,
 )
 from tests.jobs.schemas import crd_errors
+from trainforge.core import expansion
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.backends import emit
 from trainforge.jobs.codeship import CODE_MOUNT
@@ -423,28 +424,27 @@ def test_s3_mirror_follows_the_image():
 
 
 def test_user_env_overrides_platform_defaults_and_each_name_renders_once():
-    """A user's NCCL_DEBUG / NCCL_SOCKET_IFNAME replaces the platform's default in place
-    (Kubernetes would otherwise keep two entries and the later one silently wins)."""
+    """A user's NCCL_DEBUG / NCCL_SOCKET_IFNAME replaces the platform's default (Kubernetes
+    would otherwise keep two entries and the later one silently wins), among the job's own
+    variables, so that it may refer to them ($(IFACE) below) as Kubernetes expands it."""
     env = {
         "NCCL_DEBUG": "INFO",
-        "NCCL_SOCKET_IFNAME": "^lo,docker",
+        "NCCL_SOCKET_IFNAME": "$(IFACE)",
         "TRITON_CACHE_DIR": "/fsx/triton",
         "X": "1",
+        "IFACE": "^lo,docker",
     }
     _, out = build(workers=2, env=env)
     c = container(out.pytorchjob)
     names = [e["name"] for e in c["env"]]
     assert len(names) == len(set(names)), names
     got = env_of(c)
-    assert (got["NCCL_DEBUG"], got["NCCL_SOCKET_IFNAME"]) == ("INFO", "^lo,docker")
+    assert (got["NCCL_DEBUG"], got["NCCL_SOCKET_IFNAME"]) == ("INFO", "$(IFACE)")
     assert got["TRITON_CACHE_DIR"] == "/fsx/triton" and got["X"] == "1"
-    # overrides keep the platform's position; new names follow the platform's
-    assert (
-        names.index("TRITON_CACHE_DIR")
-        < names.index("NCCL_DEBUG")
-        < names.index("X")
-        == len(names) - 1
-    )
+    # the job's variables follow the platform's, each after those it refers to
+    assert names[-5:] == ["IFACE", "NCCL_DEBUG", "TRITON_CACHE_DIR", "X", "NCCL_SOCKET_IFNAME"]
+    pairs = [(e["name"], e.get("value")) for e in c["env"]]
+    assert expansion.env_values(pairs)["NCCL_SOCKET_IFNAME"] == "^lo,docker"
 
 
 def test_names_the_platform_must_own_are_refused():

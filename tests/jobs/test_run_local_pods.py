@@ -51,6 +51,16 @@ names = ("RANK", "MASTER_ADDR", "MASTER_PORT", "JOB_COMPLETION_INDEX", "PET_NNOD
 out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"]) / f"env_{os.environ['RANK']}.json"
 out.write_text(json.dumps({n: os.environ.get(n) for n in names}))
 """
+# the review's rv/pj2.yaml train.py: what its args and env became in its pod
+ARGS = """\
+import json, os, pathlib, sys
+out = pathlib.Path(os.environ["TRAINFORGE_OUTPUT_DIR"]) / f"args_{os.environ['RANK']}.json"
+out.write_text(json.dumps({"argv": sys.argv[1:], "OUT_DIR": os.environ.get("OUT_DIR"),
+                          "MYRANK": os.environ.get("MYRANK")}))
+"""
+RV_ARGS = ["--out", "/tmp/run-$(RUN_ID)", "--rank", "$(RANK)", "--of", "$(WORLD_SIZE)",
+           "--lit", "$$(RANK)"]  # fmt: skip
+RV_ENV = {"RUN_ID": "exp7", "OUT_DIR": "/tmp/$(RUN_ID)", "MYRANK": "r$(RANK)"}
 # the review's mine/retry/train.py: killed (137) on every attempt
 RETRY = (
     "import sys, os\n"
@@ -70,8 +80,11 @@ def project(dev_project) -> Path:
         script_job("retry2", "retry.py", workers=1, runPolicy={"backoffLimit": 2},
                    backend="pytorchjob"),
         script_job("ncclcpu", "nccl.py", workers=1, backend="pytorchjob"),
+        *(script_job(f"args-{b}", "args.py", workers=2, backend=b, env=RV_ENV,
+                     entrypoint={"script": "code/args.py", "args": RV_ARGS}) for b in BACKENDS),
     ]  # fmt: skip
-    code = {"idx_hand.py": IDX_HAND, "pet.py": PET, "retry.py": RETRY, "nccl.py": NCCL}
+    code = {"idx_hand.py": IDX_HAND, "pet.py": PET, "retry.py": RETRY, "nccl.py": NCCL,
+            "args.py": ARGS}  # fmt: skip
     return dev_project("run_local_pods", jobs, code, jobBackends=list(BACKENDS))
 
 
@@ -110,6 +123,54 @@ def test_each_local_pod_gets_what_its_controller_sets_in_it(project, run_local, 
         assert want.get("JOB_COMPLETION_INDEX", str(rank)) == want.get("PET_NODE_RANK", str(rank))
         unset = {n for n in env if n not in want and n.startswith(("PET_", "JOB_"))}
         assert all(env[n] is None for n in unset), env  # nothing the controller does not set
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_each_local_pods_args_expand_as_the_kubelet_expands_them_in_that_pod(
+    project, run_local, backend
+):
+    """The review's rv/pj2.yaml (args `--rank $(RANK)`, env OUT_DIR=/tmp/$(RUN_ID)): run-local
+    passed the literal `$(RANK)` and OUT_DIR `/tmp/$(RUN_ID)`. Now each pod's args get its own
+    RANK (the pod's index, which the operator or the emitter puts in its env) and WORLD_SIZE,
+    `$$` stays the literal, and OUT_DIR resolves (RUN_ID comes first)."""
+    import json
+
+    proc = run_local(project, f"args-{backend}")
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    for rank in (0, 1):
+        got = json.loads((project / "runs" / f"args-{backend}" / f"args_{rank}.json").read_text())
+        assert got["argv"] == [
+            "--out", "/tmp/run-exp7", "--rank", str(rank), "--of", "2", "--lit", "$(RANK)",
+        ], got  # fmt: skip
+        assert got["OUT_DIR"] == "/tmp/exp7"
+        # an env value sees RANK where the emitter writes it before the job's env; the
+        # operator appends its own after, so a PyTorchJob's pod keeps the literal
+        want = "r$(RANK)" if backend == "pytorchjob" else f"r{rank}"
+        assert got["MYRANK"] == want, got
+
+
+def test_the_pods_rendezvous_names_are_the_emitters():
+    """POD_RENDEZVOUS (what a pod's args expand $(RANK) ... to) names what the TrainJob and
+    indexed Job emitters write (pod.static_rendezvous_env) and the training operator sets."""
+    from trainforge.jobs import pod
+    from trainforge.jobs.local import POD_RENDEZVOUS
+
+    job = parse_job(script_job("j", "x.py", workers=2), "t")
+    assert {e["name"] for e in pod.static_rendezvous_env(job, "m", 1)} == set(POD_RENDEZVOUS)
+    # per pod, once: pod 1's RANK in the args; `$$` kept literal; the process env untouched
+    argv = ["1", "2", "2", "PET_NODE_RANK={pod}", "$RANK={pod}", "-c", "$(RANK)/$$(RANK)"]
+    env, args = pod_env(argv, {"RANK": "1", "MASTER_ADDR": "h", "MASTER_PORT": "9"})
+    assert env == {"PET_NODE_RANK": "1"} and args == ["-c", "1/$(RANK)"]
+    # the job's variables, in order, each from those before it: `+` ones (the emitter's) and
+    # earlier job variables, not `$` ones or the controller's (appended after)
+    argv = ["1", "2", "5", "PET_NODE_RANK={pod}", "+WORLD_SIZE={world}", "$RANK={pod}",
+            "%A", "%B", "x"]  # fmt: skip
+    worker = {"RANK": "1", "A": "$(WORLD_SIZE)-$(RANK)-$(PET_NODE_RANK)-$(B)", "B": "$(A)"}
+    env, _ = pod_env(argv, worker)
+    assert env == {
+        "PET_NODE_RANK": "1", "A": "2-$(RANK)-$(PET_NODE_RANK)-$(B)",
+        "B": "2-$(RANK)-$(PET_NODE_RANK)-$(B)",
+    }  # fmt: skip
 
 
 def test_the_table_names_what_the_emitters_rehearse_of_the_controllers():

@@ -64,9 +64,14 @@ def test_config_strings_from_the_cli_are_coerced():
     assert job.workers == 3 and job.training.compile and job.training.lr == 0.001
 
 
-def test_env_is_sorted_and_reserved_names_are_refused():
+def test_env_is_in_dependency_order_and_reserved_names_are_refused():
+    """By name (the order `pulumi up`'s engine hands a mapping over in), except that a
+    variable follows those of the job it refers to: Kubernetes expands `$(X)` only from
+    earlier variables (core.expansion.dependency_order)."""
     job = parse_job({**BASE, "env": {"B": 2, "A": "x"}}, "j")
     assert job.env == (("A", "x"), ("B", "2"))
+    job = parse_job({**BASE, "env": {"RUN_ID": "exp7", "OUT_DIR": "/tmp/$(RUN_ID)"}}, "j")
+    assert job.env == (("RUN_ID", "exp7"), ("OUT_DIR", "/tmp/$(RUN_ID)"))
     with pytest.raises(JobConfigError, match=r"j\.env\.MASTER_ADDR.*set by the operator"):
         parse_job({**BASE, "env": {"MASTER_ADDR": "x"}}, "j")
 

@@ -26,6 +26,7 @@ from typing import Any, NoReturn
 
 from trainforge.core import image_routes, labels, versions
 from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts, efa_count
+from trainforge.core.expansion import dependency_order, references, unresolved
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import code_paths, import_code, torchrun_args
@@ -710,7 +711,10 @@ def import_workload(
         else:
             env[name] = str(e.get("value", ""))
     if env:
-        entry["env"] = env
+        # in the order the stack gives them (core.expansion.dependency_order), so what is
+        # printed is the order the pods get
+        entry["env"] = dict(dependency_order(env.items()))
+        changes += _env_order_changes(c.get("env") or [], env, at)
         nccl = sorted(n for n in env if n.startswith("NCCL_"))
         if nccl:
             changes.append(
@@ -1011,3 +1015,31 @@ def _image(
     else:
         changes.append(unknown_facts(image, need, runs).replace(": kept;", f": kept{cache};", 1))
     return image
+
+
+def _env_order_changes(source: list[Any], kept: dict[str, str], at: str) -> list[str]:
+    """What Kubernetes' `$(VAR)` expansion (core.expansion) makes of the kept variables, where
+    the entry differs from the source: a value that referred to a later variable (the source
+    pod saw the literal; the entry's dependency order puts it after, so it now expands) or to
+    one that was dropped (the pod sees the literal; the plan names it too)."""
+
+    order = [(get(e, "name"), e.get("value") if "valueFrom" not in e else None) for e in source]
+    out = []
+    for u in unresolved([(str(n), v) for n, v in order]):
+        if u.where == "later" and u.name in kept and u.ref in kept:
+            out.append(
+                f"{at}.env {u.name}: after {u.ref}, which it refers to (Kubernetes expands "
+                f"$(VAR) only from earlier variables: your pods saw the literal $({u.ref}), "
+                "these get its value)"
+            )
+    # a valueFrom the entry cannot carry (not a name the platform or operator owns: those
+    # the plan judges, by the backend that runs the entry)
+    dropped = {str(n) for n, _ in order} - set(kept) - {n for n, _ in order if owned_env(str(n))}
+    for name, value in dependency_order(kept.items()):
+        for ref in references(value):
+            if ref in dropped:
+                out.append(
+                    f"{at}.env {name}: refers to $({ref}), dropped above, so the pod sees the "
+                    f"literal $({ref}): set {ref} in the entry's env or change {name}"
+                )
+    return out

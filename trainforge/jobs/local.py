@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from trainforge.core import failures
 from trainforge.core.contract import fsx_claim_name
 from trainforge.core.errors import JobConfigError
+from trainforge.core.expansion import expand
 from trainforge.jobs import code_paths
 from trainforge.stack import file as stack_file
 from trainforge.training.torchrun_env import torchrun_env
@@ -238,21 +239,6 @@ class LocalRun:
     from_here: tuple[tuple[str, tuple[str, ...]], ...] = ()
     # the shipped code's own uses of pod paths with no stand-in here (`pod_only_paths`)
     pod_only: tuple[str, ...] = ()
-
-
-_VAR_REF = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def expand_vars(text: str, env: dict[str, str]) -> str:
-    """Kubernetes' `$(VAR)` expansion of command and args: defined variables are replaced,
-    `$$` is a literal `$`, undefined references stay as written."""
-
-    def sub(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-
-    return _VAR_REF.sub(sub, text)
 
 
 def stand_ins(
@@ -566,6 +552,22 @@ CONTROLLER_ENV: dict[str, dict[str, str]] = {
     "trainjob": {**_TORCHRUN_PET, **_JOB_CONTROLLER},
     "indexed-job": _JOB_CONTROLLER,
 }
+# The rendezvous variables of a pod's container env, which its command and args' `$(RANK)`,
+# `$(WORLD_SIZE)` ... expand to (the kubelet expands them against the container's whole env,
+# core.expansion), though torchrun then gives each process its own RANK: per pod, the same
+# for every backend that has them. The training operator v1.9.4 appends them to a PyTorchJob's
+# pods (RANK the pod's index, Master 0 and Workers from 1; WORLD_SIZE pods x processes per
+# pod; MASTER_ADDR rank 0's pod: jobs/pod.py's docstring, envvar.go setPodEnv); the TrainJob
+# and indexed Job emitters write the same into the template (pod.static_rendezvous_env, whose
+# names tests/jobs/test_run_local_pods.py holds equal to these). An elastic PyTorchJob's pods
+# get none (controller_env). Only the args are expanded with them: the process's own
+# variables stay torchrun's.
+POD_RENDEZVOUS: dict[str, str] = {
+    "MASTER_ADDR": "{master_addr}",
+    "MASTER_PORT": "{master_port}",
+    "RANK": "{pod}",
+    "WORLD_SIZE": "{world}",
+}
 
 
 def success_ranks(job: JobSpec | None, workers: int) -> int:
@@ -594,12 +596,19 @@ def controller_env(job: JobSpec) -> dict[str, str]:
 
 def pod_wrapper(job: JobSpec, workers: int) -> list[str]:
     """`local_pod`'s arguments that give each of `workers` local processes its own pod's
-    CONTROLLER_ENV: `job.procs` processes per pod where they divide `workers` (run-local's
-    --workers may change the count), else one each."""
+    CONTROLLER_ENV and expand the job's env values and its args as the kubelet does in that
+    pod (POD_RENDEZVOUS before the job's env where the emitter writes them, a TrainJob's or
+    an indexed Job's; appended, for the args only, on a PyTorchJob): `job.procs` processes
+    per pod where they divide `workers` (run-local's --workers may change the count), else one
+    each. [] where the controller sets nothing per pod (an elastic job): the expansion is
+    made once, in `user_code_run`."""
     procs = job.procs if workers % job.procs == 0 else 1
     items = [f"{name}={value}" for name, value in controller_env(job).items()]
     if not items:
         return []
+    mark = "$" if (job.backend or "pytorchjob") == "pytorchjob" else "+"
+    items += [f"{mark}{name}={value}" for name, value in POD_RENDEZVOUS.items()]
+    items += [f"%{name}" for name, _ in job.env]
     head = ["-m", "trainforge.jobs.local_pod", str(procs), str(workers // procs)]
     return [*head, str(len(items)), *items]
 
@@ -697,8 +706,14 @@ def user_code_run(
         from trainforge.jobs.restarts import on_exit  # noqa: PLC0415
 
         env[c.ON_EXIT] = on_exit(job)
-    for name, value in job.env:  # the job's own variables, after the contract's, as in the pod
-        env[name] = _rewrite(expand_vars(value, env), mapping)
+    n = workers if workers is not None else local_processes(job)
+    if n < 1:
+        raise JobConfigError("--workers", n, "expected an integer >= 1")
+    # the job's own variables, after the contract's, as in the pod; expanded here, or per pod
+    # by the wrapper where its controller sets per-pod variables (pod_wrapper)
+    wrapper = pod_wrapper(job, n) if controller else []
+    for name, value in job.env:
+        env[name] = _rewrite(value if wrapper else expand(value, env), mapping)
     paths = [str(code_dir)] if code_dir is not None else []
     if os.environ.get("PYTHONPATH"):
         paths.append(os.environ["PYTHONPATH"])
@@ -706,12 +721,11 @@ def user_code_run(
         env["PYTHONPATH"] = os.pathsep.join(paths)
     env.update(torchrun_env(job.checkpoint.grace_period))  # as the job's pods run torchrun
     env.setdefault("PYTHONUNBUFFERED", "1")
-    n = workers if workers is not None else local_processes(job)
     env.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // max(n, 1))))
-    if n < 1:
-        raise JobConfigError("--workers", n, "expected an integer >= 1")
 
-    args = [_rewrite(expand_vars(a, env), mapping) for a in [*entry.args, *extra_args]]
+    # Kubernetes' expansion of the args, once: per pod by the wrapper (`$(RANK)` is each pod's
+    # own), else here
+    args = [_rewrite(a if wrapper else expand(a, env), mapping) for a in [*entry.args, *extra_args]]
     from trainforge.jobs.restarts import budget
 
     restarts = max_restarts if max_restarts is not None else budget(job).in_pod
@@ -720,14 +734,18 @@ def user_code_run(
     # (retryable), a bug 1, and the run ledger records the attempt
     runner = list(entrypoint.USER_CODE_RUNNER)
     if controller:  # each process with its own pod's variables, as its controller sets them
-        runner = [*pod_wrapper(job, n), *runner]
+        runner = [*wrapper, *runner]
     if entry.kind in ("script", "function"):
         assert code_dir is not None
         prog = [*runner, str(code_dir / str(entry.entry_file)), *args]
     else:  # module, from the shipped directory or (without codeDir) this environment
         prog = [*runner, "-m", str(entry.module), *args]
     return LocalRun(
-        command=[*launch, *prog],
+        # `$` doubled: torchrun passes a worker's arguments through string.Template's
+        # safe_substitute (torch 2.13 torch/distributed/elastic/utils/api.py macros.substitute,
+        # for `${local_rank}`), which would turn the `$$` of `$$(VAR)` into `$` before the
+        # pod wrapper's Kubernetes expansion sees it; doubled, torchrun hands them over as given
+        command=[*launch, *(a.replace("$", "$$") for a in prog)],
         env=env,
         # shipped code runs from its copy, code of the image from its workingDir, as in the pods
         cwd=code_dir or (Path(entry.working_dir) if entry.working_dir else project),

@@ -196,16 +196,17 @@ def env(
 
 
 def with_user_env(platform: list[dict[str, Any]], user: tuple[tuple[str, str], ...]) -> list:
-    """Each name once: the user's `env` value replaces a platform default of the same name
-    in place (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER ...); other names follow.
+    """Each name once: the platform's variables, then the job's own `env` in its order
+    (dependency order, trainforge.stack.jobs._env); a user value replaces a platform default
+    of the same name (NCCL_DEBUG, NCCL_SOCKET_IFNAME, FI_PROVIDER ...) by taking its place at
+    the end, where, as Kubernetes expands a value only from the variables before it, it may
+    refer to every platform variable and to the job's other variables (core.expansion).
     Names the platform must own (the contract's) are refused when the job is parsed
     (trainforge.stack.jobs.RESERVED_ENV)."""
-    given = dict(user)
-    out = [
-        {"name": e["name"], "value": given.pop(e["name"])} if e["name"] in given else e
-        for e in platform
+    given = {k for k, _ in user}
+    return [e for e in platform if e["name"] not in given] + [
+        {"name": k, "value": v} for k, v in user
     ]
-    return out + [{"name": k, "value": v} for k, v in user if k in given]
 
 
 def resources(job: JobSpec, target: JobTarget) -> dict[str, dict[str, Any]]:

@@ -34,6 +34,7 @@ from pydantic.json_schema import SkipJsonSchema
 from trainforge.core import image_routes
 from trainforge.core.contract import BACKENDS, MAX_PORT
 from trainforge.core.errors import JobConfigError
+from trainforge.core.expansion import dependency_order
 from trainforge.core.names import DNS1035, DNS1035_LABEL_MAX
 from trainforge.stack.base import (
     Bool,
@@ -772,12 +773,16 @@ class ImageFactsKeys(Section):
 
 
 def _env(raw: Any) -> Any:
-    """NAME: value pairs, sorted; names the platform or the operator own are refused."""
+    """NAME: value pairs in dependency order (core.expansion.dependency_order: a variable after
+    the job's variables its `$(NAME)` refers to, else by name), so that Kubernetes, which
+    expands a value only from the variables before it, resolves what the author meant: the
+    mapping's own order does not reach the program under `pulumi up` (its engine sorts a
+    config object's keys). Names the platform or the operator own are refused."""
     if not isinstance(raw, dict):
         raise ValueError("a mapping of NAME: value")
     out = ProblemList()
     pairs = []
-    for key, value in sorted(raw.items(), key=lambda kv: str(kv[0])):
+    for key, value in raw.items():
         if not isinstance(key, str) or not ENV_NAME.match(key):
             out.add((str(key),), key, "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)")
         elif key == "HOME":
@@ -799,7 +804,7 @@ def _env(raw: Any) -> Any:
         else:
             pairs.append((key, str(value)))
     out.raise_if_any("env")
-    return tuple(pairs)
+    return dependency_order(pairs)
 
 
 Env = Annotated[
