@@ -357,5 +357,7 @@ def full_report(result, tmp_path, summary: bool = True) -> str:
 
     from trainforge.plan import cli  # noqa: PLC0415
 
-    args = SimpleNamespace(summary=summary, report=tmp_path / "report.txt", stack="test")
+    args = SimpleNamespace(
+        summary=summary, report=tmp_path / "report.txt", stack="test", program=None
+    )
     return cli.write_report(result, args, ROOT, None).read_text()
