@@ -393,8 +393,8 @@ class ModelSize(Section):
                 "the model's shape (parameters, flopsPerSample (or flopsPerToken and "
                 "tokensPerSample) and activationBytesPerSample, `trainforge calibrate "
                 "--declared` measures them; or the GPT form: layers, dModel, seqLen, vocabSize), "
-                "or expectedStepSeconds next to modelSize.steps (the seconds one step takes, "
-                "from run-local or `trainforge report`)",
+                "or expectedStepSeconds next to modelSize.steps (the seconds one step takes on "
+                "its pool: `trainforge report` of a run prints the median)",
             )
             return out
         for key in sorted(
