@@ -37,6 +37,10 @@ def test_steps_and_seconds_without_a_shape_time_the_run():
     assert run.detail == "30 steps x 0.5s (expectedStepSeconds)"
     with pytest.raises(NoEstimate, match=r"^no model shape: modelSize states only steps"):
         estimate(job, CPU_POOL)
+    # the job's deadline cuts the same figure (every backend's controller fails it there)
+    short = parse_job({**REVIEWED, "runPolicy": {"activeDeadlineSeconds": 10}}, W)
+    cut = duration.expected_duration(short, CPU_POOL)
+    assert (cut.seconds, cut.needs, cut.source) == (10.0, 15.0, "expectedStepSeconds")
 
 
 @pytest.mark.parametrize(
