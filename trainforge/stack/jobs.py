@@ -335,9 +335,11 @@ _SHAPE_KEYS = (
 class ModelSize(Section):
     """What the planner needs to know about a model it cannot build from flags (user code).
 
-    Used only by the memory and step-time estimate (`trainforge.jobs.estimate`), which assumes
-    a GPT-style decoder trained with AdamW unless the declared form is given. Nothing here is
-    passed to the code that runs.
+    Read by the memory and step-time estimate (`trainforge.jobs.estimate`), which assumes
+    a GPT-style decoder trained with AdamW unless the declared form is given, and `steps` by
+    the expected run (`trainforge.jobs.duration`): `steps` alone, with no shape, next to the
+    job's expectedStepSeconds, times the run and gives no estimate. Nothing here is passed to
+    the code that runs.
     """
 
     layers: Int | None = Field(None, ge=1, description="GPT form: decoder blocks")
