@@ -319,12 +319,28 @@ def _camel(name: str) -> str:
 # --- the blocks of a job ----------------------------------------------------------------------
 
 
+# The keys that state a model (ModelSize.shaped): the GPT form's and the declared form's.
+_SHAPE_KEYS = (
+    "layers",
+    "d_model",
+    "seq_len",
+    "vocab_size",
+    "heads",
+    "parameters",
+    "flops_per_sample",
+    "flops_per_token",
+    "activation_bytes_per_sample",
+)
+
+
 class ModelSize(Section):
     """What the planner needs to know about a model it cannot build from flags (user code).
 
-    Used only by the memory and step-time estimate (`trainforge.jobs.estimate`), which assumes
-    a GPT-style decoder trained with AdamW unless the declared form is given. Nothing here is
-    passed to the code that runs.
+    Read by the memory and step-time estimate (`trainforge.jobs.estimate`), which assumes
+    a GPT-style decoder trained with AdamW unless the declared form is given, and `steps` by
+    the expected run (`trainforge.jobs.duration`): `steps` alone, with no shape, next to the
+    job's expectedStepSeconds, times the run and gives no estimate. Nothing here is passed to
+    the code that runs.
     """
 
     layers: Int | None = Field(None, ge=1, description="GPT form: decoder blocks")
@@ -357,6 +373,45 @@ class ModelSize(Section):
         """The declared form (no GPT shape)."""
         return self.layers is None
 
+    @property
+    def shaped(self) -> bool:
+        """Whether it states a model (a key of the GPT or the declared form). Without one it
+        is the steps-only form, `modelSize: {steps: N}` next to `expectedStepSeconds`: how long
+        your code runs, with nothing for the memory and step-time estimate to size."""
+        return any(getattr(self, k) is not None for k in _SHAPE_KEYS)
+
+    def form_problems(self, timed: bool = False) -> ProblemList:
+        """The GPT form needs its four shape keys; the declared form its three facts; the
+        steps-only form (no shape) `steps` and the job's `expectedStepSeconds` (`timed`).
+        (Checked by the job, after its rule that modelSize and the bundled flags exclude
+        each other.)"""
+        if self.shaped:
+            return self._shape_problems()
+        out = ProblemList()
+        if not timed:
+            given = self.model_dump(by_alias=True, exclude_unset=True)
+            out.add(
+                (),
+                given,
+                "the model's shape (parameters, flopsPerSample (or flopsPerToken and "
+                "tokensPerSample) and activationBytesPerSample, `trainforge calibrate "
+                "--declared` measures them; or the GPT form: layers, dModel, seqLen, vocabSize), "
+                "or expectedStepSeconds next to modelSize.steps (the seconds one step takes on "
+                "its pool: `trainforge report` of a run prints the median)",
+            )
+            return out
+        for key in sorted(
+            self.model_fields_set - {"steps"}, key=list(ModelSize.model_fields).index
+        ):
+            out.add(
+                (_camel(key),),
+                getattr(self, key),
+                "no such key in the steps-only form (modelSize.steps next to "
+                "expectedStepSeconds): only the memory and step-time estimate reads it, and it "
+                "needs the model's shape too",
+            )
+        return out
+
     @model_validator(mode="wrap")
     @classmethod
     def _per_sample(cls, data: Any, handler: Any) -> ModelSize:
@@ -366,10 +421,7 @@ class ModelSize(Section):
             size = size.model_copy(update={"flops_per_sample": per_sample})
         return size
 
-    def form_problems(self) -> ProblemList:
-        """The GPT form needs its four shape keys; the declared form its three facts.
-        (Checked by the job, after its rule that modelSize and the bundled flags exclude
-        each other.)"""
+    def _shape_problems(self) -> ProblemList:
         out = ProblemList()
         gpt = ("layers", "d_model", "seq_len", "vocab_size")
         declared = ("flops_per_sample", "flops_per_token", "activation_bytes_per_sample")
@@ -1075,7 +1127,8 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                         "modelSize states the size of your own code's model",
                     )
                 else:
-                    out.extend_at(size.form_problems(), "modelSize")
+                    timed = job.expected_step_seconds is not None
+                    out.extend_at(size.form_problems(timed), "modelSize")
         with unless_unparsed():
             for i, volume in enumerate(job.volumes):
                 for j, other in enumerate(job.volumes[:i]):
@@ -1156,8 +1209,8 @@ class JobModel(ModelFlags):  # type: ignore[misc,valid-type]
                 ("expectedStepSeconds",),
                 self.expected_step_seconds,
                 f"modelSize.steps too: it is multiplied by the job's steps, which a job with "
-                f"{entry} states only in modelSize.steps (or bound the run's cost with "
-                "runPolicy.activeDeadlineSeconds)",
+                f"{entry} states only in modelSize.steps (`modelSize: {{steps: N}}` alone is "
+                "enough; or bound the run's cost with runPolicy.activeDeadlineSeconds)",
             )
         if preset == "fsdp" and "preset" in given:
             out.add(

@@ -145,6 +145,10 @@ def shape_of(job: JobSpec) -> ModelShape:
 def _stated(job: JobSpec) -> ModelShape:
     m = job.model_size
     assert m is not None
+    if not m.shaped:  # the steps-only form: the run is timed from expectedStepSeconds
+        raise NoEstimate(
+            "no model shape: modelSize states only steps; the run is timed from expectedStepSeconds"
+        )
     if m.declared:
         assert m.parameters is not None and m.flops_per_sample is not None
         return ModelShape(
