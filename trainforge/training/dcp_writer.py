@@ -5,7 +5,7 @@ Why a module of its own: with ``--async-checkpoint`` the writer is pickled into 
 process DCP spawns (``AsyncCheckpointerType.PROCESS``), which imports it by name; the module
 needs only DCP, so the runtime imports it at the first save, not at start-up.
 
-Three jobs beyond writing:
+Beyond writing:
 
 * The background process must not outlive its trainer, nor say anything when it does. DCP's
   process ended when its pipe closed with an ``EOFError`` traceback from its serving loop
@@ -25,6 +25,15 @@ Three jobs beyond writing:
   in flight commits while its trainer says how it stopped, and it ends with its trainer (its
   pipe's end, the parent watch, or multiprocessing's exit handler terminating daemon
   processes).
+* DCP's process logs at INFO, to the job's output, five lines per save and rank ("Received
+  async checkpoint request", "Completed checkpoint save request for checkpoint_id=
+  _CheckpointRequestIdentifier(...)", "Waiting for checkpoint save request...": its
+  ``_init_logger`` sets the root logger to INFO with a handler of its own; torch/distributed/
+  checkpoint/logger.py and _async_process_executor.py, torch 2.13.0 wheel, read 2026-12-01),
+  beside the trainer's own ``checkpoint: saved ...`` line that says the same with its
+  timings (60 of the KILL rehearsal's lines). From its first save on it logs warnings and
+  errors only; its start's three lines (it begins logging before any of our code runs there)
+  remain.
 * The background process runs at a lower CPU priority (``nice`` +10): where the host's cores
   are busy (a CPU run, data loading), the training loop gets them first and the write, which
   nobody waits for, takes the rest.
@@ -35,6 +44,7 @@ Three jobs beyond writing:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -103,6 +113,7 @@ class TrainforgeWriter(FileSystemWriter):
                     _watch_started = True
                     os.nice(BACKGROUND_NICENESS)
                     _leave_quietly_when_the_trainer_is_gone()
+                    logging.getLogger().setLevel(logging.WARNING)  # DCP's INFO: see above
                     if threading.current_thread() is threading.main_thread():
                         signal.signal(signal.SIGINT, signal.SIG_IGN)
                     threading.Thread(
