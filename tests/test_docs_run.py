@@ -269,6 +269,9 @@ def test_doc_command_runs(doc: str, cmd: str, scratches, capsys, shipped_cli_run
     assert "Traceback (most recent call last)" not in output or "TRAINFORGE_TEST_" in cmd, (
         f"{doc}: `{cmd}` printed a traceback:\n{output[-4000:]}"
     )
+    # not even a rehearsed fault's: a killed rank's DCP checkpoint process printed `Process
+    # SpawnProcess-1: ... EOFError` when its pipe closed (trainforge/training/dcp_writer.py)
+    assert "Process SpawnProcess" not in output, f"{doc}: `{cmd}`:\n{output[-4000:]}"
     if cmd in QUOTED_OUTPUT:
         printed = [LOSS.sub("N", ln) for ln in proc.stdout.splitlines()]
         assert printed == quoted_output(*QUOTED_OUTPUT[cmd]), proc.stdout

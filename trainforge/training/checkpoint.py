@@ -544,17 +544,18 @@ class CheckpointManager:
         # DCP's thread where its process cannot work (see _writer_process). The stager is
         # wrapped so that every rank agrees the copy worked before any write starts: a rank
         # whose copy failed must not leave its peers waiting in the write's collectives.
-        fut = dcp.async_save(
-            state,
-            storage_writer=writer,
-            process_group=self.group,
-            async_checkpointer_type=AsyncCheckpointerType.PROCESS
-            if in_process
-            else AsyncCheckpointerType.THREAD,
-            async_stager=_AgreedStager(
-                self._get_stager(), self._all_true, fail=self._stage_fault == record.step
-            ),
-        )
+        with _spawning_without_sigint(in_process and _checkpoint_process_pid() is None):
+            fut = dcp.async_save(
+                state,
+                storage_writer=writer,
+                process_group=self.group,
+                async_checkpointer_type=AsyncCheckpointerType.PROCESS
+                if in_process
+                else AsyncCheckpointerType.THREAD,
+                async_stager=_AgreedStager(
+                    self._get_stager(), self._all_true, fail=self._stage_fault == record.step
+                ),
+            )
         upload = getattr(fut, "upload_completion", fut)
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
@@ -892,6 +893,44 @@ def _checkpoint_process_pid() -> int | None:
     return pid if isinstance(pid, int) else None
 
 
+@contextlib.contextmanager
+def _spawning_without_sigint(spawns: bool = True) -> Any:
+    """Around a ``dcp.async_save`` that may spawn DCP's checkpoint process: SIGINT blocked in
+    the calling thread, so that the process starts with it blocked.
+
+    Why here: a Ctrl-C reaches the whole process group, and a checkpoint process still
+    starting (a fresh interpreter importing torch, seconds) died of it with a
+    KeyboardInterrupt traceback; it ignores SIGINT only from its first save on (dcp_writer.py).
+    DCP spawns the process (``multiprocessing`` spawn: fork + exec) from the worker thread of a
+    ``ThreadPoolExecutor`` that the calling thread creates inside ``async_save``
+    (``_ProcessBasedAsyncCheckpointExecutor`` in torch/distributed/checkpoint/
+    _async_process_executor.py, torch 2.13.0 wheel, read 2026-12-01). A thread inherits its
+    creator's signal mask and a process keeps its forking thread's mask across exec (POSIX
+    pthread_create, fork, execve); Python's start-up leaves the mask alone. So the process
+    starts with SIGINT pending-but-blocked, and its first save's SIG_IGN discards it. The
+    resource tracker is started first: a spawn starts it if it is not running, and that
+    *unblocks* SIGINT in the spawning thread (``ResourceTracker.ensure_running`` blocks SIGINT
+    and SIGTERM around the tracker's own spawn and then unblocks them instead of restoring the
+    mask: Lib/multiprocessing/resource_tracker.py, CPython 3.11.7, read 2026-12-01), which let
+    the Ctrl-C through again.
+
+    The trainer's own Ctrl-C is unchanged: the mask is per thread and restored on leaving, and
+    the kernel hands a process-wide SIGINT to a thread that does not block it (Python runs the
+    handler in the main thread either way). ``spawns`` False (the process already runs) is a
+    no-op, so a later save's staging copy in the main thread never holds a Ctrl-C back."""
+    if not spawns or not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    from multiprocessing import resource_tracker  # noqa: PLC0415 - only where a spawn comes
+
+    resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
 def _all_ranks(flag: bool, group: Any) -> bool:
     """Is ``flag`` true on every rank of ``group``? (Collective.)"""
     t = torch.tensor([1 if flag else 0], dtype=torch.int32)
@@ -1061,12 +1100,13 @@ class _WriterStart:
                         "another rank's checkpoint process did not start"
                     )
                 return
-            fut = dcp.async_save(
-                {"start": torch.zeros(1)},
-                storage_writer=writer,
-                process_group=group,
-                async_checkpointer_type=AsyncCheckpointerType.PROCESS,
-            )
+            with _spawning_without_sigint():
+                fut = dcp.async_save(
+                    {"start": torch.zeros(1)},
+                    storage_writer=writer,
+                    process_group=group,
+                    async_checkpointer_type=AsyncCheckpointerType.PROCESS,
+                )
             getattr(fut, "upload_completion", fut).result()
         except BaseException as e:  # noqa: BLE001 - said by the first save that needs it
             self.error = e

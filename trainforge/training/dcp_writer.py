@@ -5,19 +5,35 @@ Why a module of its own: with ``--async-checkpoint`` the writer is pickled into 
 process DCP spawns (``AsyncCheckpointerType.PROCESS``), which imports it by name; the module
 needs only DCP, so the runtime imports it at the first save, not at start-up.
 
-Three jobs beyond writing:
+Beyond writing:
 
-* The background process must not outlive its trainer. DCP's process ends when its pipe
-  closes, but not while it waits in a collective for a peer whose trainer died (kill -9, a
+* The background process must not outlive its trainer, nor say anything when it does. DCP's
+  process ended when its pipe closed with an ``EOFError`` traceback from its serving loop
+  (``parent_conn.recv()``; a ``BrokenPipeError`` one when a write finished after its trainer
+  died), printed into the job's log of a rehearsed kill -9 as if it were a second fault; and
+  it does not end while it waits in a collective for a peer whose trainer died (kill -9, a
   torchrun restart): it would hold the staging memory and the job's stdout for the group's
-  timeout. A daemon thread in the writing process polls its parent and exits when it is gone.
+  timeout. So its pipe's end (the trainer gone: only its exit closes it, and nobody waits
+  for a result) ends it at once and quietly (`_leave_quietly_when_the_trainer_is_gone`), and
+  a daemon thread polls its parent for the collective case. A live trainer's save is never
+  cut: the pipe is read only between saves, and the poll acts only once the parent is gone.
 * A Ctrl-C is not the background process's to act on: the terminal sends SIGINT to the whole
   process group, DCP's process included, which died of it with a KeyboardInterrupt traceback
-  in its serving loop (``parent_conn.recv()``) or, worse, mid-write. It ignores SIGINT from
-  its first save on (the tiny one at set-up, `checkpoint._WriterStart`), so a write in
-  flight commits while its trainer says how it stopped, and it ends with its trainer (the
-  parent watch below, or multiprocessing's exit handler terminating daemon processes). A
-  Ctrl-C in the seconds the process is still starting (importing torch) still ends it there.
+  in its serving loop (``parent_conn.recv()``) or, worse, mid-write. It starts with SIGINT
+  blocked (`checkpoint._spawning_without_sigint`: the seconds it imports torch) and ignores
+  it from its first save on (the tiny one at set-up, `checkpoint._WriterStart`), so a write
+  in flight commits while its trainer says how it stopped, and it ends with its trainer (its
+  pipe's end, the parent watch, or multiprocessing's exit handler terminating daemon
+  processes).
+* DCP's process logs at INFO, to the job's output, five lines per save and rank ("Received
+  async checkpoint request", "Completed checkpoint save request for checkpoint_id=
+  _CheckpointRequestIdentifier(...)", "Waiting for checkpoint save request...": its
+  ``_init_logger`` sets the root logger to INFO with a handler of its own; torch/distributed/
+  checkpoint/logger.py and _async_process_executor.py, torch 2.13.0 wheel, read 2026-12-01),
+  beside the trainer's own ``checkpoint: saved ...`` line that says the same with its
+  timings (60 of the KILL rehearsal's lines). From its first save on it logs warnings and
+  errors only; its start's three lines (it begins logging before any of our code runs there)
+  remain.
 * The background process runs at a lower CPU priority (``nice`` +10): where the host's cores
   are busy (a CPU run, data loading), the training loop gets them first and the write, which
   nobody waits for, takes the rest.
@@ -28,6 +44,7 @@ Three jobs beyond writing:
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -48,6 +65,38 @@ def _exit_when_orphaned(parent: int, poll_s: float = 1.0) -> None:
     os._exit(1)  # the trainer is gone: nobody will read this checkpoint's result
 
 
+def _leave_quietly_when_the_trainer_is_gone() -> None:
+    """In DCP's checkpoint process: its pipe to the trainer at its end exits the process at
+    once, without the traceback multiprocessing prints for an exception out of its target.
+
+    The pipe is ``multiprocessing.connection.Connection``, the only one in this process (DCP's
+    ``_checkpointing_subprocess`` reads requests with ``recv`` and answers with ``send``;
+    torch/distributed/checkpoint/_async_process_executor.py, torch 2.13.0 wheel, read
+    2026-12-01), so the class's two methods are wrapped here, in this process only. An end of
+    file on ``recv`` (read between saves) or a broken pipe on ``send`` (a write's answer) means
+    the trainer closed its end, which only its exit does: nothing is waiting for an answer.
+    Why not ``PR_SET_PDEATHSIG``: Linux sends it when the *thread* that forked the process
+    exits, and DCP forks it from a thread-pool worker that ends after the first save."""
+    from multiprocessing.connection import Connection  # noqa: PLC0415 - this process only
+
+    recv, send = Connection.recv, Connection.send
+
+    def recv_or_leave(self: Connection) -> Any:
+        try:
+            return recv(self)
+        except EOFError:
+            os._exit(1)
+
+    def send_or_leave(self: Connection, obj: Any) -> None:
+        try:
+            send(self, obj)
+        except (BrokenPipeError, ConnectionResetError):
+            os._exit(1)
+
+    Connection.recv = recv_or_leave  # type: ignore[method-assign]
+    Connection.send = send_or_leave  # type: ignore[method-assign]
+
+
 class TrainforgeWriter(FileSystemWriter):
     """`FileSystemWriter` (fsync'd shards, ``.metadata`` written last via tmp + rename)."""
 
@@ -63,6 +112,8 @@ class TrainforgeWriter(FileSystemWriter):
                 if not _watch_started:
                     _watch_started = True
                     os.nice(BACKGROUND_NICENESS)
+                    _leave_quietly_when_the_trainer_is_gone()
+                    logging.getLogger().setLevel(logging.WARNING)  # DCP's INFO: see above
                     if threading.current_thread() is threading.main_thread():
                         signal.signal(signal.SIGINT, signal.SIG_IGN)
                     threading.Thread(
