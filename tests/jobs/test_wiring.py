@@ -791,6 +791,71 @@ def test_where_only_the_pools_cap_and_the_borrowing_limit_together_lift_it_the_f
             resolve_job(spec, JobTarget(team=_two_teams(team, p), pool=p), W)
 
 
+def _plan_stack(tmp_path, config: dict, capsys) -> tuple[int, str]:
+    """`trainforge plan --stack bl` of a project holding the program and `config` as its
+    Pulumi.bl.yaml, run here (`cli.main`): the exit code and what the user reads (stdout and
+    stderr)."""
+    import shutil
+
+    import yaml
+    from pulumi.runtime import config as runtime_config
+
+    from tests.conftest import ROOT
+    from trainforge.plan import cli
+
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "Pulumi.bl.yaml").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    config = runtime_config.CONFIG.get()
+    try:
+        code = cli.main(["--stack", "bl", "--no-standins", "--project-dir", str(tmp_path),
+                         "--out", str(tmp_path / "out"), "--report", str(tmp_path / "r.txt")])  # fmt: skip
+    finally:  # the stack's config (its aws:region) is no other test's
+        runtime_config.set_all_config(config)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_a_borrowing_limit_raise_that_reaches_the_cohort_s_share_is_the_fix(tmp_path, capsys):
+    """The wave-22 review (rev22pe Pulumi.bl.yaml): both teams borrow no GPUs; asr-ddp asks
+    2 x 4 GPUs of t4-pool, where speech holds 3, nlp 2 and nobody 3 (a team at limit 0 takes
+    no part of it: its cohort's share is 0). The refusal said no raise lifts it "with or
+    without a raise of ...borrowingLimit.gpus": the search bounded the limit by what the
+    cohort lends at limit 0 (nlp's 2). It now names the least limit, 5, which applied plans
+    CLEAN, the plan's Kueue admission (plan.kueue, Kueue's PotentialAvailable) saying the job
+    borrows 5 there; at 4 both models hold it to 7."""
+    import copy
+
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.plan import kueue as K
+
+    raw = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_cohort_share.yaml").read_text())
+    code, text = _plan_stack(tmp_path, raw, capsys)
+    key = "trainforge:teams[1].quota.borrowingLimit.gpus"
+    assert code == 2, text
+    assert "no raise of" not in text, text
+    assert text.rstrip().endswith(f"the job could never start: set {key} to 5"), text
+    fixed = copy.deepcopy(raw)
+    fixed["config"]["trainforge:teams"][1]["quota"]["borrowingLimit"]["gpus"] = 5
+    code, text = _plan_stack(tmp_path, fixed, capsys)
+    assert code == 0 and "plan --stack bl: CLEAN" in text, text
+    assert "speech/asr-ddp: borrows 5 GPUs in pool t4-pool" in text, text
+    cfg = {k.removeprefix("trainforge:"): v for k, v in raw["config"].items()
+           if k.startswith("trainforge:")}  # fmt: skip
+    for limit, most in ((4, 7), (5, 8)):  # the quota model and Kueue's arithmetic agree
+        cfg["teams"][1]["quota"]["borrowingLimit"]["gpus"] = limit
+        contract, objects = _solo_stack(cfg)
+        assert contract.teams["speech"].quota_inputs.room("t4-pool")["gpus"] == most
+        kueue = K.read(objects)
+        assert (
+            K.Quotas(kueue.queues, kueue.shared).potential(kueue.queues["speech"], "t4-pool", K.GPU)
+            == most
+        )
+
+
 def _solo_stack(cfg):
     """The contract, the Kueue objects and the parsed config of a stack config (`trainforge:`
     keys without the prefix), as the program builds them."""

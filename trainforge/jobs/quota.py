@@ -1152,8 +1152,9 @@ def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Li
     if not q.kueue or now is None or all(p.name != pool for p in pools):
         return None
 
-    def limited(v: Fraction) -> TeamConfig:
-        lim = team.quota.borrowing_limit.model_copy(update={resource: format_quantity(r, v)})
+    def limited(v: Fraction | None) -> TeamConfig:
+        value = None if v is None else format_quantity(r, v)
+        lim = team.quota.borrowing_limit.model_copy(update={resource: value})
         return team.model_copy(
             update={"quota": team.quota.model_copy(update={"borrowing_limit": lim})}
         )
@@ -1163,7 +1164,12 @@ def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Li
         return pool_room(t, [t if x.name == t.name else x for x in teams], pools)[pool][r] >= need
 
     unit, low = _UNIT[r], parse_quantity(str(now))
-    high = lendable(team, teams, pools)[pool][r]
+    # the bound is what the cohort lends a team with no limit of `resource`: at a limit of 0
+    # the team takes no part of what no team is guaranteed (`_takers`), so its cohort's share
+    # of the pool would be left out of the bound and a raise that reaches it never tried
+    # (Pulumi.bl.yaml: speech at 0 is lent nlp's 2 of t4-pool, at 5 also its cohort's 3)
+    free = limited(None)
+    high = lendable(free, [free if x.name == free.name else x for x in teams], pools)[pool][r]
     if holds(low) or not holds(high):
         return None
     lo, hi = int(low // unit), math.ceil(high / unit)
