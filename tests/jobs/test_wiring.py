@@ -739,32 +739,31 @@ def _two_teams(research: dict, pool):
     return team_facts(services, pools={pool.name: pool})["research"]
 
 
-def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
+def test_where_the_pool_must_grow_past_the_other_team_s_ask_the_fix_says_how_far():
     """Team research, alone in its cohort, asks 2 GPUs of a pool of 4 beside a team asking
-    100, and may borrow none: the split gives it 0, and no raise of its quota.gpus or of the
-    pool's limit (alone or together, with or without its borrowing limit, each tried on the
-    model) gets it 6: what a raised pool adds goes to the other team, outside its cohort.
-    Wave 16 told it to set quota.gpus to 6, which the split scales back to 0: the line says
-    that no raise lifts it, and what holds it."""
+    100, and may borrow none: the split gives it 0. A pool raised by the 6 it lacks goes
+    mostly to the other team (each ask is scaled to what the pool holds), so wave 21 said "no
+    raise ... alone or together ... lifts it"; but quota.gpus 6 with the pool at 106 admits it.
+    The fix now names the least pool (whole GPUs) with which a raise of the team's keys lifts
+    it, without lowering the other team's guarantee; applied, the job resolves, and one GPU
+    less of the pool is still refused."""
     research = {"name": "research", "cohort": "solo",
                 "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}}  # fmt: skip
     pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4))
-    team = _two_teams(research, pool)
+    spec = job(workers=6, gpusPerWorker=1)
     with pytest.raises(JobConfigError) as err:
-        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
-    assert str(err.value).endswith(
-        "the job could never start: no raise of trainforge:teams[0].quota.gpus, "
-        "trainforge:teams[0].quota.pools.gpu-workloads.gpus or "
-        "trainforge:nodePools[0].limits.gpus, alone or together, with or without a raise of "
-        "trainforge:teams[0].quota.borrowingLimit.gpus, lifts it without taking from "
-        "another team's guarantee: the other teams' guarantees in the pool (scaled with the "
-        "team's to what it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, "
-        "Quotas)"
-    ), str(err.value)
-    # what the old line offered does not lift it
-    team = _two_teams({**research, "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}, pool)
+        resolve_job(spec, JobTarget(team=_two_teams(research, pool), pool=pool), W)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix == (
+        "set trainforge:nodePools[0].limits.gpus to 76 and trainforge:teams[0].quota.gpus to 8 "
+        "(Karpenter counts each of the job's nodes at its largest type)"
+    ), fix
+    raised = {**research, "quota": {"gpus": "8", "borrowingLimit": {"gpus": 0}}}
+    bigger = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=76))
+    resolve_job(spec, JobTarget(team=_two_teams(raised, bigger), pool=bigger), W)
+    less = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=75))
     with pytest.raises(JobConfigError):
-        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
+        resolve_job(spec, JobTarget(team=_two_teams(raised, less), pool=less), W)
 
 
 def test_where_only_the_pools_cap_and_the_borrowing_limit_together_lift_it_the_fix_says_both():
