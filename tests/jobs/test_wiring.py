@@ -739,32 +739,31 @@ def _two_teams(research: dict, pool):
     return team_facts(services, pools={pool.name: pool})["research"]
 
 
-def test_where_no_raise_lifts_it_the_refusal_says_what_holds_it():
+def test_where_the_pool_must_grow_past_the_other_team_s_ask_the_fix_says_how_far():
     """Team research, alone in its cohort, asks 2 GPUs of a pool of 4 beside a team asking
-    100, and may borrow none: the split gives it 0, and no raise of its quota.gpus or of the
-    pool's limit (alone or together, with or without its borrowing limit, each tried on the
-    model) gets it 6: what a raised pool adds goes to the other team, outside its cohort.
-    Wave 16 told it to set quota.gpus to 6, which the split scales back to 0: the line says
-    that no raise lifts it, and what holds it."""
+    100, and may borrow none: the split gives it 0. A pool raised by the 6 it lacks goes
+    mostly to the other team (each ask is scaled to what the pool holds), so wave 21 said "no
+    raise ... alone or together ... lifts it"; but quota.gpus 6 with the pool at 106 admits it.
+    The fix now names the least pool (whole GPUs) with which a raise of the team's keys lifts
+    it, without lowering the other team's guarantee; applied, the job resolves, and one GPU
+    less of the pool is still refused."""
     research = {"name": "research", "cohort": "solo",
                 "quota": {"gpus": "2", "borrowingLimit": {"gpus": 0}}}  # fmt: skip
     pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=4))
-    team = _two_teams(research, pool)
+    spec = job(workers=6, gpusPerWorker=1)
     with pytest.raises(JobConfigError) as err:
-        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
-    assert str(err.value).endswith(
-        "the job could never start: no raise of trainforge:teams[0].quota.gpus, "
-        "trainforge:teams[0].quota.pools.gpu-workloads.gpus or "
-        "trainforge:nodePools[0].limits.gpus, alone or together, with or without a raise of "
-        "trainforge:teams[0].quota.borrowingLimit.gpus, lifts it without taking from "
-        "another team's guarantee: the other teams' guarantees in the pool (scaled with the "
-        "team's to what it holds) or the team's quota.borrowingLimit hold it (docs/teams.md, "
-        "Quotas)"
-    ), str(err.value)
-    # what the old line offered does not lift it
-    team = _two_teams({**research, "quota": {"gpus": "6", "borrowingLimit": {"gpus": 0}}}, pool)
+        resolve_job(spec, JobTarget(team=_two_teams(research, pool), pool=pool), W)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix == (
+        "set trainforge:nodePools[0].limits.gpus to 76 and trainforge:teams[0].quota.gpus to 8 "
+        "(Karpenter counts each of the job's nodes at its largest type)"
+    ), fix
+    raised = {**research, "quota": {"gpus": "8", "borrowingLimit": {"gpus": 0}}}
+    bigger = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=76))
+    resolve_job(spec, JobTarget(team=_two_teams(raised, bigger), pool=bigger), W)
+    less = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=75))
     with pytest.raises(JobConfigError):
-        resolve_job(job(workers=6, gpusPerWorker=1), JobTarget(team=team, pool=pool), W)
+        resolve_job(spec, JobTarget(team=_two_teams(raised, less), pool=less), W)
 
 
 def test_where_only_the_pools_cap_and_the_borrowing_limit_together_lift_it_the_fix_says_both():
@@ -789,6 +788,71 @@ def test_where_only_the_pools_cap_and_the_borrowing_limit_together_lift_it_the_f
     for team, p in ((research, bigger), (borrows, pool)):  # either alone: refused
         with pytest.raises(JobConfigError):
             resolve_job(spec, JobTarget(team=_two_teams(team, p), pool=p), W)
+
+
+def _plan_stack(tmp_path, config: dict, capsys) -> tuple[int, str]:
+    """`trainforge plan --stack bl` of a project holding the program and `config` as its
+    Pulumi.bl.yaml, run here (`cli.main`): the exit code and what the user reads (stdout and
+    stderr)."""
+    import shutil
+
+    import yaml
+    from pulumi.runtime import config as runtime_config
+
+    from tests.conftest import ROOT
+    from trainforge.plan import cli
+
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "Pulumi.bl.yaml").write_text(yaml.safe_dump(config))
+    capsys.readouterr()
+    config = runtime_config.CONFIG.get()
+    try:
+        code = cli.main(["--stack", "bl", "--no-standins", "--project-dir", str(tmp_path),
+                         "--out", str(tmp_path / "out"), "--report", str(tmp_path / "r.txt")])  # fmt: skip
+    finally:  # the stack's config (its aws:region) is no other test's
+        runtime_config.set_all_config(config)
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_a_borrowing_limit_raise_that_reaches_the_cohort_s_share_is_the_fix(tmp_path, capsys):
+    """The wave-22 review (rev22pe Pulumi.bl.yaml): both teams borrow no GPUs; asr-ddp asks
+    2 x 4 GPUs of t4-pool, where speech holds 3, nlp 2 and nobody 3 (a team at limit 0 takes
+    no part of it: its cohort's share is 0). The refusal said no raise lifts it "with or
+    without a raise of ...borrowingLimit.gpus": the search bounded the limit by what the
+    cohort lends at limit 0 (nlp's 2). It now names the least limit, 5, which applied plans
+    CLEAN, the plan's Kueue admission (plan.kueue, Kueue's PotentialAvailable) saying the job
+    borrows 5 there; at 4 both models hold it to 7."""
+    import copy
+
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.plan import kueue as K
+
+    raw = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_cohort_share.yaml").read_text())
+    code, text = _plan_stack(tmp_path, raw, capsys)
+    key = "trainforge:teams[1].quota.borrowingLimit.gpus"
+    assert code == 2, text
+    assert "no raise of" not in text, text
+    assert text.rstrip().endswith(f"the job could never start: set {key} to 5"), text
+    fixed = copy.deepcopy(raw)
+    fixed["config"]["trainforge:teams"][1]["quota"]["borrowingLimit"]["gpus"] = 5
+    code, text = _plan_stack(tmp_path, fixed, capsys)
+    assert code == 0 and "plan --stack bl: CLEAN" in text, text
+    assert "speech/asr-ddp: borrows 5 GPUs in pool t4-pool" in text, text
+    cfg = {k.removeprefix("trainforge:"): v for k, v in raw["config"].items()
+           if k.startswith("trainforge:")}  # fmt: skip
+    for limit, most in ((4, 7), (5, 8)):  # the quota model and Kueue's arithmetic agree
+        cfg["teams"][1]["quota"]["borrowingLimit"]["gpus"] = limit
+        contract, objects = _solo_stack(cfg)
+        assert contract.teams["speech"].quota_inputs.room("t4-pool")["gpus"] == most
+        kueue = K.read(objects)
+        assert (
+            K.Quotas(kueue.queues, kueue.shared).potential(kueue.queues["speech"], "t4-pool", K.GPU)
+            == most
+        )
 
 
 def _solo_stack(cfg):

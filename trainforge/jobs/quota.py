@@ -1089,13 +1089,19 @@ def quota_raise(
     `maxSize`), both. A change that takes from another team's guarantee is no fix. CPU and
     memory of a GPU pool follow its GPUs: with Kueue, where no change of the resource itself
     lifts it, its GPUs are raised by what brings the rest. Then the team's borrowing limit
-    alone (`borrow_raise`), last both together (`_raise_with_borrowing`). None: no such
-    change (other teams' guarantees hold it)."""
+    alone (`borrow_raise`), then both together (`_raise_with_borrowing`), last the pool raised
+    past what the other teams' asks take of it with the team's keys (`_raise_keys` `grow`).
+    None: no such change."""
     found = _raise_keys(q, resource, need, pool, launch)
     if found is not None:
         return found.lift
     alone = borrow_raise(q, resource, need, pool)
-    return alone if alone is not None else _raise_with_borrowing(q, resource, need, pool, launch)
+    if alone is None:
+        alone = _raise_with_borrowing(q, resource, need, pool, launch)
+    if alone is None:  # last, the pool grown for the other teams' asks too: the largest change
+        found = _raise_keys(q, resource, need, pool, launch, grow=True)
+        alone = found.lift if found is not None else None
+    return alone
 
 
 def _raise_with_borrowing(
@@ -1152,8 +1158,9 @@ def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Li
     if not q.kueue or now is None or all(p.name != pool for p in pools):
         return None
 
-    def limited(v: Fraction) -> TeamConfig:
-        lim = team.quota.borrowing_limit.model_copy(update={resource: format_quantity(r, v)})
+    def limited(v: Fraction | None) -> TeamConfig:
+        value = None if v is None else format_quantity(r, v)
+        lim = team.quota.borrowing_limit.model_copy(update={resource: value})
         return team.model_copy(
             update={"quota": team.quota.model_copy(update={"borrowing_limit": lim})}
         )
@@ -1163,7 +1170,12 @@ def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Li
         return pool_room(t, [t if x.name == t.name else x for x in teams], pools)[pool][r] >= need
 
     unit, low = _UNIT[r], parse_quantity(str(now))
-    high = lendable(team, teams, pools)[pool][r]
+    # the bound is what the cohort lends a team with no limit of `resource`: at a limit of 0
+    # the team takes no part of what no team is guaranteed (`_takers`), so its cohort's share
+    # of the pool would be left out of the bound and a raise that reaches it never tried
+    # (Pulumi.bl.yaml: speech at 0 is lent nlp's 2 of t4-pool, at 5 also its cohort's 3)
+    free = limited(None)
+    high = lendable(free, [free if x.name == free.name else x for x in teams], pools)[pool][r]
     if holds(low) or not holds(high):
         return None
     lo, hi = int(low // unit), math.ceil(high / unit)
@@ -1190,8 +1202,10 @@ def _raise_keys(
     need: Fraction,
     pool: str,
     launch: Mapping[str, Fraction] | None = None,
+    grow: bool = False,
 ) -> _Raised | None:
-    """`quota_raise`'s tries of the team's quota and the pool's cap."""
+    """`quota_raise`'s tries of the team's quota and the pool's cap; with `grow` also the
+    pool raised past what the other teams' asks take of it (`grown`)."""
     teams, pools = list(q.teams), list(q.pools)
     launched = {r: Fraction((launch or {}).get(CONFIG_KEY[r], 0)) for r in COVERED}
     team = next(t for t in teams if t.name == q.team)
@@ -1260,12 +1274,43 @@ def _raise_keys(
                     return done((*changes, *more[0]), more[1], ps, per)
         return None
 
+    def grown() -> _Raised | None:
+        """Where the pool raised by what the team lacks goes to the other teams' asks (each
+        is scaled to what the pool holds, so each takes a part of a raise): the least raise of
+        the pool, in whole units, up to one that holds every team's ask there and `need`
+        more, after which the team's keys lift it (rev22pe's solo research: 2 GPUs asked of 4
+        beside a team asking 100, then quota.gpus 6 with the pool at 106, not 10)."""
+        cap = pool_capacity(p, r)
+        if cap is None:
+            return None
+        asked, _ = _split(teams, pools)
+        whole = _WHOLE[r]
+        low = math.ceil((need - held) / whole)
+        high = math.ceil((sum((asked[t.name][pool][r] for t in teams), Fraction(0)) + need
+                          - cap) / whole)  # fmt: skip
+
+        def tried(units: int) -> _Raised | None:
+            raised = _pool_raise(pools, p, r, units * whole, launched[r])
+            if raised is None:
+                return None
+            return first(r, need, (raised[0], [raised[1] if x is p else x for x in pools]))
+
+        if high <= low or tried(high) is None:
+            return None
+        while low < high:
+            mid = (low + high) // 2
+            low, high = (low, mid) if tried(mid) is not None else (mid + 1, high)
+        return tried(high)
+
     # cpu/memory set in a GPU pool's `quota.pools` follow no GPUs: raised as they are
     own = dict(team.quota.pools).get(pool)
     if not (follows and q.kueue) or getattr(own, resource, None) is not None:
         raised = _pool_raise(pools, p, r, need - held, launched[r])
         by_pool = (raised[0], [raised[1] if x is p else x for x in pools]) if raised else None
         found = first(r, need - held, by_pool)
+        if found is not None:
+            return found
+        found = grown() if grow else None
         if found is not None:
             return found
     each = per_gpu(p) if follows else None
