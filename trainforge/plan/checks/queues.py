@@ -158,7 +158,7 @@ class Simulation:
         """None, or why the namespace's ResourceQuota would refuse the job's pods now."""
         hard = self.hard.get(w.namespace, {})
         used = self.ns_usage.get(w.namespace, {})
-        for r, need in _summed([w.need, *w.init_need.values()]).items():
+        for r, need in K.summed([w.need, *w.init_need.values()]).items():
             limit = hard.get(r)
             if limit is not None and used.get(r, Fraction(0)) + need > limit:
                 return (
@@ -199,7 +199,7 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         beside = w.init_need.get(f, {})
-        for r, need in _summed([w.need, beside]).items():
+        for r, need in K.summed([w.need, beside]).items():
             most = self.quotas.potential(q, f, r)
             nominal = K.Quotas.nominal(q, f, r)
             if need > most:
@@ -575,18 +575,10 @@ class Simulation:
         return text
 
 
-def _summed(needs: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for need in needs:
-        for r, v in need.items():
-            out[r] = out.get(r, Fraction(0)) + v
-    return out
-
-
 def _asks(w: Workload) -> dict[str, dict[str, Fraction]]:
     """flavor -> what the admitted job holds there: `need` on its flavor, its initializers'."""
     out = {f: dict(per) for f, per in w.init_need.items()}
-    out[w.flavor or ""] = _summed([w.need, out.get(w.flavor or "", {})])
+    out[w.flavor or ""] = K.summed([w.need, out.get(w.flavor or "", {})])
     return out
 
 
@@ -727,10 +719,7 @@ def object_workload(
     # a pod set per template, named in lower case (kubeflowjob_controller.go:117
     # NewPodSetReference, release-0.19 c90ed70), as its message then does ("pod set master")
     sets = [
-        replace(
-            K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
-            name=(t.name or main.name).lower(),
-        )
+        K.counted_podset(t.template, t.replicas, lrs, (t.name or main.name).lower())
         for t in templates
     ]
     checked, counted = None, sets
@@ -744,10 +733,7 @@ def object_workload(
         main = replace(main, name=trainjob.REPLICATED_JOB)
         sets = [main if p.name == main.name else p for p in checked] or [main]
         counted = [main]
-    need: dict[str, Fraction] = {}
-    for p in counted:
-        for r, v in p.total().items():
-            need[r] = need.get(r, Fraction(0)) + v
+    need = K.summed(p.total() for p in counted)
     labels = (doc.get("metadata") or {}).get("labels") or {}
     return ObjectWorkload(
         shape.queue(doc), labels.get(PRIORITY_LABEL, ""), pods, need, sets, main, checked
@@ -936,7 +922,7 @@ def quota_change(
     them: Kueue admits the pod sets together, so the raise lifts both and the fewer pods fit
     beside it. The one fix of a declared job and of an SDK job (`submitted_fix`)."""
     beside = beside or {}
-    total = _summed([need, beside])
+    total = K.summed([need, beside])
     over = [r for r, n in total.items() if n > quotas.potential(q, spec.pool, r)]
     if not over or over[0] not in quota.CONFIG_KEY:
         return ""
