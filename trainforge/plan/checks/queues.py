@@ -803,8 +803,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.sizing = sizing_rule(spec, target.pool)
         if fit := node_fit(spec, target.pool):
             unfit[(spec.team, spec.name)] = fit
-        fleet = getattr(ctx, "fleet_workers", None)
-        where = dispatches(ctx).get((spec.team, spec.name)) if fleet else None
+        where = dispatches(ctx).get((spec.team, spec.name))  # {} for a stack without workers
         if where is not None:  # a fleet manager holds its quota while a worker runs it
             w.duration, w.ceiling, w.duration_note = _longest_run(where)
         else:
@@ -827,7 +826,6 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if q is not None and q.admits(target.namespace):
             w.queue, w.priority_class, w.priority = q.name, wl.priority_class, got.priority
         if got.reason or q is None or got.assignment is None:
-            w.invalid = got.invalid
             never(w, RULE_OVER_LIMITS if got.invalid else RULE_NEVER, got.reason, obj)
             continue
         all_tas = K.only_tas(q, m.flavors)
@@ -1276,23 +1274,18 @@ def preempt_words(preempts: Iterable[tuple[str, float]]) -> str:
     )
 
 
-def start_words(bound: bool) -> str:
-    """How an expected start is said: "within" where it is an upper bound (a run ahead is
-    timed by its ceiling and may end sooner), "after" where every run ahead is an estimate."""
-    return f"expected to start {'within' if bound else 'after'}"
-
-
 def start_text(admitted: float, bound: bool, preempts: Iterable[tuple[str, float]] = ()) -> str:
     """A waiting job's expected start, `admitted` seconds after submission when Kueue admits
-    it (`bound`: `start_words`): its pods start then, or where its admission preempts jobs
-    ((job, grace) each), once their pods are gone: up to their terminationGracePeriodSeconds
-    later, which the figure adds (`preempt_words`). The one wording of the plan's section and
-    verdict (plan/verdict.py `admission`)."""
+    it (`bound`: "within" where it is an upper bound, a run ahead timed by its ceiling that may
+    end sooner; "after" where every run ahead is an estimate): its pods start then, or where
+    its admission preempts jobs ((job, grace) each), once their pods are gone: up to their
+    terminationGracePeriodSeconds later, which the figure adds (`preempt_words`). The one
+    wording of the plan's section and verdict (plan/verdict.py `admission`)."""
     preempts = list(preempts)
     most = max((g for _, g in preempts), default=0.0)
-    text = f"{start_words(bound)} {duration_text(admitted + most)}"
+    at = "within" if bound else "after"
+    text = f"expected to start {at} {duration_text(admitted + most)}"
     if preempts:
-        at = "within" if bound else "after"
         text += f" (admitted {at} {duration_text(admitted)}; {preempt_words(preempts)})"
     return text
 
@@ -1330,7 +1323,7 @@ class Queued:
 @dataclass(frozen=True)
 class Start:
     """`queue_start`'s answer: seconds from now (None: not within 90 days), whether that is an
-    upper bound (`start_words`), whether a waiting one fits at once without preempting (then
+    upper bound (`start_text`), whether a waiting one fits at once without preempting (then
     what holds it is outside the team's view), and (job, grace) of each job its admission
     preempts (`preempt_words`: its pods start once theirs are gone)."""
 
