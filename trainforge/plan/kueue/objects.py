@@ -28,8 +28,7 @@ def quantity(v: Any) -> Fraction:
 
 
 def summed(needs: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
-    """Resource -> the sum over `needs` (what pod sets, or a trainer and its initializers, ask
-    together)."""
+    """Resource -> its sum over `needs` (pod sets, or a trainer and its initializers)."""
     out: dict[str, Fraction] = {}
     for need in needs:
         for r, v in need.items():

@@ -39,26 +39,18 @@ def workload_podsets(
 ) -> list[PodSet]:
     """A Workload object's pod sets as Kueue reads them, in the quota's resources.
     `limit_ranges`: its namespace's (without them a container naming neither asks nothing)."""
-    limit_ranges = list(limit_ranges)
+    lrs, sets = list(limit_ranges), (wl.get("spec") or {}).get("podSets") or []
     return [
-        counted_podset(
-            ps.get("template") or {},
-            int(ps.get("count", 1)),
-            limit_ranges,
-            str(ps.get("name", "main")),
-        )
-        for ps in (wl.get("spec") or {}).get("podSets") or []
+        counted_podset(p.get("template") or {}, int(p.get("count", 1)), lrs, p.get("name", "main"))
+        for p in sets
     ]
 
 
-def counted_podset(
-    tmpl: Mapping[str, Any], count: int, limit_ranges: list[Mapping[str, Any]], name: str
-) -> PodSet:
-    """`podset` `name` of `count` pods of `tmpl`, each asking its requests as Kueue counts
-    them (`pod_requests`) in the quota's resources."""
-    asks = pod_requests(tmpl.get("spec") or {}, limit_ranges)
+def counted_podset(tmpl: Mapping[str, Any], count: int, lrs: list[Any], name: Any) -> PodSet:
+    """`podset` `name` of `count` pods of `tmpl`, its requests as Kueue counts them."""
+    asks = pod_requests(tmpl.get("spec") or {}, lrs)
     per_pod = {r: v for r, v in asks.items() if r in RESOURCES}
-    return replace(podset(tmpl, per_pod, count, limit_ranges), name=name)
+    return replace(podset(tmpl, per_pod, count, lrs), name=str(name))
 
 
 def workload_invalid(wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
@@ -102,14 +94,9 @@ def trainjob_podsets(
     runtime = trainjob.runtime_of(doc, runtimes)
     if node is None or runtime is None:
         return None
-    limit_ranges = list(limit_ranges)
+    main, lrs = trainjob.REPLICATED_JOB, list(limit_ranges)
     return [
-        counted_podset(
-            node if t.name == trainjob.REPLICATED_JOB else t.template,
-            t.replicas,
-            limit_ranges,
-            t.name,
-        )
+        counted_podset(node if t.name == main else t.template, t.replicas, lrs, t.name)
         for t in backends.pod_templates(dict(runtime))
     ]
 
