@@ -1252,12 +1252,8 @@ def pods_grace(templates: Iterable[Any]) -> float:
     """The most terminationGracePeriodSeconds over an object's pod templates (each a
     `PodTemplate`, its `spec` the pod's): how long its pods may take to stop once Kueue
     preempts it (the kubelet's SIGKILL comes no later)."""
-    return float(
-        max(
-            (t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in templates),
-            default=DEFAULT_GRACE,
-        )
-    )
+    graces = [t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in templates]
+    return float(max(graces, default=DEFAULT_GRACE))
 
 
 def preempt_words(preempts: Iterable[tuple[str, float]]) -> str:
@@ -1371,11 +1367,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         state, reason = _outcome(w)
         borrowing = w.borrowed_at_once
         q = sim.queues.get(w.queue or "")
-        owners = (
-            sim.quotas.reclaimers(q, w.flavor or "", borrowing)
-            if q is not None and borrowing
-            else []
-        )
+        owners = sim.quotas.reclaimers(q, w.flavor or "", borrowing) if q and borrowing else []
         if state == "runs":
             text = f"runs on {w.flavor}"
             if borrowing and q is not None:
@@ -1422,8 +1414,8 @@ def submitted_requests(
     """One pod's requests of undeclared workload `doc` as Kueue counts them, with its
     namespace's LimitRanges (an SDK job naming none is not "empty")."""
     ns = (doc.get("metadata") or {}).get("namespace") or ""
-    spec = pod.get("spec") or {}
-    return {r: v for r, v in K.pod_requests(spec, limit_ranges(ctx, ns)).items() if r in RESOURCES}
+    asks = K.pod_requests(pod.get("spec") or {}, limit_ranges(ctx, ns))
+    return {r: v for r, v in asks.items() if r in RESOURCES}
 
 
 def admit_submitted(
@@ -1527,10 +1519,9 @@ def workload_fix(
         cpu=str(float(per_pod.get("cpu", 0))), memory=str(int(per_pod.get("memory", 0))),
     )  # fmt: skip
     target = contracts[0].target(team.name, pool.name)
-    quotas = K.Quotas(m.queues, m.shared)
     need = {r: v * w.pods for r, v in per_pod.items() if v}
     beside = w.init_need.get(pool.name, {})  # its initializers' there (`admit_object`)
-    return quota_change(quotas, q, need, w.pods, spec, target, said, beside)
+    return quota_change(K.Quotas(m.queues, m.shared), q, need, w.pods, spec, target, said, beside)
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:
