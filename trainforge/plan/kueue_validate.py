@@ -23,16 +23,14 @@ def _cluster_queue(spec: dict) -> list[str]:
     errs = []
     seen_flavors: set[str] = set()
     for i, group in enumerate(spec.get("resourceGroups") or []):
-        where = f"spec.resourceGroups[{i}]"
-        covered = group.get("coveredResources") or []
+        covered = list(group.get("coveredResources") or [])
         for j, fl in enumerate(group.get("flavors") or []):
-            fw = f"{where}.flavors[{j}]"
+            fw = f"spec.resourceGroups[{i}].flavors[{j}]"
             name = fl.get("name")
             if name in seen_flavors:
                 errs.append(f"{fw}.name {name!r} appears in more than one flavor list")
             seen_flavors.add(str(name))
-            resources = fl.get("resources") or []
-            if [r.get("name") for r in resources] != list(covered):
+            if [r.get("name") for r in fl.get("resources") or []] != covered:
                 errs.append(f"{fw}: resources must be the coveredResources, in their order")
     return errs
 

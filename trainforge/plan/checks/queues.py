@@ -158,7 +158,7 @@ class Simulation:
         """None, or why the namespace's ResourceQuota would refuse the job's pods now."""
         hard = self.hard.get(w.namespace, {})
         used = self.ns_usage.get(w.namespace, {})
-        for r, need in _summed([w.need, *w.init_need.values()]).items():
+        for r, need in K.summed([w.need, *w.init_need.values()]).items():
             limit = hard.get(r)
             if limit is not None and used.get(r, Fraction(0)) + need > limit:
                 return (
@@ -199,7 +199,7 @@ class Simulation:
         q = self.queues[w.queue or ""]
         f = w.flavor or ""
         beside = w.init_need.get(f, {})
-        for r, need in _summed([w.need, beside]).items():
+        for r, need in K.summed([w.need, beside]).items():
             most = self.quotas.potential(q, f, r)
             nominal = K.Quotas.nominal(q, f, r)
             if need > most:
@@ -575,18 +575,10 @@ class Simulation:
         return text
 
 
-def _summed(needs: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
-    out: dict[str, Fraction] = {}
-    for need in needs:
-        for r, v in need.items():
-            out[r] = out.get(r, Fraction(0)) + v
-    return out
-
-
 def _asks(w: Workload) -> dict[str, dict[str, Fraction]]:
     """flavor -> what the admitted job holds there: `need` on its flavor, its initializers'."""
     out = {f: dict(per) for f, per in w.init_need.items()}
-    out[w.flavor or ""] = _summed([w.need, out.get(w.flavor or "", {})])
+    out[w.flavor or ""] = K.summed([w.need, out.get(w.flavor or "", {})])
     return out
 
 
@@ -727,10 +719,7 @@ def object_workload(
     # a pod set per template, named in lower case (kubeflowjob_controller.go:117
     # NewPodSetReference, release-0.19 c90ed70), as its message then does ("pod set master")
     sets = [
-        replace(
-            K.podset(t.template, _pod_need(spec, t.spec, lrs), t.replicas, lrs),
-            name=(t.name or main.name).lower(),
-        )
+        K.counted_podset(t.template, t.replicas, lrs, (t.name or main.name).lower())
         for t in templates
     ]
     checked, counted = None, sets
@@ -744,10 +733,7 @@ def object_workload(
         main = replace(main, name=trainjob.REPLICATED_JOB)
         sets = [main if p.name == main.name else p for p in checked] or [main]
         counted = [main]
-    need: dict[str, Fraction] = {}
-    for p in counted:
-        for r, v in p.total().items():
-            need[r] = need.get(r, Fraction(0)) + v
+    need = K.summed(p.total() for p in counted)
     labels = (doc.get("metadata") or {}).get("labels") or {}
     return ObjectWorkload(
         shape.queue(doc), labels.get(PRIORITY_LABEL, ""), pods, need, sets, main, checked
@@ -817,8 +803,7 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         w.sizing = sizing_rule(spec, target.pool)
         if fit := node_fit(spec, target.pool):
             unfit[(spec.team, spec.name)] = fit
-        fleet = getattr(ctx, "fleet_workers", None)
-        where = dispatches(ctx).get((spec.team, spec.name)) if fleet else None
+        where = dispatches(ctx).get((spec.team, spec.name))  # {} for a stack without workers
         if where is not None:  # a fleet manager holds its quota while a worker runs it
             w.duration, w.ceiling, w.duration_note = _longest_run(where)
         else:
@@ -841,7 +826,6 @@ def _simulate(ctx: PlanContext) -> tuple[list[Workload], list[Finding], Simulati
         if q is not None and q.admits(target.namespace):
             w.queue, w.priority_class, w.priority = q.name, wl.priority_class, got.priority
         if got.reason or q is None or got.assignment is None:
-            w.invalid = got.invalid
             never(w, RULE_OVER_LIMITS if got.invalid else RULE_NEVER, got.reason, obj)
             continue
         all_tas = K.only_tas(q, m.flavors)
@@ -936,7 +920,7 @@ def quota_change(
     them: Kueue admits the pod sets together, so the raise lifts both and the fewer pods fit
     beside it. The one fix of a declared job and of an SDK job (`submitted_fix`)."""
     beside = beside or {}
-    total = _summed([need, beside])
+    total = K.summed([need, beside])
     over = [r for r, n in total.items() if n > quotas.potential(q, spec.pool, r)]
     if not over or over[0] not in quota.CONFIG_KEY:
         return ""
@@ -1268,12 +1252,8 @@ def pods_grace(templates: Iterable[Any]) -> float:
     """The most terminationGracePeriodSeconds over an object's pod templates (each a
     `PodTemplate`, its `spec` the pod's): how long its pods may take to stop once Kueue
     preempts it (the kubelet's SIGKILL comes no later)."""
-    return float(
-        max(
-            (t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in templates),
-            default=DEFAULT_GRACE,
-        )
-    )
+    graces = [t.spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE) for t in templates]
+    return float(max(graces, default=DEFAULT_GRACE))
 
 
 def preempt_words(preempts: Iterable[tuple[str, float]]) -> str:
@@ -1290,23 +1270,18 @@ def preempt_words(preempts: Iterable[tuple[str, float]]) -> str:
     )
 
 
-def start_words(bound: bool) -> str:
-    """How an expected start is said: "within" where it is an upper bound (a run ahead is
-    timed by its ceiling and may end sooner), "after" where every run ahead is an estimate."""
-    return f"expected to start {'within' if bound else 'after'}"
-
-
 def start_text(admitted: float, bound: bool, preempts: Iterable[tuple[str, float]] = ()) -> str:
     """A waiting job's expected start, `admitted` seconds after submission when Kueue admits
-    it (`bound`: `start_words`): its pods start then, or where its admission preempts jobs
-    ((job, grace) each), once their pods are gone: up to their terminationGracePeriodSeconds
-    later, which the figure adds (`preempt_words`). The one wording of the plan's section and
-    verdict (plan/verdict.py `admission`)."""
+    it (`bound`: "within" where it is an upper bound, a run ahead timed by its ceiling that may
+    end sooner; "after" where every run ahead is an estimate): its pods start then, or where
+    its admission preempts jobs ((job, grace) each), once their pods are gone: up to their
+    terminationGracePeriodSeconds later, which the figure adds (`preempt_words`). The one
+    wording of the plan's section and verdict (plan/verdict.py `admission`)."""
     preempts = list(preempts)
     most = max((g for _, g in preempts), default=0.0)
-    text = f"{start_words(bound)} {duration_text(admitted + most)}"
+    at = "within" if bound else "after"
+    text = f"expected to start {at} {duration_text(admitted + most)}"
     if preempts:
-        at = "within" if bound else "after"
         text += f" (admitted {at} {duration_text(admitted)}; {preempt_words(preempts)})"
     return text
 
@@ -1344,7 +1319,7 @@ class Queued:
 @dataclass(frozen=True)
 class Start:
     """`queue_start`'s answer: seconds from now (None: not within 90 days), whether that is an
-    upper bound (`start_words`), whether a waiting one fits at once without preempting (then
+    upper bound (`start_text`), whether a waiting one fits at once without preempting (then
     what holds it is outside the team's view), and (job, grace) of each job its admission
     preempts (`preempt_words`: its pods start once theirs are gone)."""
 
@@ -1392,11 +1367,7 @@ def _section(workloads: list[Workload], sim: Simulation, warnings: list[str]) ->
         state, reason = _outcome(w)
         borrowing = w.borrowed_at_once
         q = sim.queues.get(w.queue or "")
-        owners = (
-            sim.quotas.reclaimers(q, w.flavor or "", borrowing)
-            if q is not None and borrowing
-            else []
-        )
+        owners = sim.quotas.reclaimers(q, w.flavor or "", borrowing) if q and borrowing else []
         if state == "runs":
             text = f"runs on {w.flavor}"
             if borrowing and q is not None:
@@ -1443,8 +1414,8 @@ def submitted_requests(
     """One pod's requests of undeclared workload `doc` as Kueue counts them, with its
     namespace's LimitRanges (an SDK job naming none is not "empty")."""
     ns = (doc.get("metadata") or {}).get("namespace") or ""
-    spec = pod.get("spec") or {}
-    return {r: v for r, v in K.pod_requests(spec, limit_ranges(ctx, ns)).items() if r in RESOURCES}
+    asks = K.pod_requests(pod.get("spec") or {}, limit_ranges(ctx, ns))
+    return {r: v for r, v in asks.items() if r in RESOURCES}
 
 
 def admit_submitted(
@@ -1548,10 +1519,9 @@ def workload_fix(
         cpu=str(float(per_pod.get("cpu", 0))), memory=str(int(per_pod.get("memory", 0))),
     )  # fmt: skip
     target = contracts[0].target(team.name, pool.name)
-    quotas = K.Quotas(m.queues, m.shared)
     need = {r: v * w.pods for r, v in per_pod.items() if v}
     beside = w.init_need.get(pool.name, {})  # its initializers' there (`admit_object`)
-    return quota_change(quotas, q, need, w.pods, spec, target, said, beside)
+    return quota_change(K.Quotas(m.queues, m.shared), q, need, w.pods, spec, target, said, beside)
 
 
 def _pool_taints(ctx: PlanContext, node_labels: dict[str, str]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from trainforge.plan.kueue.objects import (
     cluster_queue,
     quantity,
     read,
+    summed,
 )
 from trainforge.plan.kueue.pending import (
     NEVER,
@@ -38,6 +39,7 @@ from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import (
     NEVER_ADMITS,
     admit,
+    counted_podset,
     pod_need,
     pod_requests,
     podset,
@@ -53,5 +55,5 @@ __all__ = [
     "Assigner", "Assignment", "ClusterQueue", "Flavor", "Kueue", "PodSet", "Quotas", "admit",
     "deactivated", "for_resources", "held", "never_fits", "outlook", "over_beside", "refused",
     "cluster_queue", "flavor_fits_podset", "only_tas", "pod_need", "pod_requests", "podset",
-    "quantity", "read", "refusal", "trainjob_podsets", "workload_invalid", "workload_need", "workload_podsets",
+    "quantity", "read", "refusal", "summed", "counted_podset", "trainjob_podsets", "workload_invalid", "workload_need", "workload_podsets",
 ]  # fmt: skip

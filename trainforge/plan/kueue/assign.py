@@ -145,6 +145,14 @@ def selector_matches(ps: PodSet, flavor: Flavor) -> bool:
     return T.node_selector_terms([{"matchExpressions": t} for t in terms], labels)
 
 
+def requests_of(q: ClusterQueue, ps: PodSet) -> dict[str, Fraction]:
+    """A pod set's requests in all, its pod count too where `q` has quota on `pods`."""
+    requests = ps.total()
+    if q.group_of("pods") is not None:
+        requests.setdefault("pods", Fraction(ps.count))
+    return requests
+
+
 def only_tas(q: ClusterQueue, flavors: Mapping[str, Flavor]) -> bool:
     """Every flavor is topology-aware (then every pod set asks for TAS)."""
     return all((fl := flavors.get(f)) is not None and fl.topology is not None for f in q.flavors)
@@ -236,9 +244,7 @@ class Assigner:
         out = Assignment({}, [])
         assumed: dict[tuple[str, str], Fraction] = {}
         for ps in podsets:
-            requests = ps.total()
-            if q.group_of("pods") is not None:
-                requests.setdefault("pods", Fraction(ps.count))
+            requests = requests_of(q, ps)
             chosen: dict[str, Choice] = {}
             ok, mine, status = True, [], []
             for r in requests:

@@ -8,7 +8,7 @@ resource group has no quota there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -25,6 +25,15 @@ _LEGACY = {"Borrow": MAY_STOP, "Preempt": MAY_STOP}
 
 def quantity(v: Any) -> Fraction:
     return parse_quantity(str(v))
+
+
+def summed(needs: Iterable[Mapping[str, Fraction]]) -> dict[str, Fraction]:
+    """Resource -> its sum over `needs` (pod sets, or a trainer and its initializers)."""
+    out: dict[str, Fraction] = {}
+    for need in needs:
+        for r, v in need.items():
+            out[r] = out.get(r, Fraction(0)) + v
+    return out
 
 
 @dataclass

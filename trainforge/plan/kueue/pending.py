@@ -38,7 +38,7 @@ from typing import Any
 from trainforge.core.pods import INVALID_RESOURCES, OUTSIDE_LIMIT_RANGE
 from trainforge.core.quantity import parse_quantity
 from trainforge.plan.kueue import words as W
-from trainforge.plan.kueue.assign import PodSet, flavor_fits_podset, only_tas
+from trainforge.plan.kueue.assign import PodSet, flavor_fits_podset, only_tas, requests_of
 from trainforge.plan.kueue.objects import ClusterQueue, Flavor
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.plan.kueue.workload import NEVER_ADMITS, workload_invalid
@@ -90,27 +90,29 @@ def _over(m: re.Match[str]) -> str:
         return m[0]
 
 
+def _last_reasons(message: str) -> str | None:
+    """The reasons of the last pod set a flavor-assignment message names (None: none named)."""
+    if not message.startswith(W.POD_SET):
+        return None
+    _, sep, reasons = message.rpartition(f"; {W.POD_SET}")[2].partition(": ")
+    return reasons if sep else None
+
+
 def _fits_never(message: str) -> bool:
     """Whether the message says no flavor can ever hold the last pod set it names."""
-    if not message.startswith(W.POD_SET):
-        return False
-    _, sep, reasons = message.rpartition(f"; {W.POD_SET}")[2].partition(": ")
-    if not sep:
-        return False
-    return _FOR_GOOD.sub("", _OVER.sub(_over, reasons)).replace(", ", "") == ""
+    reasons = _last_reasons(message)
+    return reasons is not None and not _FOR_GOOD.sub("", _OVER.sub(_over, reasons)).replace(
+        ", ", ""
+    )
 
 
 def over_beside(wl: Mapping[str, Any] | None) -> bool:
     """Whether Kueue's QuotaReserved False message says of its last pod set that it is over a
     flavor's maximum capacity only with the pod sets considered before it (`_over` finds it
     not over alone): the case `never_fits` decides."""
-    message = str(_condition(wl, "QuotaReserved").get("message") or "")
-    if _condition(wl, "QuotaReserved").get("status") != "False" or not message.startswith(
-        W.POD_SET
-    ):
-        return False
-    reasons = message.rpartition(f"; {W.POD_SET}")[2].partition(": ")[2]
-    return any(_over(m) for m in _OVER.finditer(reasons))
+    c = _condition(wl, "QuotaReserved")
+    reasons = _last_reasons(str(c.get("message") or "")) if c.get("status") == "False" else None
+    return any(_over(m) for m in _OVER.finditer(reasons or ""))
 
 
 def never_fits(
@@ -125,9 +127,7 @@ def never_fits(
     all_tas = only_tas(q, flavors)
     slots: list[tuple[dict[str, Fraction], list[str]]] = []  # (requests, flavors it may take)
     for ps in podsets:
-        requests = ps.total()
-        if q.group_of("pods") is not None:
-            requests.setdefault("pods", Fraction(ps.count))
+        requests = requests_of(q, ps)
         seen: set[tuple[str, ...]] = set()
         for r in requests:
             group = q.group_of(r)

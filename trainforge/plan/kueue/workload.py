@@ -29,7 +29,7 @@ from trainforge.core.pods import (
 from trainforge.jobs import backends, trainjob
 from trainforge.jobs.tenancy import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY, UNCONSTRAINED_TOPOLOGY
 from trainforge.plan.kueue.assign import Assigner, Assignment, PodSet
-from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity
+from trainforge.plan.kueue.objects import GPU, RESOURCES, ClusterQueue, Kueue, quantity, summed
 from trainforge.plan.kueue.quota import Quotas
 from trainforge.platform.queues import DEFAULT_LOCAL_QUEUE
 
@@ -39,15 +39,18 @@ def workload_podsets(
 ) -> list[PodSet]:
     """A Workload object's pod sets as Kueue reads them, in the quota's resources.
     `limit_ranges`: its namespace's (without them a container naming neither asks nothing)."""
-    limit_ranges = list(limit_ranges)
-    out = []
-    for ps in (wl.get("spec") or {}).get("podSets") or []:
-        tmpl = ps.get("template") or {}
-        pod = pod_requests(tmpl.get("spec") or {}, limit_ranges)
-        per_pod = {r: v for r, v in pod.items() if r in RESOURCES}
-        got = podset(tmpl, per_pod, int(ps.get("count", 1)), limit_ranges)
-        out.append(replace(got, name=str(ps.get("name", got.name))))
-    return out
+    lrs, sets = list(limit_ranges), (wl.get("spec") or {}).get("podSets") or []
+    return [
+        counted_podset(p.get("template") or {}, int(p.get("count", 1)), lrs, p.get("name", "main"))
+        for p in sets
+    ]
+
+
+def counted_podset(tmpl: Mapping[str, Any], count: int, lrs: list[Any], name: Any) -> PodSet:
+    """`podset` `name` of `count` pods of `tmpl`, its requests as Kueue counts them."""
+    asks = pod_requests(tmpl.get("spec") or {}, lrs)
+    per_pod = {r: v for r, v in asks.items() if r in RESOURCES}
+    return replace(podset(tmpl, per_pod, count, lrs), name=str(name))
 
 
 def workload_invalid(wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()) -> str:
@@ -69,11 +72,7 @@ def workload_need(
     wl: Mapping[str, Any], limit_ranges: Iterable[Mapping[str, Any]] = ()
 ) -> dict[str, Fraction]:
     """What a Workload object asks in all, in the quota's resources."""
-    total: dict[str, Fraction] = {}
-    for ps in workload_podsets(wl, limit_ranges):
-        for res, amount in ps.total().items():
-            total[res] = total.get(res, Fraction(0)) + amount
-    return total
+    return summed(ps.total() for ps in workload_podsets(wl, limit_ranges))
 
 
 def trainjob_podsets(
@@ -95,14 +94,11 @@ def trainjob_podsets(
     runtime = trainjob.runtime_of(doc, runtimes)
     if node is None or runtime is None:
         return None
-    limit_ranges = list(limit_ranges)
-    out = []
-    for t in backends.pod_templates(dict(runtime)):
-        tmpl = node if t.name == trainjob.REPLICATED_JOB else t.template
-        asks = pod_requests(tmpl.get("spec") or {}, limit_ranges)
-        per_pod = {r: v for r, v in asks.items() if r in RESOURCES and v}
-        out.append(replace(podset(tmpl, per_pod, t.replicas, limit_ranges), name=t.name))
-    return out
+    main, lrs = trainjob.REPLICATED_JOB, list(limit_ranges)
+    return [
+        counted_podset(node if t.name == main else t.template, t.replicas, lrs, t.name)
+        for t in backends.pod_templates(dict(runtime))
+    ]
 
 
 def pod_need(spec: Any) -> dict[str, Fraction]:
