@@ -159,7 +159,7 @@ def render(report: C.CostReport) -> list[str]:
             if price := j.missing_price(report.region):
                 lines.append(
                     f"  warning: the price table has no {price}: job {j.name}'s cost is unknown "
-                    "(add the price with its source: tools/regen_price_facts.py)"
+                    "(package data: a trainforge maintainer adds it, tools/regen_price_facts.py)"
                 )
         lines.append("")
     if report.teams:
