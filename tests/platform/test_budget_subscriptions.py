@@ -9,7 +9,10 @@ through the offline plan of the shipped stacks."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
+import yaml
 
 from tests.conftest import ROOT, shipped_plan
 from trainforge.plan import core
@@ -99,6 +102,38 @@ def test_a_budget_no_route_carries_names_the_receivers_key():
     [v] = [v for v in result.failing if v.rule == B.BUDGET_UNROUTED]
     assert "trainforge:monitoring.receivers[0].url" in v.message
     assert PROD_RECEIVER in v.message and "the cluster's" in v.message
+
+
+def _prod_monitoring(**receiver):
+    """prod's trainforge:monitoring with its receiver changed by `receiver`."""
+    config = yaml.safe_load((ROOT / "Pulumi.prod.yaml").read_text())["config"]
+    monitoring = copy.deepcopy(config[B.MONITORING_KEY])
+    monitoring["receivers"][0].update(receiver)
+    return monitoring
+
+
+def test_the_unrouted_fix_names_the_receivers_key_to_change_and_applying_it_routes_the_budget():
+    """A team budget, no clusterPerMonth, a receiver without `warning`: the fix names
+    receivers[0].severities and the value to add, never a clusterPerMonth the stack does not
+    set; the stack changed as it says has no finding."""
+    narrow = _prod_monitoring(severities=["critical"])
+    result = _plan(**{B.MONITORING_KEY: narrow})
+    [v] = [v for v in result.failing if v.rule == B.BUDGET_UNROUTED]
+    assert "add `warning` to trainforge:monitoring.receivers[0].severities (now [critical])" in (
+        v.fix
+    ), v.fix
+    assert "vision" in v.fix and "clusterPerMonth" not in v.fix
+    fixed = _prod_monitoring(severities=["critical", "warning"])
+    assert not [v for v in _plan(**{B.MONITORING_KEY: fixed}).failing if v.rule in B.RULES]
+
+
+def test_the_unrouted_fix_names_clusterpermonth_only_when_it_is_set():
+    caps = {"clusterPerMonth": 500000, "teams": {"vision": {"teamPerMonth": 20000}}}
+    result = _plan(**{"trainforge-policy:costCaps": caps})
+    [v] = [v for v in result.failing if v.rule == B.BUDGET_UNROUTED]
+    # the team's budget is carried (prod's receiver takes `warning`): only the cluster's is not
+    assert "drop trainforge-policy:costCaps.clusterPerMonth" in v.fix, v.fix
+    assert "severities" not in v.fix and "vision" not in v.fix
 
 
 def test_each_topic_subscription_a_program_declares_is_judged():

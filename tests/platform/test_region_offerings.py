@@ -31,6 +31,8 @@ def _stub(monkeypatch, offered: set[str], describable: set[str]):
         return KNOWN[name]
 
     monkeypatch.setattr(it, "instance_type_facts", facts)
+    # these stubs are EC2's answers (`pulumi up`), not the offline plan's data
+    monkeypatch.setattr(it, "offline_data", lambda: None)
     monkeypatch.setattr(it, "offered_in_region", lambda types: frozenset(offered) & set(types))
     monkeypatch.setattr(it, "_region", lambda: "eu-west-1")
     monkeypatch.setattr(it, "offering_regions", lambda t: (["us-east-1", "us-west-2"], []))
@@ -133,4 +135,23 @@ def test_a_failed_lookup_of_an_offered_type_is_not_the_user_s_fault(monkeypatch)
     assert errors == [
         "trainforge:nodePools[0].instanceTypes[0]: the lookup of 'g6.12xlarge', which eu-west-1 "
         "offers, failed: g6.12xlarge (an AWS or provider failure, not this key's: run again)"
+    ]
+
+
+def test_an_amd_gpu_type_ec2_describes_is_refused_for_the_catalogs_reason(monkeypatch):
+    """`pulumi up`: EC2 describes g4ad (1 AMD Radeon Pro V520) and offers it; a pool of it,
+    even one not marked for GPUs, is refused because the GPU catalog lists no g4ad family as
+    NVIDIA GPU capacity, not admitted as a GPU pool no GPU job could use."""
+    amd = {**KNOWN, "g4ad.4xlarge": _facts("g4ad.4xlarge", 1, "Radeon Pro V520")}
+    _stub(monkeypatch, offered={"g4ad.4xlarge"}, describable=set(amd))
+    monkeypatch.setattr(it, "instance_type_facts", amd.__getitem__)
+    errors: list[str] = []
+    pool = SimpleNamespace(instance_types=["g4ad.4xlarge"], gpu=None, efa=False)
+    assert it.resolve_pool(pool, "trainforge:nodePools[2]", errors) is None
+    assert errors == [
+        "trainforge:nodePools[2].instanceTypes[0]: got 'g4ad.4xlarge'; expected an NVIDIA GPU "
+        "type of the GPU catalog for a pool: the catalog lists no g4ad family as NVIDIA GPU "
+        "capacity, so its nodes offer no nvidia.com/gpu to a job (g4ad: AMD Radeon; trn: "
+        "Trainium; a newer NVIDIA family becomes one by adding it to core/data/gpu_catalog.json, "
+        "docs/gpu-catalog.md)"
     ]

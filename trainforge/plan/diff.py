@@ -226,6 +226,7 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
             "",
         ]
     team_rows: list[str] = []
+    changed: set[str] = set()
     old_teams = {t["name"]: t for t in old.get("teams", [])}
     keys = ("jobsOnDemandPerHour", "monthEstimate", "quotaCeilingPerMonth")
     for t in new.get("teams", []):
@@ -237,14 +238,24 @@ def cost_markdown(old: dict[str, Any] | None, new: dict[str, Any] | None) -> lis
             now[2] = "unlimited"
         cells = [f"{_money(o, k)} → {n}" for k, n in zip(keys, now, strict=True)]
         team_rows.append(f"| {t['name']} | {' | '.join(cells)} |")
+        changed.add(t["name"])
     for name in sorted(set(old_teams) - {t["name"] for t in new.get("teams", [])}):
         team_rows.append(f"| {name} | removed | removed | removed |")
     if team_rows:
+        # an unknown ceiling says why (the report's footnote: cost.TeamCost's ceiling detail)
+        whys = [
+            f"Quota ceiling of {t['name']} = {t.get('quotaCeiling')}"
+            for t in new.get("teams", [])
+            if t["name"] in changed
+            and t.get("quotaCeilingPerMonth") is None
+            and not t.get("quotaUnlimited")
+        ]
         lines += [
             f"| team | {RUNNING_HEADER} | declared jobs, each run once | quota ceiling $/month |",
             "|---|---|---|---|",
             *team_rows,
             "",
+            *([*whys, ""] if whys else []),
         ]
     o_fixed, n_fixed = old.get("fixedPerMonthKnown"), new.get("fixedPerMonthKnown")
     o_unknown, n_unknown = old.get("fixedUnknown") or [], new.get("fixedUnknown") or []

@@ -190,6 +190,17 @@ def lookup_error(where: str, instance_type: str, why: object = "") -> str:
     has nowhere (with the closest names), one this region does not offer (`not_offered_error`),
     or one it offers whose lookup failed (`why`: the provider's error, not the user's)."""
     known = known_instance_types()
+    if instance_type in known and (data := offline_data()):
+        # EC2 names it but the offline plan's data has no facts for it: the data is the cause
+        alts = _alternatives(instance_type) if catalog.nvidia_gpu_family(instance_type) else []
+        return problem(
+            where,
+            instance_type,
+            f"an instance type the offline plan's EC2 data has ({data} has no {instance_type}: "
+            "the plan cannot read its GPUs, vCPUs and memory offline, and cannot tell whether "
+            f"{_region()} offers it; `pulumi up` asks EC2)"
+            + (f", such as {', '.join(alts)}" if alts else ""),
+        )
     if instance_type in known and instance_type in offered_in_region((instance_type,)):
         return (
             f"{where}: the lookup of {instance_type!r}, which {_region()} offers, failed: {why} "
@@ -204,6 +215,17 @@ def lookup_error(where: str, instance_type: str, why: object = "") -> str:
         f"any region we know (the {len(known)} the EC2 API and the GPU catalog name)"
         f"{suggest(instance_type, known)}",
     )
+
+
+def offline_data() -> str | None:
+    """Under Pulumi's mocks (the offline plan, tests), what answers the EC2 lookups there
+    (trainforge.plan.mocks: moto's bundled tables, at the installed version); None when EC2
+    itself answers (`pulumi up`)."""
+    from importlib.metadata import version  # noqa: PLC0415 - on the error path only
+
+    from trainforge.platform.endpoint import _offline  # noqa: PLC0415 - the one test of mocks
+
+    return f"moto {version('moto')}'s bundled EC2 catalog" if _offline() else None
 
 
 def _alternatives(instance_type: str, limit: int = 4) -> list[str]:
@@ -251,14 +273,31 @@ def not_offered_error(where: str, instance_type: str) -> str:
     such = f", such as {', '.join(alts)}," if alts else ""
     offered, silent = offering_regions(instance_type)
     where_offered = f"offered in: {', '.join(offered)}" if offered else "no other region offers it"
+    data = offline_data()
     if silent:
-        where_offered += f"; {len(silent)} region(s) did not answer: {', '.join(silent)}"
+        why = f"{data} has no table for" if data else "did not answer"
+        where_offered += f"; {len(silent)} region(s) {why}: {', '.join(silent)}"
+    source = f"{data}'s instance-type offerings" if data else "EC2 instance-type offerings"
     return problem(
         where,
         instance_type,
         f"an instance type offered in {region} ({instance_type} is not offered in {region}: "
-        f"EC2 instance-type offerings){such} or a region that offers {instance_type}"
+        f"{source}){such} or a region that offers {instance_type}"
         f" ({where_offered})",
+    )
+
+
+def not_nvidia_error(where: str, instance_type: str, kind: str) -> str:
+    """The one error line for a GPU type (or one meant for GPUs) whose family the GPU catalog
+    does not list as NVIDIA GPU capacity (core/catalog.nvidia_gpu_family); `kind`: what holds
+    it (a node group, a GPU pool, a pool)."""
+    return problem(
+        where,
+        instance_type,
+        f"an NVIDIA GPU type of the GPU catalog for a {kind}: the catalog lists no "
+        f"{catalog.family_of(instance_type)} family as NVIDIA GPU capacity, so its nodes "
+        "offer no nvidia.com/gpu to a job (g4ad: AMD Radeon; trn: Trainium; a newer NVIDIA "
+        "family becomes one by adding it to core/data/gpu_catalog.json, docs/gpu-catalog.md)",
     )
 
 
@@ -299,12 +338,25 @@ def resolve_pool(
     facts: list[InstanceTypeFacts] = []
     at, types = f"{where}.instanceTypes", list(pool.instance_types)
     offered = offered_in_region(tuple(types))
+    limits = getattr(pool, "limits", None)
+    wants_gpu = node_group or getattr(pool, "gpu", None) or getattr(limits, "gpus", None)
+    kind = "node group" if node_group else "GPU pool (gpu: true or limits.gpus)"
     for i, t in enumerate(types):
         try:
-            facts.append(instance_type_facts(t))
+            f = instance_type_facts(t)
         except LookupError as e:
-            errors.append(lookup_error(f"{at}[{i}]", t, e))
+            # the catalog's reason before the lookup's: a type meant for GPUs whose family is
+            # no NVIDIA GPU capacity is refused for that, whatever EC2 (or the data) knows
+            errors.append(
+                not_nvidia_error(f"{at}[{i}]", t, kind)
+                if wants_gpu and not catalog.nvidia_gpu_family(t)
+                else lookup_error(f"{at}[{i}]", t, e)
+            )
             continue
+        if f.gpus and not catalog.nvidia_gpu_family(t):  # GPUs EC2 counts, none NVIDIA's
+            errors.append(not_nvidia_error(f"{at}[{i}]", t, kind if wants_gpu else "pool"))
+            continue
+        facts.append(f)
         if t not in offered:
             errors.append(not_offered_error(f"{at}[{i}]", t))
             facts.pop()

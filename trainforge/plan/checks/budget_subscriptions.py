@@ -22,10 +22,10 @@ RULES = {
     SUBSCRIPTION: "subscribe a public https:// URL (protocol https) or an e-mail address "
     "(protocol email): SNS refuses an endpoint whose scheme is not the protocol's and cannot "
     "confirm a cluster-local or private address",
+    # the registry's words; a finding's fix is `unrouted_fix`, built from the receiver's config
     BUDGET_UNROUTED: "give the receiver a public https:// URL SNS can subscribe (it must "
-    "confirm the subscription), or keep it cluster-local and let Alertmanager carry the team "
-    "budgets (OpenCost on, the receiver taking `warning`), dropping clusterPerMonth (no "
-    "in-cluster alert carries it); docs/cost.md, Budgets",
+    "confirm the subscription), or keep it cluster-local and change what keeps each budget "
+    "from it, as the finding's fix names; docs/cost.md, Budgets",
 }
 TOPIC_SUBSCRIPTION = "aws:sns/topicSubscription:TopicSubscription"
 MONITORING_KEY = "trainforge:monitoring"
@@ -72,6 +72,37 @@ def _receivers(config: dict[str, Any]) -> list[tuple[int, str, dict[str, Any]]]:
     if not isinstance(found, list):
         return []
     return [(i, receiver_name(r, i), r) for i, r in enumerate(found) if isinstance(r, dict)]
+
+
+def unrouted_fix(
+    i: int, rec: dict[str, Any], teams: list[str], opencost: bool, cluster: bool
+) -> str:
+    """BUDGET_UNROUTED's fix for receiver `i`, from its config: the keys to change (and the
+    value to add) so Alertmanager carries the unrouted `teams`' budgets to it; clusterPerMonth
+    only when `cluster` (it is set: no in-cluster alert carries it)."""
+    key = f"{MONITORING_KEY}.receivers[{i}]"
+    severities = rec.get("severities") or ["critical", "warning"]
+    only = list(rec.get("teams") or [])
+    steps = [] if opencost else [f"set {MONITORING_KEY}.opencost.enabled: true"]
+    if "warning" not in severities:
+        steps.append(f"add `warning` to {key}.severities (now [{', '.join(severities)}])")
+    if missing := [t for t in teams if only and t not in only]:
+        steps.append(f"add {', '.join(missing)} to {key}.teams (now [{', '.join(only)}])")
+    if teams and not steps:  # OpenCost on, the receiver takes them: the budget has no rule
+        steps.append(f"no rule of this plan records their budget ({BUDGET})")
+    carry = (
+        f"let Alertmanager carry the budget of team {', '.join(teams)} ({SPEND_ALERT}, "
+        f"severity warning): {'; '.join(steps)}"
+        if teams
+        else ""
+    )
+    if cluster:
+        drop = f"drop {CAPS_KEY}.clusterPerMonth (no in-cluster alert carries it)"
+        carry = f"{carry}, and {drop}" if carry else drop
+    return (
+        f"give {key}.url a public https:// URL SNS can subscribe (it must confirm the "
+        f"subscription), or keep it cluster-local and {carry}; docs/cost.md, Budgets"
+    )
 
 
 def check(ctx: PlanContext) -> CheckResult:
@@ -127,12 +158,12 @@ def check(ctx: PlanContext) -> CheckResult:
                 continue
             severities = rec.get("severities") or ["critical", "warning"]
             only = rec.get("teams") or []
-            unrouted = ["the cluster's"] if cluster_budget else []
             carried = routed is not None and "warning" in severities
-            unrouted += [
-                f"team {t}'s" for t in team_budgets
+            teams = [
+                t for t in team_budgets
                 if not carried or t not in (routed or ()) or (only and t not in only)
             ]  # fmt: skip
+            unrouted = ["the cluster's"] * cluster_budget + [f"team {t}'s" for t in teams]
             entry["unrouted"] = unrouted
             if not unrouted:
                 lines.append(
@@ -147,7 +178,7 @@ def check(ctx: PlanContext) -> CheckResult:
                     message=f"{key}: got {url!r}; SNS cannot subscribe it ({why}), and no "
                     f"in-cluster alert carries {' and '.join(unrouted)} monthly budget to it: "
                     "valid is a public https:// URL",
-                    fix=RULES[BUDGET_UNROUTED],
+                    fix=unrouted_fix(i, rec, teams, routed is not None, cluster_budget),
                     names=frozenset({key, name}),
                 )
             )

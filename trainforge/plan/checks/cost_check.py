@@ -16,7 +16,7 @@ from trainforge.plan import price_facts as P
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks import queues
 from trainforge.plan.price_facts import usd
-from trainforge.stack.policy import CAPS_KEY, CostCaps, parse_caps
+from trainforge.stack.policy import CAPS_KEY, WAIVERS_KEY, CostCaps, parse_caps
 
 SECTION_TITLE = "Cost"
 
@@ -29,9 +29,28 @@ RULES = {
     f"{CAPS_KEY}.teams.<team>.teamPerMonth, or waive it for the team with a reason",
     "TF_COST_CLUSTER_BUDGET": "shrink the always-on platform or the jobs, raise "
     f"{CAPS_KEY}.clusterPerMonth, or waive it for the cluster with a reason",
-    "TF_COST_PRICE_MISSING": "the price table is the cause, not the jobs: add the missing price "
-    "with its source to trainforge/plan/data/price_facts.json (tools/regen_price_facts.py), "
-    "or waive it with a reason",
+    # the registry's words; a finding's fix is PRICE_MISSING_FIX, built for its resource
+    "TF_COST_PRICE_MISSING": "waive it for the resource with a reason (the figures that need "
+    "the price stay unknown), or a maintainer adds the price to the price table",
+}
+
+# The fix of a cap or budget the price table cannot price: the user's route first (a ready
+# waiver entry, with what waiving costs: the check, and the figures that stay `unknown`), the
+# maintainer's second (the table is package data; regenerating it needs upstream files).
+PRICE_MISSING_FIX = (
+    "waive it in the stack (the price table is the cause, not the jobs; {figures} unknown "
+    "and the plan does not check its {limit} {kind} until the table has the price): add to "
+    '{waivers} `- {{resource: {resource}, rule: TF_COST_PRICE_MISSING, reason: "<who watches '
+    'the {kind} instead>"}}` and write the reason; or a trainforge maintainer adds the price '
+    "with its source to trainforge/plan/data/price_facts.json (tools/regen_price_facts.py, "
+    "docs/cost.md)"
+)
+# what stays unknown without the price, per cap or budget (`what` names the job, team, cluster)
+UNKNOWN_FIGURES = {
+    "TF_COST_JOB_CAP": ("{what}'s $/h and run cost stay", "cap"),
+    "TF_COST_TEAM_CAP": ("{what}'s $/h running at once stays", "cap"),
+    "TF_COST_TEAM_BUDGET": ("{what}'s month stays", "budget"),
+    "TF_COST_CLUSTER_BUDGET": ("{what}'s month stays", "budget"),
 }
 
 # The fix of a budget that cannot be judged because a run's length is unknown: the missing
@@ -140,7 +159,7 @@ def render(report: C.CostReport) -> list[str]:
             if price := j.missing_price(report.region):
                 lines.append(
                     f"  warning: the price table has no {price}: job {j.name}'s cost is unknown "
-                    "(add the price with its source: tools/regen_price_facts.py)"
+                    "(package data: a trainforge maintainer adds it, tools/regen_price_facts.py)"
                 )
         lines.append("")
     if report.teams:
@@ -279,6 +298,14 @@ def _judge(
     resource, names, what = who
     fix = unknown_fix if unknown and not prices else None
     if prices:
+        figures, kind = UNKNOWN_FIGURES[rule]
+        fix = PRICE_MISSING_FIX.format(
+            figures=figures.format(what=what),
+            limit=limit,
+            kind=kind,
+            resource=resource,
+            waivers=WAIVERS_KEY,
+        )
         rule = "TF_COST_PRICE_MISSING"
         unknown = (
             f"{what} cannot be checked against {limit}: the price table has no "
