@@ -56,8 +56,8 @@ PROD = {  # principal: (allowed, denied as required)
     KARPENTER: (57, 6),
     EBS: (10, 1),
     FSX: (2, 1),
-    NODES[0]: (13, 0),
-    NODES[1]: (13, 0),
+    NODES[0]: (15, 0),  # AmazonEKS_CNI_Policy v6: 14 ipamd calls, + the Pod Identity agent
+    NODES[1]: (15, 0),
     S3_ENDPOINT: (3, 3),  # a stack bucket read and written, ECR layers read; the rest denied
 }
 
@@ -461,7 +461,7 @@ def test_the_fsx_driver_is_rehearsed_on_the_file_systems_its_volumes_name(prod):
 
 def test_node_roles_make_the_agents_calls_unless_the_cni_has_its_own_identity(prod):
     _, section = rehearse(drop(prod, is_addon("eks-pod-identity-agent")))
-    assert counts(section) == expected(node=(12, 0, 0), karpenter_node=(12, 0, 0))
+    assert counts(section) == expected(node=(14, 0, 0), karpenter_node=(14, 0, 0))
     _, section = rehearse(drop(prod, is_addon("vpc-cni")))
     assert counts(section) == expected(node=(1, 0, 0), karpenter_node=(1, 0, 0))
     # an association for kube-system/aws-node: the CNI's calls are that role's, not the nodes'

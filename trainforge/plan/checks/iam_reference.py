@@ -1,13 +1,17 @@
 """Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
 
 The documents are package data (plan/data/iam_reference.json, karpenter_controller_policy.json:
-the offline plan has no network), each one's source and date noted where it is read. Why the
+the offline plan has no network) or, for AWS managed policies, moto's bundled copy of AWS's
+(`aws_managed_document`), each one's source and date noted where it is read. Why the
 calls are derived, not recorded: docs/rehearsals.md, IAM rehearsal.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 import json
+import pathlib
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -36,14 +40,38 @@ EBS_CSI_KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "km
 
 EBS_CSI_DRIVER_POLICY_ARN = "arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"
 
-# AWS managed policies by ARN (the partition is normalised to "aws" before lookup), the others as
-# shown in the AWS Managed Policy Reference Guide (docs.aws.amazon.com/aws-managed-policy/
-# latest/reference/<Name>.html, checked 2026-11-23). Policies we attach but never rehearse (ECR
-# pull, SSM) are listed as None: known, not evaluated.
-MANAGED_POLICIES: dict[str, dict | None] = {
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": _DOCS["AmazonEKSWorkerNodePolicy"],
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": _DOCS["AmazonEKS_CNI_Policy"],
-    EBS_CSI_DRIVER_POLICY_ARN: AMAZON_EBS_CSI_DRIVER_POLICY,
+
+def aws_managed_document(name: str) -> dict:
+    """An AWS managed policy's default-version document, from the copy moto (pinned,
+    requirements.lock) bundles: moto/iam/aws_managed_policies.py, imported from AWS by its
+    `make aws_managed_policies`. One source, never a hand copy: a copy drifts (ours of
+    AmazonEKS_CNI_Policy missed ec2:DescribeTags and ec2:DescribeSecurityGroups). moto 5.2.5
+    carries AmazonEKS_CNI_Policy v6 (UpdateDate 2026-03-04T19:12:14) and
+    AmazonEKSWorkerNodePolicy v3 (2023-11-27), the default versions the AWS Managed Policy
+    Reference Guide shows (docs.aws.amazon.com/aws-managed-policy/latest/reference/<Name>.html,
+    checked 2026-12-01). Read without importing moto (which only the IAM rehearsal's child
+    process needs), like plan/mocks.py's EC2 tables."""
+    return _aws_managed()[name]["Document"]
+
+
+@functools.cache
+def _aws_managed() -> dict[str, dict]:
+    spec = importlib.util.find_spec("moto")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("No module named 'moto'", name="moto")
+    path = pathlib.Path(spec.submodule_search_locations[0], "iam", "aws_managed_policies.py")
+    text = path.read_text()  # aws_managed_policies_data = """{...}"""
+    return json.loads(text[text.index('"""') + 3 : text.rindex('"""')])
+
+
+# AWS managed policies by ARN (the partition is normalised to "aws" before lookup): the name
+# of the document to read (`aws_managed_document`), or None for those we attach but never
+# rehearse (ECR pull, SSM): known, not evaluated. AmazonEBSCSIDriverPolicy is judged by the
+# driver's own example policy (AMAZON_EBS_CSI_DRIVER_POLICY, above).
+MANAGED_POLICIES: dict[str, str | None] = {
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": "AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": "AmazonEKS_CNI_Policy",
+    EBS_CSI_DRIVER_POLICY_ARN: "AmazonEBSCSIDriverPolicy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly": None,
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore": None,
 }
@@ -54,8 +82,12 @@ def managed_policy(arn: str) -> tuple[bool, Policy | None]:
     key = re.sub(r"^arn:[^:]*:", "arn:aws:", arn)
     if key not in MANAGED_POLICIES:
         return False, None
-    doc = MANAGED_POLICIES[key]
-    return True, (Policy(f"managed {arn.rsplit('/', 1)[-1]}", doc) if doc else None)
+    name = MANAGED_POLICIES[key]
+    if name is None:
+        return True, None
+    ebs = key == EBS_CSI_DRIVER_POLICY_ARN
+    doc = AMAZON_EBS_CSI_DRIVER_POLICY if ebs else aws_managed_document(name)
+    return True, Policy(f"managed {arn.rsplit('/', 1)[-1]}", doc)
 
 
 def default_key_policy(account: str, partition: str = "aws") -> Policy:
@@ -273,13 +305,6 @@ def fsx_csi_calls(caller: Caller, file_systems: list[str]) -> list[ExpectedCall]
     return calls
 
 
-_CNI_ACTIONS = ("ec2:AssignPrivateIpAddresses", "ec2:AttachNetworkInterface",
-    "ec2:CreateNetworkInterface", "ec2:DeleteNetworkInterface", "ec2:DescribeInstances",
-    "ec2:DescribeNetworkInterfaces", "ec2:DescribeInstanceTypes", "ec2:DescribeSubnets",
-    "ec2:DetachNetworkInterface", "ec2:ModifyNetworkInterfaceAttribute",
-    "ec2:UnassignPrivateIpAddresses")  # fmt: skip
-
-
 def node_role_calls(
     caller: Caller, *, vpc_cni: bool, pod_identity_agent: bool
 ) -> list[ExpectedCall]:
@@ -291,7 +316,22 @@ def node_role_calls(
         why = "credentials for pods with a Pod Identity association"
         calls.ok("eks-auth:AssumeRoleForPodIdentity", "*", why)
     if vpc_cni:
-        for action in _CNI_ACTIONS:
-            calls.ok(action, "*", "pod IPs")
-        calls.ok("ec2:CreateTags", caller.arn("ec2", "network-interface/eni-0123"), "tag ENIs")
+        for action, resource in cni_actions():
+            if resource == "*":
+                calls.ok(action, "*", "pod IPs")
+            else:  # the ENI-tagging statement: arn:aws:ec2:*:*:network-interface/*
+                eni = resource.rsplit(":", 1)[-1].replace("*", "eni-0123")
+                calls.ok(action, caller.arn("ec2", eni), "tag ENIs")
     return calls
+
+
+def cni_actions() -> list[tuple[str, str]]:
+    """(action, resource) for each action AmazonEKS_CNI_Policy allows, read from the policy
+    itself: ipamd's calls are exactly what AWS grants it for (the EKS User Guide, "AWS managed
+    policy: AmazonEKS_CNI_Policy"), so a list of our own would only drift from it."""
+    out = []
+    for st in as_list(aws_managed_document("AmazonEKS_CNI_Policy")["Statement"]):
+        if st.get("Effect") == "Allow":
+            for resource in as_list(st["Resource"]):
+                out += [(action, resource) for action in as_list(st["Action"])]
+    return out
