@@ -260,6 +260,54 @@ def test_a_sent_trainjob_kueue_refuses_for_its_limits_is_that_finding_not_never_
     )
 
 
+def test_a_sent_trainjobs_resources_per_node_replace_its_runtimes_container_limits():
+    """A ClusterTrainingRuntime whose node container limits CPU to 2 (and memory), and an SDK
+    TrainJob asking 3 cores per node (requests only, as the SDK writes them): Trainer v2.2.1's
+    JobSet builder replaces the container's whole resources with resourcesPerNode
+    (kubeflow/trainer v2.2.1 pkg/runtime/framework/plugins/jobset/builder.go:145-159,
+    `WithResources`), so the pod asks 3 cores and has no limits, and Kueue admits it. The
+    rehearsal merged them (requests 3 under the runtime's limit 2) and said Kueue never admits
+    it: requests must not exceed its limits."""
+    from trainforge.jobs import trainjob
+    from trainforge.plan import sdk
+    from trainforge.plan.check_types import PlanContext
+    from trainforge.plan.checks import queues as Q
+    from trainforge.plan.checks import submitted as SB
+    from trainforge.plan.checks.job_backends import runtime_docs
+    from trainforge.plan.manifests import K8sObject
+    from trainforge.plan.runner import Inventory
+
+    runtime = trainjob.sdk_runtime_manifest()
+    node = trainjob.runtime_node(runtime)
+    [container] = [c for c in node["spec"]["containers"] if c["name"] == trainjob.CONTAINER]
+    container["resources"] = {"limits": {"cpu": "2", "memory": "4Gi"}}
+    job = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "sdk", "namespace": "vision"},
+        "spec": {
+            "runtimeRef": {"name": trainjob.SDK_RUNTIME, "kind": "ClusterTrainingRuntime"},
+            "trainer": {"numNodes": 1, "resourcesPerNode": {"requests": {"cpu": "3"}}},
+        },
+    }
+    objects = [
+        K8sObject(urn=f"urn:{i}", name=f"o{i}", type="kubernetes:test", doc=d)
+        for i, d in enumerate([*_docs(), runtime])
+    ]
+    objects.append(K8sObject(urn=f"{sdk.SENT_URN}TrainJob::sdk", name="sdk", type="t", doc=job))
+    inv = Inventory(project="p", stack="s", resources=[])
+    inv.submitted = sdk.Submission("train.py", "vision", created=[job])
+    ctx = PlanContext(inventory=inv, objects=objects)
+    # the pod Trainer creates: the TrainJob's resources, none of the runtime's limits
+    pod = trainjob.built_pod(job, runtime_docs(ctx))
+    assert pod is not None
+    [built] = [c for c in pod["spec"]["containers"] if c["name"] == trainjob.CONTAINER]
+    assert built["resources"] == {"requests": {"cpu": "3"}}
+    # what the user reads: no refusal for requests over limits the pod does not have
+    rules = {f.rule for f in SB.check(ctx).findings}
+    assert Q.RULE_OVER_LIMITS not in rules and Q.RULE_NEVER not in rules, rules
+
+
 def test_a_sent_trainjobs_pod_sets_are_its_runtimes_replicated_jobs_in_order():
     """Kueue's pod sets of a TrainJob are the replicatedJobs of the JobSet its runtime builds,
     in order (K.trainjob_podsets, which the queue check reads too): with a dataset-initializer

@@ -109,8 +109,8 @@ def test_the_cost_row_is_the_queues_run(patch):
 def test_an_sdk_style_trainjob_is_charged_the_pods_the_trainer_builds(monkeypatch):
     """A TrainJob whose resourcesPerNode asks 5 cores where its spec says 3 (as an SDK
     TrainJob's trainer writes its own): the Trainer builds its pods with 5 (Trainer v2.2.1
-    resourcesPerNode merge, `trainjob.effective_pod`), so the queue charges 2 x 5 cores, as the
-    Cost packs them (the queue charged the spec's 3 per pod)."""
+    resourcesPerNode replaces the runtime's, `trainjob.effective_pod`), so the queue charges
+    2 x 5 cores, as the Cost packs them (the queue charged the spec's 3 per pod)."""
     from tests.plan.test_check_queues import job, plan
     from trainforge.jobs import trainjob
 

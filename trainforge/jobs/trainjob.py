@@ -570,12 +570,32 @@ def kueue_admitted(trainjob: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def trainer_resources(per_node: Any) -> dict[str, Any] | None:
+    """The `resources` Trainer v2.2.1 gives the runtime's `node` container for a TrainJob's
+    `trainer.resourcesPerNode`; None: it leaves the runtime's own.
+
+    Why replace, not merge: the JobSet plugin's builder
+    (github.com/kubeflow/trainer tag v2.2.1, c505fc7c, pkg/runtime/framework/plugins/jobset/
+    builder.go:145-159, read 2026-12-01) builds a fresh ResourceRequirements from
+    resourcesPerNode's `limits` and `requests` alone and sets it with
+    `WithResources(requirements)`, which replaces the container's whole `resources`: runtime
+    limits the TrainJob does not name are gone, and so are the runtime's `claims` (never
+    copied from resourcesPerNode either). It does so only when `limits` or `requests` is set
+    (non-nil: `requests: {}` counts and leaves the container no requests); absent, null or
+    `{}` resourcesPerNode leaves the runtime's resources as they are.
+    """
+    if not isinstance(per_node, Mapping):
+        return None
+    kinds = {k: _copy(per_node[k]) for k in ("limits", "requests") if per_node.get(k) is not None}
+    return kinds or None
+
+
 def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
     """The pod template the Trainer v2.2.1 controller gives `trainjob`'s `node` Job.
 
     Rehearses `TrainingRuntime.newRuntimeInfo` (runtime patches merged into the runtime's
     JobSet template), the JobSet plugin's Trainer builder (image, command, args, env) and
-    resourcesPerNode merge, and the torch plugin's EnforceMLPolicy (PET_* variables and the
+    its resourcesPerNode replacement (`trainer_resources`), and the torch plugin's EnforceMLPolicy (PET_* variables and the
     trainer port). Labels the JobSet and Job controllers add are not included.
     """
     template = _copy(runtime_node(runtime))
@@ -590,11 +610,9 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
             container[field] = _copy(trainer[field])
     env = container.setdefault("env", [])
     _upsert_env(env, trainer.get("env") or [])
-    if trainer.get("resourcesPerNode"):
-        res = container.setdefault("resources", {})
-        for kind in ("requests", "limits"):
-            if kind in trainer["resourcesPerNode"]:
-                res[kind] = {**(res.get(kind) or {}), **trainer["resourcesPerNode"][kind]}
+    resources = trainer_resources(trainer.get("resourcesPerNode"))
+    if resources is not None:
+        container["resources"] = resources
     nodes = num_nodes(trainjob, runtime)
     procs = trainer.get("numProcPerNode", "auto")
     name = trainjob["metadata"]["name"]
