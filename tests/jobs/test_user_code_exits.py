@@ -564,6 +564,7 @@ def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
     failed attempt (NO_PROGRESS_LIMIT of them in a row still let the next attempt run)."""
     import json
 
+    from trainforge.training.layout import ctrl_c_detail
     from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
     ckpt = tmp_path / "ckpt"
@@ -574,7 +575,7 @@ def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
             tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), TRAINFORGE_RUN_LOCAL="1"
         )
         assert proc.returncode == 130 == exits.INTERRUPTED.code, proc.stderr[-1500:]
-    assert "trainforge exit: interrupted code=130: KeyboardInterrupt [" in proc.stderr
+    assert f"trainforge exit: interrupted code=130: {ctrl_c_detail(str(ckpt))} [" in proc.stderr
     assert (
         "[a stop you asked for: run-local re-creates nothing after a Ctrl-C; action:" in proc.stderr
     )
