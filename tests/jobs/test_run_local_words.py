@@ -390,7 +390,8 @@ def test_own_codes_ctrl_c_line_names_the_checkpoint_it_saved(tmp_path):
     saved = tmp_path / "runs" / "saver" / "checkpoints" / "step_5.pt"
     detail = (
         "Ctrl-C: trainforge saved nothing (a Ctrl-C saves none; SIGTERM is the stop your code "
-        "can save on: docs/jobs.md, its SIGTERM contract); the newest checkpoint your code saved "
+        'can save on: docs/jobs.md, "The contract for your code"); the newest checkpoint your '
+        "code saved "
         f"is {saved}: the next run resumes from it only if your code restores it"
     )
     assert detail in lines[0], lines[0]

@@ -128,7 +128,7 @@ CTRL_C_RUNTIME = (
 )
 CTRL_C_OWN_CODE = (
     "Ctrl-C: trainforge saved nothing (a Ctrl-C saves none; SIGTERM is the stop your code can "
-    "save on: docs/jobs.md, its SIGTERM contract)"
+    'save on: docs/jobs.md, "The contract for your code")'
 )
 
 
