@@ -426,3 +426,25 @@ def test_checkpointing_md_ctrl_c_line_is_what_the_runtime_says(tmp_path, monkeyp
             ckpt.preemption.close()
     line = exits.exit_line(exits.INTERRUPTED, rank=0, step=step, detail=detail)
     assert quoted[1].removesuffix(" [...]") == line.split(" [")[0]
+
+
+def test_jobs_md_own_code_ctrl_c_line_is_what_the_wrapper_says(tmp_path, monkeypatch):
+    """docs/jobs.md quotes the exit line of your code's Ctrl-C under the wrapper (`run-local
+    saver.py`, which saved step_5.pt): the wrapper's words (`layout.ctrl_c_detail` inside
+    `exits.exit_line`, as usercode.run prints it), word for word up to the bracket, from a
+    checkpoint directory holding that file. The line once said only `KeyboardInterrupt`."""
+    from trainforge.training import exits
+    from trainforge.training.layout import ctrl_c_detail
+
+    doc = " ".join((ROOT / "docs/jobs.md").read_text().split())
+    quoted = re.search(r"`(trainforge exit: interrupted code=130 \(rank 0\): [^`]*)`", doc)
+    assert quoted, "docs/jobs.md quotes no Ctrl-C exit line of your code"
+    saved = re.search(r"saved is (\S+): the next run", quoted[1])
+    assert saved, quoted[1]
+    monkeypatch.chdir(tmp_path)
+    path = Path(saved[1])
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b"x")
+    detail = ctrl_c_detail(str(path.parent))
+    line = exits.exit_line(exits.INTERRUPTED, rank=0, step=None, detail=detail)
+    assert quoted[1].removesuffix(" [...]") == line.split(" [")[0]

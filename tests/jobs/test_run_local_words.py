@@ -352,3 +352,48 @@ def test_two_ranks_lines_leave_whole_on_the_one_stdout(tmp_path):
     bad = [x for x in ours if not re.fullmatch(r"line [01] \d+ end", x)]
     assert not bad, bad[:5]
     assert len(ours) == 8000, len(ours)
+
+
+SAVER = """\
+import os, pathlib, time
+d = pathlib.Path(os.environ["TRAINFORGE_CHECKPOINT_DIR"])
+d.mkdir(parents=True, exist_ok=True)
+(d / "step_5.pt").write_bytes(b"x")
+print("up", flush=True)
+time.sleep(120)
+"""
+
+
+def test_own_codes_ctrl_c_line_names_the_checkpoint_it_saved(tmp_path):
+    """`run-local saver.py` (your code saves step_5.pt, then trains), then a Ctrl-C (SIGINT to
+    run-local): the exit line's detail was only `KeyboardInterrupt`, naming no checkpoint.
+    Now it says what the runtime's Ctrl-C line says, from the same function
+    (layout.ctrl_c_detail): nothing saved by trainforge, SIGTERM is the stop your code can save
+    on, and the newest step_<N> your code saved, resumed from only if your code restores it;
+    the run ledger records the same detail (status/why read it)."""
+    (tmp_path / "saver.py").write_text(SAVER)
+    cmd = [sys.executable, "-m", "trainforge", "run-local", "saver.py"]
+    proc = subprocess.Popen(
+        cmd, cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        preexec_fn=sigint_default,  # a background run (CI) starts with SIGINT ignored
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("up"):
+            break
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err[-3000:]
+    lines = _lines(err, "trainforge exit: interrupted")
+    assert len(lines) == 1, err[-3000:]
+    saved = tmp_path / "runs" / "saver" / "checkpoints" / "step_5.pt"
+    detail = (
+        "Ctrl-C: trainforge saved nothing (a Ctrl-C saves none; SIGTERM is the stop your code "
+        'can save on: docs/jobs.md, "The contract for your code"); the newest checkpoint your '
+        "code saved "
+        f"is {saved}: the next run resumes from it only if your code restores it"
+    )
+    assert detail in lines[0], lines[0]
+    record = saved.parent / LEDGER_DIR / "exits" / "attempt_0000" / "rank_00000.json"
+    assert json.loads(record.read_text())["detail"] == detail

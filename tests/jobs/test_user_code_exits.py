@@ -564,6 +564,7 @@ def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
     failed attempt (NO_PROGRESS_LIMIT of them in a row still let the next attempt run)."""
     import json
 
+    from trainforge.training.layout import ctrl_c_detail
     from trainforge.training.ledger import NO_PROGRESS_LIMIT
 
     ckpt = tmp_path / "ckpt"
@@ -574,7 +575,7 @@ def test_a_ctrl_c_is_you_stopping_the_run_not_a_preemption(tmp_path):
             tmp_path, script, TRAINFORGE_CHECKPOINT_DIR=str(ckpt), TRAINFORGE_RUN_LOCAL="1"
         )
         assert proc.returncode == 130 == exits.INTERRUPTED.code, proc.stderr[-1500:]
-    assert "trainforge exit: interrupted code=130: KeyboardInterrupt [" in proc.stderr
+    assert f"trainforge exit: interrupted code=130: {ctrl_c_detail(str(ckpt))} [" in proc.stderr
     assert (
         "[a stop you asked for: run-local re-creates nothing after a Ctrl-C; action:" in proc.stderr
     )
@@ -612,3 +613,36 @@ def test_not_counted_says_which_count_and_the_ledger_says_its_own(tmp_path):
     proc = wrapper(tmp_path, script, **env)
     assert proc.returncode == exits.NO_PROGRESS.code, proc.stderr[-1500:]
     assert f"{NO_PROGRESS_LIMIT} attempts in a row failed" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("saves", "said"),
+    [
+        ("last.pt", "your code's checkpoints in {ckpt} (last.pt) are not step_<N>: the next run "
+         "resumes from them only if your code restores them"),
+        ("step_3.pt step_12.pt", "the newest checkpoint your code saved is {ckpt}/step_12.pt: "
+         "the next run resumes from it only if your code restores it"),
+        ("", "your code saved none in {ckpt}: the next run starts from the beginning"),
+        (None, "no TRAINFORGE_CHECKPOINT_DIR: no checkpoint of your code is seen"),
+    ],
+)  # fmt: skip
+def test_own_codes_ctrl_c_line_names_what_it_saved(tmp_path, saves, said):
+    """Your code's Ctrl-C under the wrapper: its exit line said `KeyboardInterrupt` alone.
+    Now it names the newest step_<N> your code saved (by step, not by name: step_12 after
+    step_3), its checkpoints under other names, or that it saved none / that no checkpoint
+    directory is set (layout.ctrl_c_detail, the runtime's Ctrl-C wording)."""
+    ckpt = tmp_path / "ckpt"
+    script = (
+        "import os, pathlib, signal\n"
+        f"d = pathlib.Path({str(ckpt)!r})\n"
+        "d.mkdir(parents=True, exist_ok=True)\n"
+        f"for name in {(saves or '').split()!r}:\n"
+        "    (d / name).write_bytes(b'x')\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+    )
+    env = {} if saves is None else {"TRAINFORGE_CHECKPOINT_DIR": str(ckpt)}
+    proc = wrapper(tmp_path, script, **env)
+    assert proc.returncode == 130, proc.stderr[-1500:]
+    line = next(x for x in proc.stderr.splitlines() if x.startswith("trainforge exit:"))
+    assert line.startswith("trainforge exit: interrupted code=130: Ctrl-C: trainforge saved "), line
+    assert f"; {said.format(ckpt=ckpt)} [" in line, line

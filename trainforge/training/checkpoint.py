@@ -56,6 +56,7 @@ from trainforge.training.layout import (
     CheckpointError,
     CheckpointSaveError,
     CheckpointStatus,
+    ctrl_c_detail,
     inspect_checkpoint,
     parse_step,
     step_dir_name,
@@ -1406,15 +1407,7 @@ class Checkpointing:
             finally:
                 if main:
                     signal.signal(signal.SIGINT, previous)
-        said = "Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does: kill -TERM stops "
-        said += "at the next step boundary with a checkpoint)"
-        if m.root is None:
-            return f"{said}; no --checkpoint-dir: nothing of this run is saved"
-        if m.last_saved_step is None:
-            return f"{said}; none saved yet in {m.root}: the next run starts at step 0"
-        newest = m.root / step_dir_name(m.last_saved_step)
-        since = step - m.last_saved_step
-        return f"{said}; the next run resumes from {newest}: the {since} step(s) trained since it are lost"
+        return ctrl_c_detail(m.root, m.last_saved_step, step)
 
     def process_memory(self) -> dict[str, int] | None:
         """DCP's checkpoint process after the newest async save it wrote (pid, VmRSS, VmHWM,

@@ -117,3 +117,58 @@ def inspect_checkpoint(path: Path) -> CheckpointStatus:
     except Exception as e:  # noqa: BLE001 - any parse failure means "corrupt", reported
         return CheckpointStatus(path, step, False, f".metadata is corrupt ({type(e).__name__})")
     return CheckpointStatus(path, step, True, "")
+
+
+# The start of every Ctrl-C exit line, the bundled runtime's and your code's under the wrapper
+# (`ctrl_c_detail`): a Ctrl-C saves nothing new, a SIGTERM is the stop that saves. Of your
+# code the wrapper can say only that it saved nothing (your code's own handler may have).
+CTRL_C_RUNTIME = (
+    "Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does: kill -TERM stops at the next "
+    "step boundary with a checkpoint)"
+)
+CTRL_C_OWN_CODE = (
+    "Ctrl-C: trainforge saved nothing (a Ctrl-C saves none; SIGTERM is the stop your code can "
+    'save on: docs/jobs.md, "The contract for your code")'
+)
+
+
+def ctrl_c_detail(
+    root: str | Path | None, saved_step: int | None = None, step: int | None = None
+) -> str:
+    """The detail of a Ctrl-C's exit line: what is saved and what the next run resumes from.
+
+    One wording for both stops a Ctrl-C ends. The bundled runtime (`Checkpointing.interrupted`)
+    passes `saved_step`, the newest checkpoint its CheckpointManager saved in `root`
+    (--checkpoint-dir), and `step`, where it stopped: the line names the steps lost. Your code
+    under the wrapper (usercode.py) passes neither: the wrapper knows only `root`
+    (TRAINFORGE_CHECKPOINT_DIR) and reads progress from the newest step_<N> there
+    (`newest_saved`, the ledger's progress rule); your code resumes from it only if it restores
+    it, and a SIGTERM (not a Ctrl-C) is the stop it can save on (docs/jobs.md)."""
+    own = step is None
+    said = CTRL_C_OWN_CODE if own else CTRL_C_RUNTIME
+    if root is None:
+        if own:
+            return f"{said}; no TRAINFORGE_CHECKPOINT_DIR: no checkpoint of your code is seen"
+        return f"{said}; no --checkpoint-dir: nothing of this run is saved"
+    if own:
+        newest = newest_saved(root)
+        if newest is not None:
+            return (
+                f"{said}; the newest checkpoint your code saved is {Path(root) / newest.name}: "
+                "the next run resumes from it only if your code restores it"
+            )
+        others = other_entries(root)
+        if others:
+            return (
+                f"{said}; your code's checkpoints in {root} ({', '.join(others[:3])}) are not "
+                "step_<N>: the next run resumes from them only if your code restores them"
+            )
+        return f"{said}; your code saved none in {root}: the next run starts from the beginning"
+    if saved_step is None:
+        return f"{said}; none saved yet in {root}: the next run starts at step 0"
+    newest_dir = Path(root) / step_dir_name(saved_step)
+    since = step - saved_step
+    return (
+        f"{said}; the next run resumes from {newest_dir}: "
+        f"the {since} step(s) trained since it are lost"
+    )

@@ -402,10 +402,13 @@ def run(argv: list[str], keep: list[object] | None = None) -> int:
     except KeyboardInterrupt as e:
         keep.append(e)
         print_traceback(e)
-        reason = exits.INTERRUPTED
-        print(exits.exit_line(reason, rank=_rank(), step=None, detail="KeyboardInterrupt"),
+        from trainforge.training.layout import ctrl_c_detail  # noqa: PLC0415
+
+        # what is saved and what the next run resumes from, in the runtime's words (one function)
+        reason, detail = exits.INTERRUPTED, ctrl_c_detail(os.environ.get(CHECKPOINT_DIR) or None)
+        print(exits.exit_line(reason, rank=_rank(), step=None, detail=detail),
               file=sys.stderr, flush=True)  # fmt: skip
-        _record(ledger, reason, f"KeyboardInterrupt: {reason.what}")
+        _record(ledger, reason, detail)
         return reason.code
     except BaseException as e:  # noqa: BLE001 - every failure leaves with its reason's code
         keep.append(e)
