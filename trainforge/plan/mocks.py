@@ -41,15 +41,21 @@ class UnknownInstanceType(LookupError):
     """The instance type is not in the EC2 catalog."""
 
 
-@functools.cache
-def _moto_json(*parts: str) -> Any:
-    """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none. Found
-    without importing moto (~0.3 CPU s with boto3), which only the IAM rehearsal's child
-    process needs (plan/registry.py `APART`)."""
+def moto_file(*parts: str) -> pathlib.Path:
+    """A file of the installed moto package (its bundled AWS data), found without importing
+    moto (~0.3 CPU s with boto3), which only the IAM rehearsal's child process needs
+    (plan/registry.py `APART`). The one reader of moto's data: the EC2 tables here, the AWS
+    managed policies (plan/checks/iam_reference.py)."""
     spec = importlib.util.find_spec("moto")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError("No module named 'moto'", name="moto")
-    path = pathlib.Path(spec.submodule_search_locations[0]).joinpath("ec2", "resources", *parts)
+    return pathlib.Path(spec.submodule_search_locations[0]).joinpath(*parts)
+
+
+@functools.cache
+def _moto_json(*parts: str) -> Any:
+    """One of moto's bundled EC2 tables (`ec2/resources/...`), None when moto has none."""
+    path = moto_file("ec2", "resources", *parts)
     if not path.is_file():
         return None
     with gzip.open(path) as f:

@@ -9,9 +9,7 @@ calls are derived, not recorded: docs/rehearsals.md, IAM rehearsal.
 from __future__ import annotations
 
 import functools
-import importlib.util
 import json
-import pathlib
 import re
 from dataclasses import dataclass
 from importlib import resources
@@ -56,11 +54,11 @@ def aws_managed_document(name: str) -> dict:
 
 @functools.cache
 def _aws_managed() -> dict[str, dict]:
-    spec = importlib.util.find_spec("moto")
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("No module named 'moto'", name="moto")
-    path = pathlib.Path(spec.submodule_search_locations[0], "iam", "aws_managed_policies.py")
-    text = path.read_text()  # aws_managed_policies_data = """{...}"""
+    from trainforge.plan.mocks import moto_file  # noqa: PLC0415 - the plan has it loaded
+
+    text = moto_file(
+        "iam", "aws_managed_policies.py"
+    ).read_text()  # aws_managed_policies_data = """{...}"""
     return json.loads(text[text.index('"""') + 3 : text.rindex('"""')])
 
 
