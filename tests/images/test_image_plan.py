@@ -521,7 +521,7 @@ def test_preview_reports_a_credential_of_another_account_or_region(monkeypatch):
     from trainforge.platform import image_cache
 
     errors: list[str] = []
-    monkeypatch.setattr(image_cache, "_under_mocks", lambda: False)
+    monkeypatch.setattr(image_cache, "under_mocks", lambda: False)
     monkeypatch.setattr(pulumi.log, "error", lambda msg, resource=None: errors.append(msg))
     creds = {"docker-hub": SECRET, "github": None}
     image_cache._check_credentials(creds, "us-west-2", "111122223333", None)
@@ -531,7 +531,7 @@ def test_preview_reports_a_credential_of_another_account_or_region(monkeypatch):
     assert [e.split(": ")[0] for e in errors] == ["trainforge:images.dockerHubCredentialArn"] * 2
     assert "account 111122223333" in errors[0] and "eu-west-1" in errors[1]
     # under the plan's mocks the account is a stand-in: nothing is judged there
-    monkeypatch.setattr(image_cache, "_under_mocks", lambda: True)
+    monkeypatch.setattr(image_cache, "under_mocks", lambda: True)
     image_cache._check_credentials(creds, "eu-west-1", "1", None)
     assert len(errors) == 2
 

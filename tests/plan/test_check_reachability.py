@@ -106,7 +106,7 @@ def test_the_deployer_address_is_the_one_checkip_reports(monkeypatch):
     monkeypatch.setattr(endpoint.urllib.request, "urlopen", lambda *a, **k: _Answer(b"52.1.2.3\n"))
     assert endpoint.lookup() == "52.1.2.3/32"
     # listed already: not twice (EKS refuses duplicates)
-    monkeypatch.setattr(endpoint, "_offline", lambda: False)
+    monkeypatch.setattr(endpoint, "under_mocks", lambda: False)
     assert endpoint.public_access_cidrs(("52.1.2.3/32",), "deployer") == ["52.1.2.3/32"]
     assert endpoint.public_access_cidrs((), "allowList") is None
 
@@ -147,7 +147,7 @@ def test_a_second_deployer_keeps_the_first_ones_address(monkeypatch):
     operator (or CI runner) that ran before; now earlier deployers' /32s are kept."""
     from moto import mock_aws
 
-    monkeypatch.setattr(endpoint, "_offline", lambda: False)
+    monkeypatch.setattr(endpoint, "under_mocks", lambda: False)
     monkeypatch.setattr(endpoint, "lookup", lambda *a, **k: "52.9.9.9/32")
     monkeypatch.setattr(endpoint.pulumi.runtime, "is_dry_run", lambda: False)
     with mock_aws():
@@ -167,7 +167,7 @@ def test_a_preview_changes_nothing_on_a_live_cluster(monkeypatch):
     """A CI preview from a runner not in the list shows no ~publicAccessCidrs."""
     from moto import mock_aws
 
-    monkeypatch.setattr(endpoint, "_offline", lambda: False)
+    monkeypatch.setattr(endpoint, "under_mocks", lambda: False)
     monkeypatch.setattr(endpoint, "lookup", lambda *a, **k: "52.9.9.9/32")
     monkeypatch.setattr(endpoint.pulumi.runtime, "is_dry_run", lambda: True)
     logged = []

@@ -34,18 +34,12 @@ from typing import Any
 
 import pulumi
 
+from trainforge.platform.mocked import under_mocks
+
 CHECKIP_URL = "https://checkip.amazonaws.com"
 KEY = "trainforge:endpoint.deployFrom"
 # what the offline plan shows for the deployers' /32s (known only to the live cluster and `up`)
 DEPLOYERS = "<deployers' /32s: kept across `pulumi up`s, this machine's added at up>"
-
-
-def _offline() -> bool:
-    """True under Pulumi's mocks (the offline plan, tests): no network, nothing to learn."""
-    from pulumi.runtime import settings
-    from pulumi.runtime.mocks import MockMonitor
-
-    return isinstance(settings.get_monitor(), MockMonitor)
 
 
 def lookup(url: str = CHECKIP_URL, timeout: float = 10.0) -> str:
@@ -112,7 +106,7 @@ def public_access_cidrs(
     cidrs: list[Any] = list(allow_list)
     if deploy_from != "deployer":
         return cidrs or None
-    if _offline():
+    if under_mocks():  # no network, nothing to learn
         return [*cidrs, DEPLOYERS]
     kept = kept_deployers(cluster, region, allow_list) if cluster else []
     cidrs += [c for c in kept if c not in cidrs]

@@ -40,6 +40,7 @@ from trainforge.core.image_routes import (
 )
 from trainforge.jobs import dockerfile
 from trainforge.jobs.runtime_images import RuntimeImages, repository
+from trainforge.platform.mocked import under_mocks
 from trainforge.stack.platform import ImagesConfig
 
 # source: docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html (the IAM
@@ -82,22 +83,13 @@ def node_pull_policy(partition: str, region: str, account: str, prefixes: list[s
     )
 
 
-def _under_mocks() -> bool:
-    """Whether the program runs under Pulumi mocks (the offline plan, tests): the caller's
-    account is then a stand-in, not the one `pulumi up` deploys with."""
-    from pulumi.runtime import settings  # noqa: PLC0415
-    from pulumi.runtime.mocks import MockMonitor  # noqa: PLC0415
-
-    return isinstance(settings.get_monitor(), MockMonitor)
-
-
 def _check_credentials(
     credentials: dict[str, str | None], region: str, account: str, resource: Any
 ) -> None:
     """At `pulumi preview`: a credential ECR would refuse (another Region or account than the
     stack's) is an error naming its key, before anything is created. Under mocks the account is
     not the caller's and the plan reports the Region itself (TRAINFORGE_IMAGE_CREDENTIAL)."""
-    if _under_mocks():
+    if under_mocks():  # the caller's account is a stand-in, not the one `pulumi up` uses
         return
     for prefix, arn in credentials.items():
         if not arn:

@@ -223,9 +223,9 @@ def offline_data() -> str | None:
     itself answers (`pulumi up`)."""
     from importlib.metadata import version  # noqa: PLC0415 - on the error path only
 
-    from trainforge.platform.endpoint import _offline  # noqa: PLC0415 - the one test of mocks
+    from trainforge.platform.mocked import under_mocks  # noqa: PLC0415
 
-    return f"moto {version('moto')}'s bundled EC2 catalog" if _offline() else None
+    return f"moto {version('moto')}'s bundled EC2 catalog" if under_mocks() else None
 
 
 def _alternatives(instance_type: str, limit: int = 4) -> list[str]:
