@@ -223,11 +223,20 @@ def _fresh_process_caches():
     Pulumi mocks are active. Kept across tests (pure functions of files that never change
     during a run): moto's instance catalog, the Kubernetes schemas, botocore's regions, the
     IAM rehearsal's recorded S3 calls (the one test that patches the runtime's S3 code
-    empties that cache itself)."""
+    empties that cache itself).
+
+    The runtime's exit context too (`trainforge.training.exits.context`: rank, step, the run
+    ledger): a process holds one, and a test that runs the training loop in-process leaves its
+    run's ledger there; a later test's exit line then read that finished run as "the Master has
+    exited 0" (a CI failure, order-dependent under xdist). Each test starts with a fresh one,
+    as each pod's process does."""
     facts = sys.modules.get("trainforge.platform.instance_types")  # never imported for this
     if facts is not None:
         facts.instance_type_facts.cache_clear()
         facts._offered.cache_clear()
+    exits = sys.modules.get("trainforge.training.exits")  # a fresh import starts fresh
+    if exits is not None:
+        exits.context = exits.Context()
     yield
 
 
