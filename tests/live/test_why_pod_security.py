@@ -109,8 +109,8 @@ def test_why_of_a_trainjob_reads_its_jobsets_jobs_refusal(planned, capsys, tmp_p
         api.httpd.shutdown()
     assert code == 0, err
     assert out.startswith(
-        f"Pod Security refuses its pods: namespace {NS} enforces baseline:latest; the Job "
-        "controller (Job tj-node-0, event FailedCreate) is refused every pod"
+        f"Pod Security refuses its node pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job tj-node-0, event FailedCreate) is refused every node pod"
     ), out
     assert "  node pod, spec.replicatedJobs[0].template.spec.template.spec: hostNamespaces " in out
     assert f"  fix: {finding.fix}\n" in out, out
@@ -198,8 +198,9 @@ def test_why_of_a_pytorchjob_in_a_restricted_team_names_the_operators_container(
         api.httpd.shutdown()
     assert code == 0, err
     assert out.startswith(
-        f"Pod Security refuses its pods: namespace {NS} enforces restricted:latest; the "
-        "PyTorchJob's controller (PyTorchJob mnist-user, event FailedCreate)"
+        f"Pod Security refuses its Worker pods: namespace {NS} enforces restricted:latest; the "
+        "PyTorchJob's controller (PyTorchJob mnist-user, event FailedCreate) is refused every "
+        "Worker pod and retries: it never runs.\n"
     ), out
     assert "  Worker pod, spec.pytorchReplicaSpecs.Worker.template.spec: " in out, out
     assert f"  fix: {check.OPERATOR_FIX}\n" in out, out
@@ -259,7 +260,8 @@ def test_wait_ends_on_a_job_pod_security_refuses_in_whys_words(
     routes = _routes(job_doc, ns_doc) if kind == "Job" else _trainjob_routes(job_doc, ns_doc)
     (code, out, err), polls, why = _wait_and_why(routes, job, tmp_path, capsys, "--for", until)
     first = why.splitlines()[0]
-    assert first.startswith("Pod Security refuses its pods: ") and first.endswith("never runs.")
+    what = "its pods" if kind == "Job" else "its node pods"  # the replica type refused
+    assert first.startswith(f"Pod Security refuses {what}: ") and first.endswith("never runs.")
     assert (code, len(polls)) == (1, 1), (code, out, err)
     assert err == f"trainforge wait: {job}: {first}\n"
     assert out == f"{job}: Created\n"

@@ -19,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from trainforge.core import pod_security
-from trainforge.live.gather import Gathered
+from trainforge.jobs.pytorchjob import REPLICA_TYPE_LABEL
+from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered
 from trainforge.plan.checks.pod_security import RULE, judge
 
 _VIOLATES = re.compile(r'violates PodSecurity "([^":]+):([^"]+)"')
@@ -27,16 +28,77 @@ _NEVER = datetime.min.replace(tzinfo=UTC)  # an event without a time sorts first
 SEE = "See docs/troubleshooting.md#a-job-that-never-leaves-created"
 
 
-def refused_event(g: Gathered) -> dict[str, Any] | None:
-    """The latest event about the job (or the Jobs its JobSet made) carrying Pod Security's
-    refusal of a Pod create, None when there is none. Only this job's: an event of an earlier
-    object of the same name (deleted and re-created; events outlive their object: kube-apiserver
-    --event-ttl, 1h by default) does not count, told by its object's uid where the event is on the job itself,
-    else by its time: last seen before the job was created is an earlier object's."""
+def refusals(g: Gathered) -> list[tuple[dict[str, Any], str | None]]:
+    """This job's standing Pod Security refusals, latest first: (the event, the replica type
+    it refuses: a PyTorchJob's Master/Worker, a TrainJob's JobSet's replicated job, None for
+    a batch/v1 Job's one template), the latest event of each type. Only this job's: an event
+    of an earlier object of the same name (deleted and re-created; events outlive their
+    object: kube-apiserver --event-ttl, 1h by default) does not count, told by its object's uid
+    where the event is on the job itself, else by its time: last seen before the job was
+    created is an earlier object's. Nor does one whose replica type has a pod now (`g.pods`):
+    its pods were created since (the namespace's level changed), the refusal is over."""
     found = [
         e for e in g.events if _VIOLATES.search(str(e.get("message") or "")) and _this_jobs(g, e)
     ]
-    return max(found, key=lambda e: _when(e) or _NEVER) if found else None
+    have = {_pod_type(g, p) for p in g.pods}
+    out: dict[str | None, dict[str, Any]] = {}
+    for e in sorted(found, key=lambda e: _when(e) or _NEVER, reverse=True):
+        rtype = _replica(g, e)
+        if rtype not in have and rtype not in out:
+            out[rtype] = e
+    return [(e, t) for t, e in out.items()]
+
+
+def refused_event(g: Gathered) -> dict[str, Any] | None:
+    """The latest of this job's standing refusals (`refusals`), None when there is none."""
+    found = refusals(g)
+    return found[0][0] if found else None
+
+
+_POD_NAME = re.compile(r'pods "([^"]+)" is forbidden')
+
+
+def _replica(g: Gathered, e: dict[str, Any]) -> str | None:
+    """The replica type whose pod create the event refuses. A PyTorchJob's: the pod the
+    message names, `<job>-<type, lowercase>-<index>` (the training operator's pod name,
+    GenGeneralName); a TrainJob's: the event's Job, `<jobset>-<replicatedJob>-<index>`
+    (kubernetes-sigs/jobset v0.12.0 GenJobName), by the JobSet's replicated jobs where it was
+    read; a batch/v1 Job's: None (one template, all its pods or none)."""
+    if g.backend == "pytorchjob":
+        m = _POD_NAME.search(str(e.get("message") or ""))
+        pod = m.group(1) if m else ""
+        types = ((g.job.get("spec") or {}).get("pytorchReplicaSpecs") or {}).keys()
+        return next((t for t in types if pod.startswith(f"{g.name}-{t.lower()}-")), None)
+    if g.backend == "trainjob":
+        job = str((e.get("involvedObject") or {}).get("name") or "")
+        return _rjob(g, job)
+    return None
+
+
+def _rjob(g: Gathered, job: str) -> str | None:
+    """The replicated job of a JobSet's Job named `<jobset>-<replicatedJob>-<index>`."""
+    names = [r.get("name") for r in ((g.jobset or {}).get("spec") or {}).get("replicatedJobs", [])]
+    for r in names:
+        if re.fullmatch(rf"{re.escape(g.name)}-{re.escape(str(r))}-\d+", job):
+            return str(r)
+    if names:  # the JobSet was read: a Job of none of its replicated jobs is not this job's
+        return None
+    m = re.fullmatch(rf"{re.escape(g.name)}-(.+)-\d+", job)
+    return m.group(1) if m else None
+
+
+def _pod_type(g: Gathered, pod: dict[str, Any]) -> str | None:
+    """A pod's replica type, as `_replica` names it: the training operator's replica-type
+    label (lowercase) matched to the PyTorchJob's types, a JobSet pod's replicated-job label;
+    None for a batch/v1 Job's pod."""
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    if g.backend == "pytorchjob":
+        low = str(labels.get(REPLICA_TYPE_LABEL) or "")
+        types = ((g.job.get("spec") or {}).get("pytorchReplicaSpecs") or {}).keys()
+        return next((t for t in types if t.lower() == low), low or None)
+    if g.backend == "trainjob":
+        return labels.get(REPLICATED_JOB_LABEL)
+    return None
 
 
 def _this_jobs(g: Gathered, e: dict[str, Any]) -> bool:
@@ -97,11 +159,15 @@ def _controller(e: dict[str, Any]) -> str:
 
 
 def lines(g: Gathered) -> list[str]:
-    """What `why` says of a job whose pods Pod Security refuses ([] when no event says so):
-    the policy and where it was read, each refused pod template's checks and the plan's fix."""
-    e = refused_event(g)
-    if e is None:
+    """What `why` says of a job whose pods Pod Security refuses ([] when no event says so),
+    the first line `wait`'s too: which of its replica types are refused (all of a batch/v1
+    Job's pods; a PyTorchJob's Workers while its Master runs and waits for them: the job never
+    reaches its world size), the policy and where it was read, each refused pod template's
+    checks and the plan's fix."""
+    found = refusals(g)
+    if not found:
         return []
+    e = found[0][0]
     message = str(e.get("message") or "").strip()
     if g.namespace_labels is not None:
         pol = pod_security.policy(g.namespace_labels)
@@ -110,20 +176,21 @@ def lines(g: Gathered) -> list[str]:
         pol = event_policy(message) or pod_security.policy({})
         source = f"the policy the refusal names ({g.namespace_unread or 'namespace not read'})"
     doc = _templates_doc(g)
-    found = judge(doc, pol)[1] if doc is not None else []
+    judged = judge(doc, pol)[1] if doc is not None else []
     out = [
-        f"Pod Security refuses its pods: namespace {g.namespace} enforces {pol}; "
-        f"{_controller(e)} is refused every pod and retries: it never runs.",
+        f"Pod Security refuses {_head(g, [t for _, t in found])}: namespace {g.namespace} "
+        f"enforces {pol}; {_controller(e)} is refused {_tail(g, [t for _, t in found])}",
         f"  the API server: {message}",
     ]
-    if not found:
+    out += [f"  the API server: {str(x.get('message') or '').strip()}" for x, _ in found[1:]]
+    if not judged:
         what = "its JobSet was not read" if doc is None else "they pass it now"
         return out + [
             f"  its pod templates were not judged at {pol} from {source}: {what}; "
             f"`trainforge plan` names the check, the field and the fix ({RULE})",
             SEE,
         ]
-    for j in found:
+    for j in judged:
         out.append(f"  {j.where}: {j.checks}")
         out.append(f"  fix: {j.fix}")
     out.append(
@@ -131,3 +198,29 @@ def lines(g: Gathered) -> list[str]:
         f"{RULE} check reads (the same finding before `pulumi up`)"
     )
     return out + [SEE]
+
+
+def _names(types: list[str | None]) -> str:
+    named = sorted(str(t) for t in types if t)
+    return " and ".join(named)
+
+
+def _head(g: Gathered, types: list[str | None]) -> str:
+    """`its pods` (a batch/v1 Job's), else the replica types refused: `its Worker pods`."""
+    named = _names(types)
+    return f"its {named} pods" if named else "its pods"
+
+
+def _tail(g: Gathered, types: list[str | None]) -> str:
+    """What the refusal means: a job none of whose pods exists never runs; one whose other
+    replica types have pods (a Master that runs, an initializer) never reaches its world size,
+    and those pods wait for the refused ones (torch's rendezvous, the Trainer's node)."""
+    named = _names(types)
+    others = sorted({str(t) for t in map(lambda p: _pod_type(g, p), g.pods) if t} - set(types))
+    every = f"every {named} pod" if named else "every pod"
+    if not others:
+        return f"{every} and retries: it never runs."
+    return (
+        f"{every} and retries: it never reaches its world size (its {' and '.join(others)} "
+        "pods run or wait without them)."
+    )

@@ -28,6 +28,7 @@ from trainforge.live.gather import (
     pod_refusals,
     poll,
     rank0_pod,
+    short,
 )
 from trainforge.live.kube import Api, KubeError, LocalError
 from trainforge.plan import kueue as K
@@ -243,8 +244,9 @@ def wait_main(
         default="finished",
         help="admitted: Kueue admitted its workload (no queue: not suspended); running: its "
         "pods run; finished: it succeeded (default). A failed job, or one Kueue never admits, "
-        "ends any wait with exit 1; so does, for running and finished, a started job with no "
-        "pod running whose pod creates Pod Security refuses (in trainforge why's words)",
+        "ends any wait with exit 1; so does, for running and finished, a started job whose "
+        "pod creates Pod Security refuses, all or one replica type's (a PyTorchJob's Workers "
+        "while its Master runs: it never reaches its world size), in trainforge why's words",
     )
     p.add_argument("--timeout", type=float, default=0, help="seconds; 0 = no limit (default)")
     p.add_argument("--interval", type=float, default=10, help="seconds between polls (10)")
@@ -265,10 +267,12 @@ def wait_main(
             g = poll(api, ns, args.job, backend, workload=args.until == "admitted")
             backend = g.backend
             state, cond = explain.job_state(g)
-            # started, no pod runs: a Pod Security refusal of its pod creates (why's first
-            # line, admission.lines) means it never runs, as things stand; admitted it is
+            # started, short of its world (no pod runs, or a replica type has fewer running
+            # than it declares: a PyTorchJob is Running once its Master runs): a Pod Security
+            # refusal of a replica type's pod creates (why's first line, admission.lines)
+            # means it never runs whole, as things stand; admitted it is
             refused_pods = []
-            if state == "Created" and args.until != "admitted":
+            if args.until != "admitted" and (state == "Created" or state == "Running" and short(g)):
                 pod_refusals(api, g)
                 refused_pods = admission.lines(g)
             for note in g.notes:

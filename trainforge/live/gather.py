@@ -102,9 +102,10 @@ def poll(api: Api, namespace: str, name: str, backend: str | None, workload: boo
     its Kueue Workload (whether Kueue admits it, or never will). Not the queues, the
     position, the LimitRanges (wait computes no requests), the other backends' pods, or the
     events, which `gather` reads for `status` and `why`: `wait` reads the events
-    (`pod_refusals`) only while the job is started and none of its pods runs (Created), the
-    one state where a Pod Security refusal keeps it from ever running, not on each poll of a
-    queued, running or finished job."""
+    (`pod_refusals`) only while the job is started and short of its world (`short`: none of
+    its pods runs, or a replica type has fewer running than it declares), where a Pod Security
+    refusal keeps it, or a replica type of it, from ever running; not on each poll of a
+    queued, whole running or finished job."""
     g = find_job(api, namespace, name, backend)
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
@@ -164,12 +165,43 @@ def _keep_events(api: Api, g: Gathered, events: dict[str, Any], names: set[str])
         _namespace(api, g)
 
 
+def short(g: Gathered) -> bool:
+    """Whether a started job may be short of its world: a replica type has fewer pods running
+    than it declares, from what `poll` read, no further read. A PyTorchJob's own status says
+    it per replica type (the training operator's replicaStatuses: active, succeeded) against
+    its pytorchReplicaSpecs' replicas: its Running condition needs only the Master running
+    (kubeflow/training-operator pkg/controller.v1/pytorch/pytorchjob_controller.go
+    UpdateJobStatus: `if rtype == Master { if running > 0 { ... JobRunning` ; read 2026-12-01),
+    so a Running PyTorchJob may have no Worker at all. A TrainJob's pods (read by `poll`):
+    none of its trainer's replicated job (trainjob.REPLICATED_JOB) runs, while another's (an
+    initializer's) may. A batch/v1 Job's pods share one template: refused all or none, and
+    one running means none is refused."""
+    if g.backend == "pytorchjob":
+        specs = (g.job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
+        statuses = (g.job.get("status") or {}).get("replicaStatuses") or {}
+        for rtype, spec in specs.items():
+            want = (spec or {}).get("replicas", 1)
+            got = statuses.get(rtype) or {}
+            if int(got.get("active") or 0) + int(got.get("succeeded") or 0) < int(want or 0):
+                return True
+        return False
+    if g.backend == "trainjob":
+        return not any(
+            p.get("status", {}).get("phase") in ("Running", "Succeeded")
+            and p["metadata"].get("labels", {}).get(REPLICATED_JOB_LABEL) == trainjob.REPLICATED_JOB
+            for p in g.pods
+        )
+    return False
+
+
 def pod_refusals(api: Api, g: Gathered) -> None:
-    """What `wait` reads of a started job none of whose pods runs (its state Created), where
-    a Pod Security refusal of its pod creates means it never runs (admission.refused_event):
-    the namespace's Warning events about it (`_about`: the job, a TrainJob's JobSet's Jobs)
-    and, when one is a refusal, the namespace's labels, as `gather` reads them for `why`. A
-    failed read is a note (`unread`): the wait goes on without them."""
+    """What `wait` reads of a started job short of its world (its state Created, or Running
+    and `short`), where a Pod Security refusal of its pod creates (admission.refusals) means
+    it, or a replica type of it, never runs: the namespace's Warning events about it
+    (`_about`: the job, a TrainJob's JobSet's Jobs) and, when one is a refusal, the namespace's
+    labels and the job's pods (a refused replica type with a pod now is refused no more), as
+    `gather` reads them for `why`. A failed read is a note (`unread`): the wait goes on
+    without them."""
     # a refused create is a Warning (the Job controller's and the training operator's
     # `Eventf(obj, EventTypeWarning, FailedCreatePodReason, "Error creating: %v")`), and core/v1
     # events select on `type` (kubernetes pkg/registry/core/event/strategy.go
@@ -185,6 +217,13 @@ def pod_refusals(api: Api, g: Gathered) -> None:
         fieldSelector="type=Warning",
     )
     _keep_events(api, g, found or {}, {g.name})
+    if g.backend != "trainjob" and any(_POD_SECURITY in str(e.get("message")) for e in g.events):
+        pods = _optional(
+            api, g, f"the pods of {g.kind} {g.name}",
+            "a refused replica type whose pods were created since is still said refused",
+            f"/api/v1/namespaces/{g.namespace}/pods", labelSelector=pod_selector(g),
+        )  # fmt: skip
+        g.pods = sorted((pods or {}).get("items", []), key=lambda p: p["metadata"]["name"])
 
 
 def _about(g: Gathered, obj: dict[str, Any], names: set[str]) -> bool:
