@@ -338,3 +338,167 @@ def test_wait_reads_no_events_while_a_pod_runs_or_for_admitted(planned, capsys, 
     (code, out, err), polls, _ = _wait_and_why(routes, "evil", tmp_path, capsys)
     assert (code, out) == (124, "evil: Running\n"), err
     assert not any(EVENTS in p for p in polls), polls
+
+
+# --- a job whose pods Pod Security refuses in part: one replica type, while another runs ---------
+
+
+def _clean(template: dict) -> dict:
+    """The review pod template without what baseline refuses (host network, hostPath)."""
+    t = copy.deepcopy(template)
+    t["spec"].pop("hostNetwork")
+    t["spec"]["volumes"] = [{"name": "h", "emptyDir": {}}]
+    return t
+
+
+def _pod(name: str, labels: dict, phase: str) -> dict:
+    return {"metadata": {"name": name, "namespace": NS, "labels": labels},
+            "spec": {"containers": [{"name": "pytorch"}]}, "status": {"phase": phase}}  # fmt: skip
+
+
+def _partial_pytorchjob(job_doc: dict, ns_doc: dict, refused: str) -> dict:
+    """A started Master/Worker PyTorchJob `m` whose `refused` replica type has the review's
+    hostNetwork/hostPath template (baseline refuses it) and the other a clean one; the other's
+    pods exist (a Master runs, the operator says Running; Workers wait in their init container
+    for a Master that never comes: Pending, not Running). The operator's FailedCreate event
+    on the PyTorchJob (its uid) names the refused pod."""
+    from trainforge.jobs import pytorchjob
+
+    bad = copy.deepcopy(job_doc["spec"]["template"])
+    good = _clean(bad)
+    other = "Worker" if refused == "Master" else "Master"
+    specs = {refused: {"replicas": 1 if refused == "Master" else 2, "template": bad},
+             other: {"replicas": 1 if other == "Master" else 2, "template": good}}  # fmt: skip
+    running = refused == "Worker"  # the Master runs: the operator's Running condition
+    job = {
+        "apiVersion": pytorchjob.API_VERSION, "kind": pytorchjob.KIND,
+        "metadata": {"name": "m", "namespace": NS, "uid": "uid-m",
+                     "creationTimestamp": "2026-11-25T11:50:00Z"},
+        "spec": {"pytorchReplicaSpecs": specs, "runPolicy": {"suspend": False}},
+        "status": {
+            "conditions": [{"type": "Created", "status": "True"}]
+            + ([{"type": "Running", "status": "True"}] if running else []),
+            "replicaStatuses": {other: {"active": 1 if running else 0}, refused: {}},
+        },
+    }  # fmt: skip
+    pol = pod_security.policy(ns_doc["metadata"]["labels"])
+    said = pod_security.message(
+        pol, pod_security.evaluate(pol, pytorchjob.operator_template(job, refused, bad))
+    )
+    event = {
+        "metadata": {"name": "m.1", "namespace": NS},
+        "involvedObject": {"kind": pytorchjob.KIND, "name": "m", "namespace": NS, "uid": "uid-m"},
+        "reason": "FailedCreate", "type": "Warning", "lastTimestamp": "2026-11-25T11:58:00Z",
+        "message": f'Error creating: pods "m-{refused.lower()}-0" is forbidden: {said}',
+    }  # fmt: skip
+    n = specs[other]["replicas"]
+    pods = [
+        _pod(f"m-{other.lower()}-{i}", {"trainforge.io/job": "m",
+             pytorchjob.REPLICA_TYPE_LABEL: other.lower()}, "Running" if running else "Pending")
+        for i in range(n)
+    ]  # fmt: skip
+    return {
+        f"/apis/{pytorchjob.API_VERSION}/namespaces/{NS}/pytorchjobs/m": job,
+        EVENTS: {"kind": "EventList", "items": [event]},
+        f"/api/v1/namespaces/{NS}": ns_doc,
+        f"/api/v1/namespaces/{NS}/pods?labelSelector=trainforge.io/job=m": {"items": pods},
+    }
+
+
+@pytest.mark.parametrize("until", ["finished", "running"])
+@pytest.mark.parametrize("refused", ["Worker", "Master"])
+def test_wait_ends_when_pod_security_refuses_one_replica_type(
+    planned, capsys, tmp_path, refused, until
+):
+    """`wait` of a PyTorchJob whose Workers Pod Security refuses while its Master runs polled
+    forever: the operator says Running (its Master runs), `--for running` even exited 0, and
+    the Master waits at rendezvous for Workers that never exist. Now the first poll ends it,
+    exit 1, naming the refused replica type in why's first line (one source: admission.lines),
+    and why says the same, with the plan's finding of that template only. The reverse (the
+    Master refused, the Workers waiting for it) ends it the same way."""
+    _, ns_doc, job_doc = planned
+    routes = _partial_pytorchjob(job_doc, ns_doc, refused)
+    (code, out, err), polls, why = _wait_and_why(routes, "m", tmp_path, capsys, "--for", until)
+    other = "Worker" if refused == "Master" else "Master"
+    first = why.splitlines()[0]
+    assert first == (
+        f"Pod Security refuses its {refused} pods: namespace {NS} enforces baseline:latest; the "
+        "PyTorchJob's controller (PyTorchJob m, event FailedCreate) is refused every "
+        f"{refused} pod and retries: it never reaches its world size (its {other} pods run or "
+        "wait without them)."
+    ), why
+    assert (code, len(polls)) == (1, 1), (code, out, err)
+    assert err == f"trainforge wait: m: {first}\n"
+    assert out == ("m: Running\n" if refused == "Worker" else "m: Created\n")
+    assert f"  {refused} pod, spec.pytorchReplicaSpecs.{refused}.template.spec: " in why, why
+    assert f"  {other} pod, " not in why, why  # the plan's finding of the refused one only
+    # the events, the namespace's labels and the pods (which replica types have pods)
+    assert EVENTS in polls[0] and f"/api/v1/namespaces/{NS}" in polls[0], polls
+
+
+def test_a_refused_replica_type_with_pods_now_does_not_end_the_wait(planned, capsys, tmp_path):
+    """A refusal of this PyTorchJob's Workers within the events' hour, after which its
+    Workers were created (the namespace's level was lowered): they wait for nodes (Pending,
+    not active), so wait reads the events, but the refusal is over; wait goes on and why does
+    not say it."""
+    _, ns_doc, job_doc = planned
+    routes = _partial_pytorchjob(job_doc, ns_doc, "Worker")
+    pods = routes[f"/api/v1/namespaces/{NS}/pods?labelSelector=trainforge.io/job=m"]["items"]
+    pods.append(_pod("m-worker-0", {"trainforge.io/job": "m",
+                                    "training.kubeflow.org/replica-type": "worker"}, "Pending"))  # fmt: skip
+    (code, out, err), polls, why = _wait_and_why(routes, "m", tmp_path, capsys)
+    assert (code, err) == (124, "trainforge wait: m still Running after 3s\n"), (out, err)
+    assert all(EVENTS in p for p in polls), polls  # short of its world: read, found over
+    assert "Pod Security" not in why, why
+
+
+def test_wait_reads_no_events_of_a_pytorchjob_whose_replicas_all_run(planned, capsys, tmp_path):
+    """The events are read only while a replica type is short of its replicas (the
+    operator's replicaStatuses): a PyTorchJob whose Master and Workers all run reads none,
+    and its (stale) refusal ends neither wait."""
+    _, ns_doc, job_doc = planned
+    routes = _partial_pytorchjob(job_doc, ns_doc, "Worker")
+    path = f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/m"
+    routes[path]["status"]["replicaStatuses"]["Worker"] = {"active": 2}
+    (code, out, err), polls, _ = _wait_and_why(routes, "m", tmp_path, capsys, "--for", "running")
+    assert (code, out) == (0, "m: Running\n"), err
+    assert not any(EVENTS in p for p in polls), polls
+    (code, out, err), polls, _ = _wait_and_why(routes, "m", tmp_path, capsys)
+    assert (code, out) == (124, "m: Running\n"), err
+    assert not any(EVENTS in p for p in polls), polls
+
+
+def test_wait_ends_when_a_trainjobs_node_is_refused_while_its_initializer_runs(
+    planned, capsys, tmp_path
+):
+    """A TrainJob whose JobSet has an initializer and the trainer's node: the initializer's
+    pod runs (the TrainJob is Running by its pods), the node's Job is refused its pods (its
+    Job controller's FailedCreate on `tj-node-0`). wait ends, exit 1, naming the node, and
+    why says the same."""
+    from trainforge.jobs import trainjob
+    from trainforge.live.gather import JOBSET, REPLICATED_JOB_LABEL
+
+    _, ns_doc, job_doc = planned
+    routes = _trainjob_routes(job_doc, ns_doc)
+    jobset = routes[f"{JOBSET}/namespaces/{NS}/jobsets/tj"]
+    init = _clean(job_doc["spec"]["template"])
+    jobset["spec"]["replicatedJobs"].insert(
+        0, {"name": "dataset-initializer", "replicas": 1,
+            "template": {"spec": {"template": init}}}
+    )  # fmt: skip
+    pod = _pod("tj-dataset-initializer-0-0-abcde", {trainjob.POD_NAME_LABEL: "tj",
+               REPLICATED_JOB_LABEL: "dataset-initializer"}, "Running")  # fmt: skip
+    routes[f"/api/v1/namespaces/{NS}/pods?labelSelector={trainjob.POD_NAME_LABEL}=tj"] = {
+        "items": [pod]
+    }
+    (code, out, err), polls, why = _wait_and_why(routes, "tj", tmp_path, capsys)
+    first = why.splitlines()[0]
+    assert first == (
+        f"Pod Security refuses its node pods: namespace {NS} enforces baseline:latest; the Job "
+        "controller (Job tj-node-0, event FailedCreate) is refused every node pod and retries: "
+        "it never reaches its world size (its dataset-initializer pods run or wait without "
+        "them)."
+    ), why
+    assert (code, out, err) == (1, "tj: Running\n", f"trainforge wait: tj: {first}\n")
+    assert "  node pod, spec.replicatedJobs[1]." in why, why
+    assert "dataset-initializer pod, " not in why, why
