@@ -502,3 +502,23 @@ def test_wait_ends_when_a_trainjobs_node_is_refused_while_its_initializer_runs(
     assert (code, out, err) == (1, "tj: Running\n", f"trainforge wait: tj: {first}\n")
     assert "  node pod, spec.replicatedJobs[1]." in why, why
     assert "dataset-initializer pod, " not in why, why
+
+
+def test_another_trainjobs_refusal_does_not_end_the_wait(planned, capsys, tmp_path):
+    """TrainJob `tj` and TrainJob `tj-2`, whose JobSet's Job `tj-2-node-0` is refused: its
+    name starts `tj-` but it is no Job of tj's JobSet (its replicated jobs: `node`, whose Job
+    is `tj-node-0`). wait of tj reads its JobSet once a refusal is found, and goes on; why of
+    tj does not say it."""
+    from trainforge.jobs import trainjob
+    from trainforge.live.gather import JOBSET
+
+    _, ns_doc, job_doc = planned
+    routes = _trainjob_routes(job_doc, ns_doc)
+    (event,) = routes[EVENTS]["items"]
+    event["involvedObject"]["name"] = "tj-2-node-0"
+    event["message"] = event["message"].replace('"tj-node-0-0-x7k2p"', '"tj-2-node-0-0-x7k2p"')
+    (code, out, err), polls, why = _wait_and_why(routes, "tj", tmp_path, capsys)
+    assert (code, err) == (124, "trainforge wait: tj still Created after 3s\n"), (out, err)
+    assert f"{JOBSET}/namespaces/{NS}/jobsets/tj" in polls[0], polls
+    assert "Pod Security" not in why, why
+    assert trainjob.REPLICATED_JOB == "node"

@@ -20,7 +20,7 @@ from typing import Any
 
 from trainforge.core import pod_security
 from trainforge.jobs.pytorchjob import REPLICA_TYPE_LABEL
-from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered
+from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, replicated_job
 from trainforge.plan.checks.pod_security import RULE, judge
 
 _VIOLATES = re.compile(r'violates PodSecurity "([^":]+):([^"]+)"')
@@ -71,20 +71,8 @@ def _replica(g: Gathered, e: dict[str, Any]) -> str | None:
         return next((t for t in types if pod.startswith(f"{g.name}-{t.lower()}-")), None)
     if g.backend == "trainjob":
         job = str((e.get("involvedObject") or {}).get("name") or "")
-        return _rjob(g, job)
+        return replicated_job(g, job)
     return None
-
-
-def _rjob(g: Gathered, job: str) -> str | None:
-    """The replicated job of a JobSet's Job named `<jobset>-<replicatedJob>-<index>`."""
-    names = [r.get("name") for r in ((g.jobset or {}).get("spec") or {}).get("replicatedJobs", [])]
-    for r in names:
-        if re.fullmatch(rf"{re.escape(g.name)}-{re.escape(str(r))}-\d+", job):
-            return str(r)
-    if names:  # the JobSet was read: a Job of none of its replicated jobs is not this job's
-        return None
-    m = re.fullmatch(rf"{re.escape(g.name)}-(.+)-\d+", job)
-    return m.group(1) if m else None
 
 
 def _pod_type(g: Gathered, pod: dict[str, Any]) -> str | None:

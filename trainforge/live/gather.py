@@ -217,7 +217,12 @@ def pod_refusals(api: Api, g: Gathered) -> None:
         fieldSelector="type=Warning",
     )
     _keep_events(api, g, found or {}, {g.name})
-    if g.backend != "trainjob" and any(_POD_SECURITY in str(e.get("message")) for e in g.events):
+    if not any(_POD_SECURITY in str(e.get("message")) for e in g.events):
+        return
+    if g.backend == "trainjob":  # its replicated jobs: whose Jobs the events are about
+        _jobset(api, g)
+        g.events = [e for e in g.events if _about(g, e.get("involvedObject") or {}, {g.name})]
+    else:
         pods = _optional(
             api, g, f"the pods of {g.kind} {g.name}",
             "a refused replica type whose pods were created since is still said refused",
@@ -228,14 +233,31 @@ def pod_refusals(api: Api, g: Gathered) -> None:
 
 def _about(g: Gathered, obj: dict[str, Any], names: set[str]) -> bool:
     """Whether an event's object is the job's: the job, its pods, its Workload, or a Job of a
-    TrainJob's JobSet (named `<jobset>-<replicatedJob>-<index>`, kubernetes-sigs/jobset
-    v0.12.0 GenJobName; its Job controller's FailedCreate is where a refused pod is said)."""
+    TrainJob's JobSet (`replicated_job`; its Job controller's FailedCreate is where a refused
+    pod is said)."""
     name = obj.get("name")
     if name in names:
         return True
     return (
-        g.backend == "trainjob" and obj.get("kind") == "Job" and str(name).startswith(f"{g.name}-")
+        g.backend == "trainjob"
+        and obj.get("kind") == "Job"
+        and replicated_job(g, str(name)) is not None
     )
+
+
+def replicated_job(g: Gathered, job: str) -> str | None:
+    """The replicated job of a TrainJob's JobSet's Job `job`, named
+    `<jobset>-<replicatedJob>-<index>` (kubernetes-sigs/jobset v0.12.0 GenJobName), None when
+    it is not one of its: where the JobSet was read, one of its replicatedJobs' names (so that
+    TrainJob `tj` does not claim `tj-2-node-0`, TrainJob tj-2's), else any such name."""
+    names = [r.get("name") for r in ((g.jobset or {}).get("spec") or {}).get("replicatedJobs", [])]
+    for r in names:
+        if re.fullmatch(rf"{re.escape(g.name)}-{re.escape(str(r))}-\d+", job):
+            return str(r)
+    if names:
+        return None
+    m = re.fullmatch(rf"{re.escape(g.name)}-(.+)-\d+", job)
+    return m.group(1) if m else None
 
 
 def _namespace(api: Api, g: Gathered) -> None:
