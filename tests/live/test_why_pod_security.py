@@ -434,6 +434,15 @@ def test_wait_ends_when_pod_security_refuses_one_replica_type(
     assert f"  {other} pod, " not in why, why  # the plan's finding of the refused one only
     # the events, the namespace's labels and the pods (which replica types have pods)
     assert EVENTS in polls[0] and f"/api/v1/namespaces/{NS}" in polls[0], polls
+    if refused == "Worker":  # troubleshooting.md quotes the line as printed
+        doc = " ".join((ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8").split())
+        quoted = (
+            err.strip()
+            .replace("wait: m: ", "wait: JOB: ")
+            .replace("(PyTorchJob m, ", "(PyTorchJob JOB, ")
+            .replace(f"namespace {NS} ", "namespace NS ")
+        )
+        assert f"(`{quoted}`" in doc, quoted
 
 
 def test_a_refused_replica_type_with_pods_now_does_not_end_the_wait(planned, capsys, tmp_path):
