@@ -531,3 +531,71 @@ def test_another_trainjobs_refusal_does_not_end_the_wait(planned, capsys, tmp_pa
     assert f"{JOBSET}/namespaces/{NS}/jobsets/tj" in polls[0], polls
     assert "Pod Security" not in why, why
     assert trainjob.REPLICATED_JOB == "node"
+
+
+def _mpi_trainjob(job_doc: dict, ns_doc: dict) -> dict:
+    """A TrainJob `tj` of an MPI runtime (Trainer's deepspeed-distributed: a `launcher` that
+    runs mpirun over the `node` pods' sshd): its node pod runs, its launcher's template is the
+    review's (baseline refuses it), its Job `tj-launcher-0` refused its pod."""
+    from trainforge.jobs import trainjob
+    from trainforge.live.gather import JOBSET, REPLICATED_JOB_LABEL
+
+    routes = _trainjob_routes(job_doc, ns_doc)
+    jobset = routes[f"{JOBSET}/namespaces/{NS}/jobsets/tj"]
+    (node,) = jobset["spec"]["replicatedJobs"]
+    launcher = copy.deepcopy(node)
+    launcher["name"] = "launcher"
+    node["template"]["spec"]["template"] = _clean(node["template"]["spec"]["template"])
+    jobset["spec"]["replicatedJobs"] = [launcher, node]
+    (event,) = routes[EVENTS]["items"]
+    event["involvedObject"]["name"] = "tj-launcher-0"
+    event["message"] = event["message"].replace('"tj-node-0-0-x7k2p"', '"tj-launcher-0-0-x7k2p"')
+    pod = _pod("tj-node-0-0-abcde", {trainjob.POD_NAME_LABEL: "tj",
+               REPLICATED_JOB_LABEL: trainjob.REPLICATED_JOB}, "Running")  # fmt: skip
+    routes[f"/api/v1/namespaces/{NS}/pods?labelSelector={trainjob.POD_NAME_LABEL}=tj"] = {
+        "items": [pod]
+    }
+    return routes
+
+
+def test_wait_ends_when_a_trainjobs_launcher_is_refused_while_its_node_runs(
+    planned, capsys, tmp_path
+):
+    """An MPI TrainJob whose launcher Pod Security refuses while its node pod runs (sshd,
+    waiting for an mpirun that never comes): Running by its pods, and wait polled forever.
+    Now wait reads its JobSet once (its replicated jobs: launcher has no pod), then the
+    events, and ends, exit 1, naming the launcher in why's words."""
+    from trainforge.live.gather import JOBSET
+
+    _, ns_doc, job_doc = planned
+    routes = _mpi_trainjob(job_doc, ns_doc)
+    (code, out, err), polls, why = _wait_and_why(routes, "tj", tmp_path, capsys)
+    first = why.splitlines()[0]
+    assert first == (
+        f"Pod Security refuses its launcher pods: namespace {NS} enforces baseline:latest; the "
+        "Job controller (Job tj-launcher-0, event FailedCreate) is refused every launcher pod "
+        "and retries: it never reaches its world size (its node pods run or wait without them)."
+    ), why
+    assert (code, out, err) == (1, "tj: Running\n", f"trainforge wait: tj: {first}\n")
+    assert polls[0].count(f"{JOBSET}/namespaces/{NS}/jobsets/tj") == 1, polls
+
+
+def test_wait_of_a_whole_running_trainjob_reads_its_jobset_once_and_no_events(
+    planned, capsys, tmp_path
+):
+    """A TrainJob whose every replicated job has its pod running (launcher and node): its
+    JobSet is read on the first Running poll only, the events never, and the (stale)
+    refusal ends no wait."""
+    from trainforge.jobs import trainjob
+    from trainforge.live.gather import JOBSET, REPLICATED_JOB_LABEL
+
+    _, ns_doc, job_doc = planned
+    routes = _mpi_trainjob(job_doc, ns_doc)
+    pods = routes[f"/api/v1/namespaces/{NS}/pods?labelSelector={trainjob.POD_NAME_LABEL}=tj"]
+    pods["items"].append(_pod("tj-launcher-0-0-abcde", {trainjob.POD_NAME_LABEL: "tj",
+                              REPLICATED_JOB_LABEL: "launcher"}, "Running"))  # fmt: skip
+    (code, out, err), polls, _ = _wait_and_why(routes, "tj", tmp_path, capsys)
+    assert (code, out) == (124, "tj: Running\n"), err
+    jobset = f"{JOBSET}/namespaces/{NS}/jobsets/tj"
+    assert [p.count(jobset) for p in polls] == [1, 0, 0], polls
+    assert not any(EVENTS in p for p in polls), polls

@@ -28,6 +28,7 @@ from trainforge.live.gather import (
     pod_refusals,
     poll,
     rank0_pod,
+    read_jobset,
     short,
 )
 from trainforge.live.kube import Api, KubeError, LocalError
@@ -261,12 +262,17 @@ def wait_main(
         end = clock() + args.timeout if args.timeout else None
         last = ""
         backend = None  # found on the first poll; later polls read only its kind
+        jobset: dict | None = None  # a running TrainJob's JobSet, read once (`short`)
         noted: set[str] = set()  # a failed read's note, once, not on every poll
         bare = 0  # polls in a row that found the job suspended with no Workload
         while True:
-            g = poll(api, ns, args.job, backend, workload=args.until == "admitted")
+            g = poll(api, ns, args.job, backend, args.until == "admitted", jobset)
             backend = g.backend
             state, cond = explain.job_state(g)
+            if state == "Running" and g.backend == "trainjob" and args.until != "admitted":
+                if jobset is None:  # its replicated jobs, read once: what `short` counts
+                    read_jobset(api, g)
+                jobset = g.jobset or {}
             # started, short of its world (no pod runs, or a replica type has fewer running
             # than it declares: a PyTorchJob is Running once its Master runs): a Pod Security
             # refusal of a replica type's pod creates (why's first line, admission.lines)

@@ -95,7 +95,14 @@ def find_job(api: Api, namespace: str, name: str, backend: str | None = None) ->
     raise NotFound(f"no job {name!r} in namespace {namespace!r} (looked for a {kinds})")
 
 
-def poll(api: Api, namespace: str, name: str, backend: str | None, workload: bool) -> Gathered:
+def poll(
+    api: Api,
+    namespace: str,
+    name: str,
+    backend: str | None,
+    workload: bool,
+    jobset: dict[str, Any] | None = None,
+) -> Gathered:
     """What `trainforge wait` decides and prints from, and nothing else: the job (at its
     backend once known), a TrainJob's pods (its Running state is its pods':
     explain.job_state) and, with `workload` (`--for admitted`) or while the job is suspended,
@@ -109,6 +116,7 @@ def poll(api: Api, namespace: str, name: str, backend: str | None, workload: boo
     g = find_job(api, namespace, name, backend)
     if g.backend == "trainjob":
         g.pods = _pods(api, g)
+        g.jobset = jobset  # its replicated jobs, as an earlier poll read them (`read_jobset`)
     if workload or suspended(g.job):
         g.workload = _workload(api, g, g.job.get("metadata", {}).get("uid", ""), WAIT_UNREAD)
     return g
@@ -140,7 +148,7 @@ def gather(api: Api, namespace: str, name: str, metrics: bool = True) -> Gathere
         _limit_ranges(api, g)
     g.pods = _pods(api, g)
     if g.backend == "trainjob":
-        _jobset(api, g)
+        read_jobset(api, g)
     names = {name, *(p["metadata"]["name"] for p in g.pods)}
     if g.workload:
         names.add(g.workload["metadata"]["name"])
@@ -172,10 +180,13 @@ def short(g: Gathered) -> bool:
     its pytorchReplicaSpecs' replicas: its Running condition needs only the Master running
     (kubeflow/training-operator pkg/controller.v1/pytorch/pytorchjob_controller.go
     UpdateJobStatus: `if rtype == Master { if running > 0 { ... JobRunning` ; read 2026-12-01),
-    so a Running PyTorchJob may have no Worker at all. A TrainJob's pods (read by `poll`):
-    none of its trainer's replicated job (trainjob.REPLICATED_JOB) runs, while another's (an
-    initializer's) may. A batch/v1 Job's pods share one template: refused all or none, and
-    one running means none is refused."""
+    so a Running PyTorchJob may have no Worker at all.
+    A TrainJob's pods (read by `poll`) against its JobSet's replicated jobs (as `wait` read
+    them once, else the trainer's `node`, trainjob.REPLICATED_JOB): one of them has no pod
+    running or done, while another's runs (an MPI runtime's node pods wait for a launcher; an
+    initializer's pod runs before the node's Job is made, where the runtime orders them by
+    dependsOn). A batch/v1 Job's pods share one template: refused all or none, and one
+    running means none is refused."""
     if g.backend == "pytorchjob":
         specs = (g.job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
         statuses = (g.job.get("status") or {}).get("replicaStatuses") or {}
@@ -186,11 +197,14 @@ def short(g: Gathered) -> bool:
                 return True
         return False
     if g.backend == "trainjob":
-        return not any(
-            p.get("status", {}).get("phase") in ("Running", "Succeeded")
-            and p["metadata"].get("labels", {}).get(REPLICATED_JOB_LABEL) == trainjob.REPLICATED_JOB
+        rjobs = ((g.jobset or {}).get("spec") or {}).get("replicatedJobs") or []
+        names = {str(r.get("name")) for r in rjobs} or {trainjob.REPLICATED_JOB}
+        up = {
+            p["metadata"].get("labels", {}).get(REPLICATED_JOB_LABEL)
             for p in g.pods
-        )
+            if p.get("status", {}).get("phase") in ("Running", "Succeeded")
+        }
+        return bool(names - up)
     return False
 
 
@@ -220,7 +234,8 @@ def pod_refusals(api: Api, g: Gathered) -> None:
     if not any(_POD_SECURITY in str(e.get("message")) for e in g.events):
         return
     if g.backend == "trainjob":  # its replicated jobs: whose Jobs the events are about
-        _jobset(api, g)
+        if not g.jobset:
+            read_jobset(api, g)
         g.events = [e for e in g.events if _about(g, e.get("involvedObject") or {}, {g.name})]
     else:
         pods = _optional(
@@ -330,8 +345,9 @@ def _optional(api: Api, g: Gathered, what: str, means: str, path: str, **query: 
     return found
 
 
-def _jobset(api: Api, g: Gathered) -> None:
-    """A TrainJob's JobSet, or why it is not there (no note: only `then:` reads it)."""
+def read_jobset(api: Api, g: Gathered) -> None:
+    """A TrainJob's JobSet, or why it is not there (no note: only `then:` reads it; `wait`
+    reads it once, for its replicated jobs, which do not change: `short`)."""
     found, unread = optional(
         api, f"JobSet {g.name}", "", f"{JOBSET}/namespaces/{g.namespace}/jobsets/{g.name}"
     )
