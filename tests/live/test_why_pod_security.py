@@ -480,10 +480,12 @@ def test_wait_reads_no_events_of_a_pytorchjob_whose_replicas_all_run(planned, ca
 def test_wait_ends_when_a_trainjobs_node_is_refused_while_its_initializer_runs(
     planned, capsys, tmp_path
 ):
-    """A TrainJob whose JobSet has an initializer and the trainer's node: the initializer's
-    pod runs (the TrainJob is Running by its pods), the node's Job is refused its pods (its
-    Job controller's FailedCreate on `tj-node-0`). wait ends, exit 1, naming the node, and
-    why says the same."""
+    """A TrainJob whose JobSet has an initializer and the trainer's node, in a runtime that
+    does not order them (no dependsOn): the initializer's pod runs (the TrainJob is Running
+    by its pods), the node's Job is refused its pods (its Job controller's FailedCreate on
+    `tj-node-0`). wait ends, exit 1, naming the node, and why says the same. Where the
+    runtime orders them (Trainer's own: the node's Job is made once the initializers are
+    Complete), the initializer's pod is done: the job is Created and never runs."""
     from trainforge.jobs import trainjob
     from trainforge.live.gather import JOBSET, REPLICATED_JOB_LABEL
 
@@ -511,6 +513,11 @@ def test_wait_ends_when_a_trainjobs_node_is_refused_while_its_initializer_runs(
     assert (code, out, err) == (1, "tj: Running\n", f"trainforge wait: tj: {first}\n")
     assert "  node pod, spec.replicatedJobs[1]." in why, why
     assert "dataset-initializer pod, " not in why, why
+    pod["status"]["phase"] = "Succeeded"
+    (code, out, err), _, why = _wait_and_why(routes, "tj", tmp_path, capsys)
+    assert (code, out) == (1, "tj: Created\n"), err
+    assert err == f"trainforge wait: tj: {why.splitlines()[0]}\n"
+    assert err.endswith("is refused every node pod and retries: it never runs.\n"), err
 
 
 def test_another_trainjobs_refusal_does_not_end_the_wait(planned, capsys, tmp_path):

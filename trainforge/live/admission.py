@@ -200,11 +200,13 @@ def _head(g: Gathered, types: list[str | None]) -> str:
 
 
 def _tail(g: Gathered, types: list[str | None]) -> str:
-    """What the refusal means: a job none of whose pods exists never runs; one whose other
-    replica types have pods (a Master that runs, an initializer) never reaches its world size,
-    and those pods wait for the refused ones (torch's rendezvous, the Trainer's node)."""
+    """What the refusal means: a job none of whose pods runs or waits never runs (an
+    initializer's pod that is done is no part of its world); one whose other replica types
+    have pods running or pending (a Master at rendezvous, an MPI runtime's node pods) never
+    reaches its world size, and those pods wait for the refused ones."""
     named = _names(types)
-    others = sorted({str(t) for t in map(lambda p: _pod_type(g, p), g.pods) if t} - set(types))
+    live = [p for p in g.pods if (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+    others = sorted({str(t) for t in map(lambda p: _pod_type(g, p), live) if t} - set(types))
     every = f"every {named} pod" if named else "every pod"
     if not others:
         return f"{every} and retries: it never runs."
