@@ -178,8 +178,9 @@ def short(g: Gathered) -> bool:
     than it declares, from what `poll` read, no further read. A PyTorchJob's own status says
     it per replica type (the training operator's replicaStatuses: active, succeeded) against
     its pytorchReplicaSpecs' replicas: its Running condition needs only the Master running
-    (kubeflow/training-operator pkg/controller.v1/pytorch/pytorchjob_controller.go
-    UpdateJobStatus: `if rtype == Master { if running > 0 { ... JobRunning` ; read 2026-12-01),
+    (kubeflow/trainer pkg/controller.v1/pytorch/pytorchjob_controller.go UpdateJobStatus:
+    `if rtype == Master { if running > 0 { ... JobRunning`, at commit 07cf0978 of the v1
+    operator's source, not checked against the pinned v1.9.4 tag; read 2026-12-01),
     so a Running PyTorchJob may have no Worker at all.
     A TrainJob's pods (read by `poll`) against its JobSet's replicated jobs (as `wait` read
     them once, else the trainer's `node`, trainjob.REPLICATED_JOB): one of them has no pod
