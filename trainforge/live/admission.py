@@ -49,12 +49,6 @@ def refusals(g: Gathered) -> list[tuple[dict[str, Any], str | None]]:
     return [(e, t) for t, e in out.items()]
 
 
-def refused_event(g: Gathered) -> dict[str, Any] | None:
-    """The latest of this job's standing refusals (`refusals`), None when there is none."""
-    found = refusals(g)
-    return found[0][0] if found else None
-
-
 _POD_NAME = re.compile(r'pods "([^"]+)" is forbidden')
 
 
@@ -166,7 +160,7 @@ def lines(g: Gathered) -> list[str]:
     doc = _templates_doc(g)
     judged = judge(doc, pol)[1] if doc is not None else []
     out = [
-        f"Pod Security refuses {_head(g, [t for _, t in found])}: namespace {g.namespace} "
+        f"Pod Security refuses {_head([t for _, t in found])}: namespace {g.namespace} "
         f"enforces {pol}; {_controller(e)} is refused {_tail(g, [t for _, t in found])}",
         f"  the API server: {message}",
     ]
@@ -193,7 +187,7 @@ def _names(types: list[str | None]) -> str:
     return " and ".join(named)
 
 
-def _head(g: Gathered, types: list[str | None]) -> str:
+def _head(types: list[str | None]) -> str:
     """`its pods` (a batch/v1 Job's), else the replica types refused: `its Worker pods`."""
     named = _names(types)
     return f"its {named} pods" if named else "its pods"
