@@ -105,7 +105,8 @@ def poll(
 ) -> Gathered:
     """What `trainforge wait` decides and prints from, and nothing else: the job (at its
     backend once known), a TrainJob's pods (its Running state is its pods':
-    explain.job_state) and, with `workload` (`--for admitted`) or while the job is suspended,
+    explain.job_state; its JobSet is not read here: `jobset` is the one `wait` read once the
+    TrainJob ran, whose replicated jobs `short` counts) and, with `workload` (`--for admitted`) or while the job is suspended,
     its Kueue Workload (whether Kueue admits it, or never will). Not the queues, the
     position, the LimitRanges (wait computes no requests), the other backends' pods, or the
     events, which `gather` reads for `status` and `why`: `wait` reads the events
