@@ -12,6 +12,7 @@ from trainforge.plan.checks.iam_reference import (
     EBS_CSI_DRIVER_POLICY_ARN,
     aws_managed_document,
     managed_policy,
+    managed_version,
     node_role_calls,
 )
 
@@ -43,11 +44,22 @@ def test_known_but_not_rehearsed_and_unknown_managed_policies() -> None:
     assert managed_policy("arn") == (False, None)
 
 
-@pytest.mark.parametrize("name", ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy"])
+@pytest.mark.parametrize(
+    "name", ["AmazonEKS_CNI_Policy", "AmazonEKSWorkerNodePolicy", "AmazonEBSCSIDriverPolicy"]
+)
 def test_aws_managed_policies_are_moto_s_copy_of_aws_s(name) -> None:
     assert aws_managed_document(name) == _moto_managed(name)["Document"]
-    known, policy = managed_policy(f"arn:aws:iam::aws:policy/{name}")
+    path = _moto_managed(name)["Path"]  # /service-role/ for AmazonEBSCSIDriverPolicy
+    known, policy = managed_policy(f"arn:aws:iam::aws:policy{path}{name}")
     assert known and policy is not None and policy.document == _moto_managed(name)["Document"]
+
+
+def test_the_ebs_csi_policy_named_in_findings_is_the_version_moto_carries() -> None:
+    """The EBS CSI controller's findings name what they compared: the managed policy's default
+    version in moto's copy (v15, 3 actions beyond the driver's v1.50.1 example policy)."""
+    source = _moto_managed("AmazonEBSCSIDriverPolicy")
+    assert (source["DefaultVersionId"], source["UpdateDate"][:10]) == ("v15", "2026-05-13")
+    assert managed_version("AmazonEBSCSIDriverPolicy") == "v15 of 2026-05-13, moto 5.2.5's copy"
 
 
 def test_the_vpc_cni_s_node_role_calls_are_every_action_of_amazoneks_cni_policy() -> None:

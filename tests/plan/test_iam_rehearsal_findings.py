@@ -704,10 +704,51 @@ def test_the_ebs_drivers_key_grant_is_within_its_reference_when_a_storage_class_
         (
             R.BEYOND,
             "role platform-eks-ebs-csi: role platform-eks-ebs-csi inline policy ebs-kms "
-            "statements EbsKey grant more than aws-ebs-csi-driver's reference policy "
-            "(AmazonEBSCSIDriverPolicy) (an action, resource or missing condition no reference "
-            "statement covers)",
+            "statements EbsKey grant more than AWS managed AmazonEBSCSIDriverPolicy (v15 of "
+            "2026-05-13, moto 5.2.5's copy) (an action, resource or missing condition no "
+            "reference statement covers)",
         )
+    ]
+
+
+def test_the_ebs_drivers_reference_is_the_managed_policy_it_attaches_not_the_example(prod):
+    """AmazonEBSCSIDriverPolicy is judged as AWS serves it (moto's copy, v15), not as the
+    driver's v1.50.1 example-iam-policy.json, which lacks ec2:LockSnapshot: the role's inline
+    copy of v15's snapshot-lock statement is within its reference; a grant beyond v15 is not."""
+    role = find(prod, "role:Role", "platform-eks-ebs-csi")
+    lock = {
+        "Sid": "LockOwnSnapshots",
+        "Effect": "Allow",
+        "Action": ["ec2:DeleteSnapshot", "ec2:LockSnapshot"],
+        "Resource": "arn:aws:ec2:*:*:snapshot/*",
+        "Condition": {"StringLike": {"ec2:ResourceTag/CSIVolumeSnapshotName": "*"}},
+    }
+    unconditional = {**lock, "Sid": "LockAnySnapshot"}
+    del unconditional["Condition"]
+    findings = []
+    for statement in (lock, unconditional):
+        rp = Recorded(
+            urn=role.urn + "-lock",
+            type=IAM_ROLE_POLICY,
+            name="ebs-lock",
+            parent=None,
+            custom=True,
+            inputs={"role": "x", "policy": json.dumps({"Statement": [statement]})},
+            dependencies={"role": [role.urn]},
+        )
+        result, _ = rehearse(replace(prod, resources=[*prod.resources, rp]))
+        findings.append(
+            [(f.rule, f.message.split(" grant more than ")[0]) for f in result.findings]
+        )
+    assert findings == [
+        [],
+        [
+            (
+                R.BEYOND,
+                "role platform-eks-ebs-csi: role platform-eks-ebs-csi inline policy ebs-lock "
+                "statements LockAnySnapshot",
+            )
+        ],
     ]
 
 

@@ -1,17 +1,21 @@
 """A cap or budget the price table cannot price (TF_COST_PRICE_MISSING): its fix is one a
 stack's owner can apply, a ready waiver entry for the finding's resource that, pasted into the
-stack with a reason, waives it; what waiving costs is said and true; the maintainer's route
+stack with a reason, waives it (pasted as is, its placeholder reason is refused before the
+program creates anything); what waiving costs is said and true; the maintainer's route
 (the package's price table) comes second."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 from test_plan_stacks import ROOT
 
 from trainforge.plan import core, diff
 from trainforge.plan.checks import cost_check
+from trainforge.plan.runner import find_config_error
+from trainforge.plan.waivers import WaiverError, parse_waivers
 
 CAPS = {"teams": {"research": {"teamPerMonth": 5000}}}
 # sa-east-1: the price table has no dated prices there (tests/plan/test_plan_cost.py)
@@ -31,6 +35,23 @@ def test_the_fixs_waiver_entry_pasted_with_a_reason_waives_the_finding():
     assert entry, f.fix
     (waiver,) = yaml.safe_load(entry.group(1))
     assert waiver["reason"].startswith("<"), "a placeholder the user replaces"
+    assert "reason replaced by yours (the placeholder is refused)" in f.fix
+    # pasted as is: refused by the program's stack check (as under `pulumi up`), one line
+    # naming the key, the placeholder and what is valid
+    with pytest.raises(Exception) as e:
+        core.plan_project(
+            ROOT,
+            "dev",
+            standins=False,
+            config_overrides={**OVERRIDES, "trainforge-policy:waivers": [waiver]},
+        )
+    error = str(find_config_error(e.value))
+    line = (
+        f"trainforge-policy:waivers[0].reason: got {waiver['reason']!r}; expected a reason a "
+        "reviewer can read in place of the template's <...> placeholder: say why the rule does "
+        "not apply here"
+    )
+    assert error.splitlines() == ["invalid stack configuration (1 problem(s)):", f"  - {line}"]
     waiver["reason"] = "AWS Budgets watches research's spend until sa-east-1 is priced"
     again = core.plan_project(
         ROOT,
@@ -43,6 +64,24 @@ def test_the_fixs_waiver_entry_pasted_with_a_reason_waives_the_finding():
         ("TF_COST_PRICE_MISSING", "team/research")
     ]
     assert again.unused_waivers == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "refused"),
+    [
+        ("<who watches the budget instead>", True),
+        ("AWS Budgets watches it; see <runbook link>", True),
+        ("jobs under 5 GPUs cost < $5/h and > 0", False),  # a comparison, not a placeholder
+        ("AWS Budgets watches research until sa-east-1 is priced", False),
+    ],
+)
+def test_a_reason_with_a_placeholder_in_it_is_refused(reason, refused):
+    entry = {"resource": "team/research", "rule": "TF_COST_PRICE_MISSING", "reason": reason}
+    if refused:
+        with pytest.raises(WaiverError, match=r"^trainforge-policy:waivers\[0\]\.reason: got "):
+            parse_waivers([entry], None)
+    else:
+        assert parse_waivers([entry], None)[0].reason == reason
 
 
 def test_what_the_fix_says_stays_unknown_is_what_the_cost_report_leaves_unknown():

@@ -135,3 +135,30 @@ def test_a_platform_part_added_without_a_price_is_named_once():
         "Cost: platform $1.00/h = $730.00/month (no change; unknown removed: FSx for Lustre) "
         "+ unknown (VPC interface endpoints)"
     )
+
+
+def test_the_verdict_names_the_jobs_the_cost_model_sums():
+    """The verdict's job lists and the figures beside them are one split of the rows
+    (cost.row_groups): a base report's row without `admission` runs, a waiting job's run is
+    paid but not in the $/h, a never-admitted job is in neither."""
+    jobs = [
+        {k: v for k, v in job("old", 1.0, 2.0).items() if k != "admission"},  # a base report's
+        job("runs", 2.0, 4.0),
+        {**job("waits", 4.0, 8.0), "admission": "waits"},
+        {**job("never", 8.0, 16.0), "admission": "never"},
+    ]
+    totals = verdict.cost_totals({"jobs": jobs})
+    assert totals is not None
+
+    def names(key: str) -> list[str]:
+        return [j["name"] for j in totals[key]]
+
+    assert (names("running"), names("counted"), names("waiting")) == (
+        ["old", "runs"],
+        ["old", "runs", "waits"],
+        ["waits", "never"],
+    )
+    assert (totals["runningPerHour"], totals["jobsPerHour"], totals["runCosts"]) == (3.0, 3.0, 14.0)
+    line = verdict.cost_lines(result(jobs), None)[1]
+    assert line.startswith("      + jobs: 2 of 4 run at once, $3.00/h while running"), line
+    assert "run costs $14.00 in all" in line, line

@@ -8,7 +8,7 @@ import datetime as dt
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainforge.core.contract import NodeType, PoolFacts, TeamFacts
 from trainforge.core.labels import POOL_LABEL
@@ -42,13 +42,32 @@ def cents(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
 
 
+class RowGroups(NamedTuple):
+    """The jobs' rows by admission (`JobCost.admission`; a base report's row without one runs):
+    the one split every sum and list of the rows is made from (`row_totals`, the verdict's
+    cost_totals), so a figure and the jobs named beside it count the same jobs."""
+
+    running: list[dict[str, Any]]  # admitted at once: their $/h adds up
+    counted: list[dict[str, Any]]  # admitted at all (waiting ones too): their runs are paid
+    waiting: list[dict[str, Any]]  # admitted later or never: listed, not in the $/h
+
+
+def row_groups(rows: list[dict[str, Any]]) -> RowGroups:
+    """`rows` (`CostReport.rows`, or a base report's JSON) split by admission."""
+    admission = [(r, r.get("admission", "runs")) for r in rows]
+    return RowGroups(
+        running=[r for r, a in admission if a == "runs"],
+        counted=[r for r, a in admission if a != "never"],
+        waiting=[r for r, a in admission if a != "runs"],
+    )
+
+
 def row_totals(rows: list[dict[str, Any]]) -> dict[str, float]:
     """The sums of the jobs' rows (`CostReport.rows`, or a base report's JSON) that the report
     and the verdict print, each row's figure to the cent: what runs at once per hour and its
     part on node groups' always-on nodes; the runs of every job admitted at all (waiting ones
     too) and their part on those nodes. A row without a figure adds nothing (named apart)."""
-    running = [r for r in rows if r.get("admission", "runs") == "runs"]
-    counted = [r for r in rows if r.get("admission", "runs") != "never"]
+    running, counted, _ = row_groups(rows)
 
     def total(of: list[dict[str, Any]], key: str) -> float:
         return sum(cents(v) or 0.0 for r in of if isinstance(v := r.get(key), int | float))

@@ -14,7 +14,7 @@ from trainforge.jobs.duration import DEADLINE
 from trainforge.plan.checks.cost_check import DEAREST, OWN_NODES, waiting_line
 from trainforge.plan.checks.cost_check import SECTION_TITLE as COST_TITLE
 from trainforge.plan.checks.queues import QUEUE_TITLE, amount, preempt_words, start_text
-from trainforge.plan.cost import row_totals
+from trainforge.plan.cost import row_groups, row_totals
 from trainforge.plan.diff import change_text, unknown_text
 from trainforge.plan.price_facts import usd as _usd
 from trainforge.plan.waivers import stale_note
@@ -40,18 +40,17 @@ def cost_totals(cost: Any) -> dict[str, Any] | None:
     if not isinstance(cost, dict):
         return None
     jobs = cost.get("jobs", [])
-    running = [j for j in jobs if j.get("admission", "runs") == "runs"]
-    counted = [j for j in jobs if j.get("admission", "runs") != "never"]
-    sums = row_totals(jobs)  # the cost model's sums of the rows (a base report's too)
+    # the cost model's split and sums of the rows (a base report's too): one reading of which
+    # jobs run at once and which are paid, for the figures and the jobs named beside them
+    groups = row_groups(jobs)
+    sums = row_totals(jobs)
     return {
         **cost,
         **sums,
-        "running": running,
-        "counted": counted,
-        "waiting": [j for j in jobs if j.get("admission", "runs") != "runs"],
+        **groups._asdict(),
         "jobsPerHour": sums["runningPerHour"] - sums["runningInFixedPerHour"],
-        "unpricedRates": [j for j in running if not _priced(j, "onDemandPerHour")],
-        "unpricedRuns": [j for j in counted if not _priced(j, "runCost")],
+        "unpricedRates": [j for j in groups.running if not _priced(j, "onDemandPerHour")],
+        "unpricedRuns": [j for j in groups.counted if not _priced(j, "runCost")],
     }
 
 

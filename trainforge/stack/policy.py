@@ -14,6 +14,7 @@ platform, so the parse functions take them as arguments and check them after the
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Iterable
 from typing import Annotated, Any
 
@@ -75,7 +76,34 @@ def _text(what: str) -> Any:
 ResourceName = _text("a resource's name, URN or namespace/Kind/name")
 ImageName = _text("an image: repository[:tag], as the plan's Images section names it")
 RuleId = _text("a rule id")
-Reason = _text("a reason: say why the rule does not apply here")
+REASON = "a reason: say why the rule does not apply here"
+# A template's stand-in for the reason, such as the plan's ready waiver entry's
+# `"<who watches the budget instead>"` (trainforge/plan/checks/cost_check.py PRICE_MISSING_FIX):
+# pasted as is, it would waive the finding with a reason nobody wrote, and every plan would
+# print it as if someone had. A `<word ...>` span is the template's, not a reviewer's words
+# (`cost < 5 and > 2` is not one: a placeholder opens on a letter and closes on a non-space).
+PLACEHOLDER = re.compile(r"<[A-Za-z]([^<>\n]*[^\s<>])?>")
+REASON_PLACEHOLDER = (
+    "a reason a reviewer can read in place of the template's <...> placeholder: say why the "
+    "rule does not apply here"
+)
+
+
+def _not_placeholder(value: str) -> str:
+    """A waiver's reason is what every plan prints beside the waived finding; a template's
+    placeholder left in it is refused before anything is created (stack_check, the plan and
+    the policy pack all parse waivers with parse_waivers)."""
+    if PLACEHOLDER.search(value):
+        raise ValueError(REASON_PLACEHOLDER)
+    return value
+
+
+Reason = Annotated[
+    _text(REASON),
+    AfterValidator(_not_placeholder),
+    # editors flag the placeholder too (schema/stack.schema.json)
+    WithJsonSchema({"type": "string", "pattern": r"\S", "not": {"pattern": PLACEHOLDER.pattern}}),
+]
 UsdPerHour = Annotated[
     float,
     BeforeValidator(_not_bool),
@@ -170,7 +198,10 @@ class Waiver(StackModel):
         description="The waived resource: its Pulumi name, URN, or namespace/Kind/name."
     )
     rule: RuleId = Field(description="The rule id (a policy rule, a plan check or a CKV_ id).")
-    reason: Reason = Field(description="Why the rule does not apply here (printed by every plan).")
+    reason: Reason = Field(
+        description="Why the rule does not apply here (printed by every plan); a template's "
+        "`<...>` placeholder left in it is refused."
+    )
     image: ImageName | None = Field(
         None,
         description="The waived image, `repository[:tag]` (e.g. `docker.io/grafana/grafana`): "

@@ -41,7 +41,8 @@ PRICE_MISSING_FIX = (
     "waive it in the stack (the price table is the cause, not the jobs; {figures} unknown "
     "and the plan does not check its {limit} {kind} until the table has the price): add to "
     '{waivers} `- {{resource: {resource}, rule: TF_COST_PRICE_MISSING, reason: "<who watches '
-    'the {kind} instead>"}}` and write the reason; or a trainforge maintainer adds the price '
+    'the {kind} instead>"}}` with its <...> reason replaced by yours (the placeholder is '
+    "refused); or a trainforge maintainer adds the price "
     "with its source to trainforge/plan/data/price_facts.json (tools/regen_price_facts.py, "
     "docs/cost.md)"
 )

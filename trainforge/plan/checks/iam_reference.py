@@ -1,8 +1,9 @@
 """Reference policies (upstream and AWS managed) and the AWS calls each controller makes.
 
 The documents are package data (plan/data/iam_reference.json, karpenter_controller_policy.json:
-the offline plan has no network) or, for AWS managed policies, moto's bundled copy of AWS's
-(`aws_managed_document`), each one's source and date noted where it is read. Why the
+the offline plan has no network) or, for AWS managed policies (AmazonEBSCSIDriverPolicy too),
+moto's bundled copy of AWS's (`aws_managed_document`), each one's source and date noted where
+it is read. Why the
 calls are derived, not recorded: docs/rehearsals.md, IAM rehearsal.
 """
 
@@ -26,12 +27,16 @@ def _data(name: str) -> str:
 
 _DOCS: dict[str, dict] = json.loads(_data("iam_reference.json"))
 
-# aws-ebs-csi-driver docs/example-iam-policy.json (github.com/kubernetes-sigs/
-# aws-ebs-csi-driver; identical at tags v1.46.0 and v1.50.1, the pinned add-on's driver
-# version, checked 2026-11-23). Its docs/install.md: "AWS maintains a
-# managed policy version of the example policy ... arn:aws:iam::aws:policy/service-role/
-# AmazonEBSCSIDriverPolicy".
-AMAZON_EBS_CSI_DRIVER_POLICY = _DOCS["AmazonEBSCSIDriverPolicy"]
+# The EBS CSI controller's policy is AWS's managed AmazonEBSCSIDriverPolicy (aws-ebs-csi-driver
+# docs/install.md: "AWS maintains a managed policy version of the example policy ...
+# arn:aws:iam::aws:policy/service-role/AmazonEBSCSIDriverPolicy"), and it is judged as AWS
+# serves it: moto's bundled copy (`aws_managed_document`), the policy we attach, not the
+# driver's docs/example-iam-policy.json (a hand copy of v1.50.1's, checked 2026-11-23, read
+# here until 2026-12-01). They differ: the managed policy's default version (v15 in moto
+# 5.2.5, updated 2026-05-13) also allows ec2:CopyVolumes, ec2:LockSnapshot and
+# ec2:DescribeInstanceTypes, so judging the attachment by the example policy rehearsed a
+# policy nobody attaches. `managed_version` says which version a finding compared.
+EBS_CSI_DRIVER_POLICY = "AmazonEBSCSIDriverPolicy"
 # The same driver's docs/install.md, "Encrypted EBS Volumes via KMS": a customer-key
 # StorageClass needs these on the key (kms:CreateGrant so EC2 can use the key for the volume).
 EBS_CSI_KMS_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKeyWithoutPlaintext", "kms:CreateGrant")
@@ -52,6 +57,21 @@ def aws_managed_document(name: str) -> dict:
     return _aws_managed()[name]["Document"]
 
 
+def managed_version(name: str) -> str:
+    """`v15 of 2026-05-13, moto 5.2.5's copy`: which AWS managed policy document a finding
+    compared (its default version and update date as moto's copy records them, and the moto
+    release bundling it, read from its installed metadata)."""
+    entry = _aws_managed()[name]
+    date = str(entry.get("UpdateDate", "?"))[:10]
+    return f"{entry.get('DefaultVersionId', '?')} of {date}, moto {_moto_release()}'s copy"
+
+
+def _moto_release() -> str:
+    from importlib.metadata import version  # noqa: PLC0415 - only when a finding is written
+
+    return version("moto")
+
+
 @functools.cache
 def _aws_managed() -> dict[str, dict]:
     from trainforge.plan.mocks import moto_file  # noqa: PLC0415 - the plan has it loaded
@@ -64,12 +84,11 @@ def _aws_managed() -> dict[str, dict]:
 
 # AWS managed policies by ARN (the partition is normalised to "aws" before lookup): the name
 # of the document to read (`aws_managed_document`), or None for those we attach but never
-# rehearse (ECR pull, SSM): known, not evaluated. AmazonEBSCSIDriverPolicy is judged by the
-# driver's own example policy (AMAZON_EBS_CSI_DRIVER_POLICY, above).
+# rehearse (ECR pull, SSM): known, not evaluated.
 MANAGED_POLICIES: dict[str, str | None] = {
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy": "AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy": "AmazonEKS_CNI_Policy",
-    EBS_CSI_DRIVER_POLICY_ARN: "AmazonEBSCSIDriverPolicy",
+    EBS_CSI_DRIVER_POLICY_ARN: EBS_CSI_DRIVER_POLICY,
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly": None,
     "arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore": None,
 }
@@ -83,9 +102,7 @@ def managed_policy(arn: str) -> tuple[bool, Policy | None]:
     name = MANAGED_POLICIES[key]
     if name is None:
         return True, None
-    ebs = key == EBS_CSI_DRIVER_POLICY_ARN
-    doc = AMAZON_EBS_CSI_DRIVER_POLICY if ebs else aws_managed_document(name)
-    return True, Policy(f"managed {arn.rsplit('/', 1)[-1]}", doc)
+    return True, Policy(f"managed {arn.rsplit('/', 1)[-1]}", aws_managed_document(name))
 
 
 def default_key_policy(account: str, partition: str = "aws") -> Policy:

@@ -457,17 +457,20 @@ def _rehearse_karpenter(run: _Run, inv: Any, objects: list[dict]) -> None:
 
 def _ebs_csi(run: _Run, role: RoleFacts, label: str, objects: list[dict]) -> None:
     """The EBS CSI controller's calls (a customer-key StorageClass's KMS calls included) and
-    its reference: AmazonEBSCSIDriverPolicy and docs/install.md's KMS statement."""
+    its reference: AmazonEBSCSIDriverPolicy as AWS serves it (moto's copy, the document the
+    attachment is evaluated with; its version named in the finding) and docs/install.md's KMS
+    statement."""
     sc = [o for o in objects if o.get("kind") == "StorageClass"]
     ebs = [
         get(o, "parameters", "kmsKeyId") for o in sc if o.get("provisioner") == "ebs.csi.aws.com"
     ]
     keys = sorted({str(k) for k in ebs if k})
-    reference = [Policy("AmazonEBSCSIDriverPolicy", ref.AMAZON_EBS_CSI_DRIVER_POLICY)]
+    managed = ref.EBS_CSI_DRIVER_POLICY
+    reference = [Policy(managed, ref.aws_managed_document(managed))]
     if keys:
         kms = {"Effect": "Allow", "Action": list(ref.EBS_CSI_KMS_ACTIONS), "Resource": keys}
         reference.append(Policy("EBS CSI KMS statement (docs/install.md)", {"Statement": [kms]}))
-    what = "aws-ebs-csi-driver's reference policy (AmazonEBSCSIDriverPolicy)"
+    what = f"AWS managed {managed} ({ref.managed_version(managed)})"
     calls = ref.ebs_csi_calls(_caller(run.stack, role), keys)
     run.judge(role, label, "EBS CSI controller", calls, reference, what)
 
