@@ -28,8 +28,16 @@ from trainforge.plan.policy_adapter import (  # noqa: E402
     unwaived,
     validation_messages,
 )
+from trainforge.stack.base import StackError  # noqa: E402
+from trainforge.stack.file import StackFileError  # noqa: E402
 
-WAIVERS = load_waivers()
+try:
+    WAIVERS = load_waivers()
+except (StackError, StackFileError) as e:
+    # a bad waiver (a placeholder reason, an unknown rule) is the stack file's error: one line
+    # naming it, as `pulumi up`'s own stack check and `trainforge plan` say it, not a traceback
+    # from the analyzer plugin
+    sys.exit(f"trainforge policy pack: {e}")
 
 
 def resource_policy(rule: R.Rule) -> ResourceValidationPolicy:

@@ -185,3 +185,24 @@ print(crds.crd_errors(cq))
     )
     assert run.returncode == 0, run.stderr[-2000:]
     assert "reclaimWithinCohort=Never and borrowWithinCohort.Policy!=Never" in run.stdout
+
+
+def test_a_bad_waiver_stops_the_pack_with_one_line_not_a_traceback(monkeypatch, tmp_path):
+    """The pack loads the stack file's waivers as it starts: a placeholder reason left in a
+    pasted entry is the stack file's error, said in one line naming the key (SystemExit with
+    the message, which Pulumi prints), as `trainforge plan` says it."""
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text(
+        "config:\n"
+        "  trainforge-policy:waivers:\n"
+        "    - rule: TF_COST_PRICE_MISSING\n"
+        "      resource: job/x\n"
+        '      reason: "<who watches the budget instead>"\n'
+    )
+    monkeypatch.setattr(pulumi_policy, "PolicyPack", lambda *a, **k: None)
+    monkeypatch.setenv("TRAINFORGE_STACK_CONFIG", str(stack))
+    with pytest.raises(SystemExit) as stopped:
+        runpy.run_path(str(PACK), run_name="__main__")
+    said = str(stopped.value.code)
+    assert said.startswith("trainforge policy pack: ") and "\n" not in said, said
+    assert "waivers[0].reason" in said and "<who watches the budget instead>" in said, said
