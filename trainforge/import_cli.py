@@ -40,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stack", help="the stack whose pools and teams to use (default: the only stack, else dev)"
     )
-    p.add_argument("--team", help="the team (default: the stack's only team)")
+    p.add_argument(
+        "--team",
+        help="the team (default: the one whose namespace the file's metadata.namespace is, "
+        "else the stack's only team)",
+    )
     p.add_argument("--pool", help="the pool (default: chosen from the pod's GPUs and nodeSelector)")
     p.add_argument(
         "--out",
