@@ -797,6 +797,20 @@ def test_a_metrics_read_the_proxy_cannot_make_names_the_network_policy(
     assert "progress:" not in out
 
 
+def test_an_api_server_that_cannot_be_reached_is_not_the_network_policy():
+    """A connect timeout is the API server's (it took no request): still the cluster's failure;
+    a read timeout on the proxied read is the pod the proxy cannot reach."""
+    from trainforge.live.kube import KubeError
+
+    path = "/api/v1/namespaces/llm/pods/p:9400/proxy/metrics"
+    connect = "cannot reach the API server (ConnectTimeoutError: Connection to 10.0.0.1 timed out."
+    read = "cannot reach the API server (ReadTimeoutError: Read timed out. (read timeout=5))"
+    assert not gather.proxy_blocked(KubeError(path, None, connect + " (connect timeout=5))"))
+    assert gather.proxy_blocked(KubeError(path, None, read))
+    assert not gather.proxy_blocked(KubeError(path, 500, "Internal Server Error"))
+    assert not gather.proxy_blocked(KubeError(path, 403, "Forbidden"))
+
+
 PENDING_JOB = f"/apis/kubeflow.org/v1/namespaces/llm/pytorchjobs/{recorded.PENDING}"
 PENDING_WORKLOAD = f"{recorded.KUEUE}/namespaces/llm/workloads?labelSelector=kueue.x-k8s.io/job-uid=5f0c1e2a-pending"
 WAIT_MEANS = (

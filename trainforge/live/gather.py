@@ -434,11 +434,12 @@ def proxy_blocked(e: KubeError) -> bool:
     """The API server's pod proxy could not reach the pod: it answers 503 when its dial fails
     (k8s.io/apimachinery pkg/util/proxy/transport.go RoundTrip: NewServiceUnavailable("error
     trying to reach service: ...")), 502/504 through a gateway, or does not answer within
-    METRICS_TIMEOUT_S while it still dials. The API server answered the pod list just before:
-    it is the pod that cannot be reached, not the cluster."""
+    METRICS_TIMEOUT_S while it still dials (a read timeout: the API server took the request;
+    a connect timeout is the API server's own, and stays the cluster's failure). The API
+    server answered the pod list just before: it is the pod that cannot be reached."""
     if e.status in (502, 503, 504):
         return True
-    return e.status is None and "timed out" in e.reason.lower()
+    return e.status is None and "read timed out" in e.reason.lower()
 
 
 def proxy_blocked_why(e: KubeError, port: int) -> str:
