@@ -19,7 +19,8 @@ from typing import Any
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.entrypoint import NOT_LOCAL_COMMAND
 from trainforge.jobs.fetches import RULE as FETCH_RULE
-from trainforge.jobs.importer import Imported, ImportProblem, import_workload
+from trainforge.jobs.import_read import job_namespace, read_documents
+from trainforge.jobs.importer import Imported, ImportProblem, choose_team, import_workload
 from trainforge.jobs.local import image_dir
 from trainforge.stack import file as stack_file
 from trainforge.stack import pulumi_yaml
@@ -39,7 +40,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--stack", help="the stack whose pools and teams to use (default: the only stack, else dev)"
     )
-    p.add_argument("--team", help="the team (default: the stack's only team)")
+    p.add_argument(
+        "--team",
+        help="the team (default: the one whose namespace the file's metadata.namespace is, "
+        "else the stack's only team)",
+    )
     p.add_argument("--pool", help="the pool (default: chosen from the pod's GPUs and nodeSelector)")
     p.add_argument(
         "--out",
@@ -387,14 +392,14 @@ def main(argv: list[str] | None = None) -> int:
             raise _Refused(f"--project-dir: got {args.project_dir!r}; no such folder")
         stack = _stack_name(root, args.stack)
         contract, quotas = _contract(root, stack)
-        teams = sorted(contract.teams)
-        if args.team is not None and args.team not in teams:
-            raise _Refused(
-                f"--team: got {args.team!r}; the stack's teams: {', '.join(teams) or 'none'}"
-            )
-        if args.team is None and len(teams) != 1:
-            raise _Refused(f"--team: required; the stack's teams: {', '.join(teams) or 'none'}")
-        team = args.team or teams[0]
+        # without --team, the namespace the file names may name the team (choose_team)
+        namespace = (
+            job_namespace(read_documents(Path(args.file)), args.file) if args.team is None else None
+        )
+        try:
+            team, team_by = choose_team(args.team, namespace, contract.teams)
+        except ValueError as e:
+            raise _Refused(f"--team: {e}") from None
         routes = contract.images.routes if contract.images is not None else None
         result = import_workload(
             Path(args.file),
@@ -407,6 +412,8 @@ def main(argv: list[str] | None = None) -> int:
             backends=tuple(contract.backends),
             queue=contract.teams[team].queue,
             quota=quotas.get(team, {}) if quotas is not None else None,
+            teams=contract.teams,
+            team_by=team_by,
         )
         if args.out is not None:
             _write(root, result)

@@ -24,10 +24,11 @@ from tests.jobs.importing import (
     trainjob_yaml,
     write,
 )
+from trainforge.core.contract import TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs import node_facts
 from trainforge.jobs.backends import pod_templates
-from trainforge.jobs.importer import ImportProblem
+from trainforge.jobs.importer import ImportProblem, choose_team
 from trainforge.jobs.spec import parse_job
 from trainforge.jobs.wiring import resolve_job
 from trainforge.plan.checks import rules
@@ -1177,3 +1178,133 @@ def test_a_pool_fitting_cpu_on_one_type_and_memory_on_another_is_one_rule(tmp_pa
     )
     job = resolve_job(parse_job({**entry, "cpu": None}, "j"), target(mixed))  # accepted
     assert job.memory == "100Gi"
+
+
+# --- the file's namespace and claims, said by whose they are -----------------------------------
+
+TEAMS = {
+    t: TeamFacts(name=t, namespace=t, claim_name=f"fsx-{t}", claims=claims)
+    for t, claims in (("llm", ("llm-datasets",)), ("vision", ()))
+}
+
+
+def _blog_in(tmp_path: Path, namespace: str | None, claim: str | None = None) -> Path:
+    """The blog job with `metadata.namespace` and (optionally) a claim mounted at /data."""
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    job = docs[1]
+    job["metadata"].pop("namespace", None)
+    if namespace:
+        job["metadata"]["namespace"] = namespace
+    if claim:
+        for role in job["spec"]["pytorchReplicaSpecs"].values():
+            spec = role["template"]["spec"]
+            spec.setdefault("volumes", []).append(
+                {"name": "data", "persistentVolumeClaim": {"claimName": claim}}
+            )
+            spec["containers"][0].setdefault("volumeMounts", []).append(
+                {"name": "data", "mountPath": "/data"}
+            )
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    return path
+
+
+def test_the_team_is_the_flag_else_the_namespace_the_file_names_else_the_only_team():
+    """`metadata.namespace: llm` without --team stopped with "--team: required; the stack's
+    teams: llm, vision" although the file named one of them."""
+    assert choose_team(None, "llm", TEAMS) == ("llm", "namespace")
+    assert choose_team("vision", "llm", TEAMS) == ("vision", "--team")
+    assert choose_team(None, None, {"llm": TEAMS["llm"]}) == ("llm", "only")
+    with pytest.raises(ValueError) as e:
+        choose_team(None, "kubeflow", TEAMS)
+    assert str(e.value) == (
+        "required; the stack's teams: llm, vision (the file's metadata.namespace kubeflow is "
+        "none of their namespaces)"
+    )
+    with pytest.raises(ValueError, match="^got 'nlp'; the stack's teams: llm, vision$"):
+        choose_team("nlp", "llm", TEAMS)
+    # a team's namespace is its own (team_of_namespace reads it, not the team's name)
+    other = {"llm": dataclasses.replace(TEAMS["llm"], namespace="team-llm")}
+    assert choose_team(None, "team-llm", {**other, "vision": TEAMS["vision"]})[0] == "llm"
+
+
+@pytest.mark.parametrize(
+    ("team", "team_by", "line"),
+    [
+        (
+            "llm",
+            "namespace",
+            "metadata.namespace llm: team llm's namespace -> team: llm (no --team given; the "
+            "job runs in its team's namespace)",
+        ),
+        (
+            "vision",
+            "--team",
+            "metadata.namespace llm: dropped; it is team llm's namespace, but the job is "
+            "imported as team vision (--team), so it runs in vision's namespace vision: import "
+            "with --team llm to run it there",
+        ),
+        ("llm", "--team", "metadata.namespace llm: dropped; the entry's team llm runs it there"),
+    ],
+)
+def test_the_namespace_line_says_whose_namespace_it_names(tmp_path, team, team_by, line):
+    """With --team vision it said only "metadata.namespace llm: dropped; the job runs in its
+    team's namespace": the file's own team went unsaid."""
+    r = imp(_blog_in(tmp_path, "llm"), team=team, team_by=team_by, teams=TEAMS)
+    assert r.changes[0] == line, r.changes[:2]
+    assert r.entry["team"] == team
+
+
+def test_a_namespace_of_no_team_is_said_so(tmp_path):
+    r = imp(_blog_in(tmp_path, "kubeflow"), team="vision", teams=TEAMS)
+    assert r.changes[0] == (
+        "metadata.namespace kubeflow: dropped; no team of the stack has it, and the job runs in "
+        "team vision's namespace vision"
+    )
+
+
+MOUNT = "spec.pytorchReplicaSpecs.Master.template.spec.containers[0].volumeMounts[1] data (/data)"
+
+
+@pytest.mark.parametrize(
+    ("claim", "why"),
+    [
+        (
+            "fsx-llm",
+            "fsx-llm is a claim of team llm (namespace llm), and a job of team vision mounts its "
+            "own team's claims only (fsx-vision (its FSx, on every pod at /fsx); no further ones)",
+        ),
+        (
+            "llm-datasets",
+            "llm-datasets is a claim of team llm (namespace llm), and a job of team vision "
+            "mounts its own team's claims only (fsx-vision (its FSx, on every pod at /fsx); no "
+            "further ones)",
+        ),
+        (
+            "fsx-vision",
+            "fsx-vision is team vision's FSx claim, which every pod of its jobs mounts at /fsx: "
+            "point the code's /data paths there",
+        ),
+        (
+            "imagenet",
+            "team vision lists no claim imagenet (fsx-vision (its FSx, on every pod at /fsx); no "
+            "further ones): a platform admin adds it under trainforge:teams[].claims, then "
+            "declare `volumes: [{claim: imagenet, mountPath: /data}]`",
+        ),
+    ],
+)
+def test_a_mounted_claim_is_said_by_whose_it_is(tmp_path, claim, why):
+    """A job mounting fsx-llm imported as vision was told to declare `volumes: [{claim:
+    fsx-llm, ...}]` "if the claim is the team's", which the plan then refused with "its
+    claims are: none" (vision's fsx-vision unsaid); its own FSx claim was told the same, which
+    the plan refuses too (it is mounted on every pod already)."""
+    r = imp(_blog_in(tmp_path, None, claim), team="vision", teams=TEAMS)
+    assert f"{MOUNT}: dropped; {why}" in r.changes, [c for c in r.changes if "/data" in c]
+
+
+def test_a_listed_claim_is_to_be_declared(tmp_path):
+    r = imp(_blog_in(tmp_path, None, "llm-datasets"), team="llm", teams=TEAMS)
+    assert (
+        f"{MOUNT}: dropped; declare `volumes: [{{claim: llm-datasets, mountPath: /data}}]` "
+        "(team llm's claims list it)"
+    ) in r.changes

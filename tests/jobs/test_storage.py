@@ -4,6 +4,8 @@ claims that are not the team's refused at preview."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.jobs.helpers import CODE, CPU_POOL, container, env_of, target, validate_pod_templates
@@ -59,7 +61,8 @@ def test_a_relative_checkpoint_dir_is_on_the_team_fsx():
         (
             {"volumes": [{"claim": "vision-datasets", "mountPath": "/data"}]},
             r"volumes\[0\]\.claim: got 'vision-datasets'; not a claim of team 'research' "
-            r"\(namespace 'team-research'\); its claims are: research-datasets, research-models",
+            r"\(namespace 'team-research'\); its claims are: fsx-research \(its FSx, on every "
+            r"pod at /fsx\); further: research-datasets, research-models",
         ),
         (
             {"volumes": [{"claim": "fsx-research", "mountPath": "/data"}]},
@@ -96,9 +99,21 @@ def test_storage_mistakes_are_refused_at_preview(kw, match):
         build(**kw)
 
 
-def test_a_team_without_claims_says_so():
-    with pytest.raises(JobConfigError, match="its claims are: none. A platform admin lists them"):
+def test_a_team_without_further_claims_names_its_fsx_claim():
+    """A team with its FSx claim and no further ones: the refusal said "its claims are: none",
+    as if the team had no storage, while its jobs mount fsx-<team> on every pod."""
+    with pytest.raises(JobConfigError) as e:
         build(tgt=target(CPU_POOL), volumes=[DATA])
+    assert str(e.value).endswith(
+        "not a claim of team 'research' (namespace 'team-research'); its claims are: "
+        "fsx-research (its FSx, on every pod at /fsx); no further ones. A platform admin lists "
+        "further ones under trainforge:teams[].claims"
+    ), str(e.value)
+    # without FSx the team has only what its config lists
+    no_fsx = target(CPU_POOL)
+    no_fsx = dataclasses.replace(no_fsx, team=dataclasses.replace(no_fsx.team, claim_name=None))
+    with pytest.raises(JobConfigError, match="its claims are: none. A platform admin"):
+        build(tgt=no_fsx, volumes=[DATA])
 
 
 def test_team_claims_come_from_the_team_config_through_the_contract():

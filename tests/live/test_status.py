@@ -11,6 +11,7 @@ import copy
 import json
 import pathlib
 import threading
+import time
 from fractions import Fraction
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -20,7 +21,7 @@ import yaml
 
 from tests.live import recorded
 from trainforge.core.contract import GPU_RESOURCE as GPU
-from trainforge.live import cli
+from trainforge.live import cli, gather
 from trainforge.plan.kueue import words as W
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -35,6 +36,7 @@ class FakeApi:
         self.routes = dict(routes)
         self.forbidden = set(forbidden)
         self.failing: dict[str, tuple[int, str]] = {}  # path -> (status, reason)
+        self.slow: dict[str, float] = {}  # path -> seconds before it answers
         self.seen: list[str] = []
         outer = self
 
@@ -50,6 +52,7 @@ class FakeApi:
                 if "query" in q:  # a Prometheus query through the service proxy
                     key += f"?query={q['query'][0]}"
                 outer.seen.append(key)
+                time.sleep(outer.slow.get(key, 0))
                 if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                     return self.reply(
                         401, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
@@ -69,8 +72,11 @@ class FakeApi:
                 kind = "text/plain" if isinstance(body, str) else "application/json"
                 self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (`slow`)
+                    pass
 
             def log_message(self, *args) -> None:
                 pass
@@ -735,7 +741,7 @@ def test_a_failed_optional_read_is_one_note_naming_whose_failure_it_is(
     [
         (401, "Unauthorized", REFUSED[401]),
         (403, "Forbidden", REFUSED[403]),
-        (503, "Service Unavailable", f"503 Service Unavailable: {PLATFORM}"),
+        (500, "Internal Server Error", f"500 Internal Server Error: {PLATFORM}"),
     ],
 )
 def test_a_failed_metrics_read_is_the_same_rule(capsys, api, code, reason, cause):
@@ -752,6 +758,57 @@ def test_a_failed_metrics_read_is_the_same_rule(capsys, api, code, reason, cause
         "ETA, last checkpoint and restarts are not shown"
     ], out
     assert "progress:" not in out
+
+
+METRICS_BLOCKED = (
+    "the API server's proxy could not reach port 9400: the team namespace's NetworkPolicy "
+    "allow-metrics-scrape admits it from the monitoring namespace only, not from the control "
+    "plane the proxy connects from; Grafana's training board shows them"
+)
+
+
+@pytest.mark.parametrize("answer", ["503 Service Unavailable", "502 Bad Gateway", "timeout"])
+def test_a_metrics_read_the_proxy_cannot_make_names_the_network_policy(
+    capsys, api, monkeypatch, answer
+):
+    """The shipped team namespace admits the metrics port from the monitoring namespace only
+    (platform.teams allow-metrics-scrape); the API server's pod proxy dials from the control
+    plane, so it answers 503 after its 30 s dial, or nothing before the read's timeout. Status
+    said "the cluster failed to answer, not your access; try again later": untrue, and no retry
+    helps. Now the note names the policy, and where the metrics are shown instead."""
+    pod = "mnist-ddp-0-7xk2q"
+    path = f"/api/v1/namespaces/{recorded.RUN_NS}/pods/{pod}:9400/proxy/metrics"
+    assert path in api.routes
+    if answer == "timeout":
+        monkeypatch.setattr(gather, "METRICS_TIMEOUT_S", 0.2)
+        api.slow[path] = 1.0
+        cause = f"no answer in 0.2 s: {METRICS_BLOCKED}"
+    else:
+        code, reason = answer.split(" ", 1)
+        api.failing[path] = (int(code), reason)
+        cause = f"{answer}: {METRICS_BLOCKED}"
+    out = status(capsys, api, recorded.RUN_NS, recorded.RUN)
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert notes == [
+        f"note:       cannot read the metrics of rank 0's pod {pod} ({cause}): its progress, "
+        "ETA, last checkpoint and restarts are not shown"
+    ], out
+    assert "try again later" not in out
+    assert "progress:" not in out
+
+
+def test_an_api_server_that_cannot_be_reached_is_not_the_network_policy():
+    """A connect timeout is the API server's (it took no request): still the cluster's failure;
+    a read timeout on the proxied read is the pod the proxy cannot reach."""
+    from trainforge.live.kube import KubeError
+
+    path = "/api/v1/namespaces/llm/pods/p:9400/proxy/metrics"
+    connect = "cannot reach the API server (ConnectTimeoutError: Connection to 10.0.0.1 timed out."
+    read = "cannot reach the API server (ReadTimeoutError: Read timed out. (read timeout=5))"
+    assert not gather.proxy_blocked(KubeError(path, None, connect + " (connect timeout=5))"))
+    assert gather.proxy_blocked(KubeError(path, None, read))
+    assert not gather.proxy_blocked(KubeError(path, 500, "Internal Server Error"))
+    assert not gather.proxy_blocked(KubeError(path, 403, "Forbidden"))
 
 
 PENDING_JOB = f"/apis/kubeflow.org/v1/namespaces/llm/pytorchjobs/{recorded.PENDING}"

@@ -491,3 +491,28 @@ def test_a_working_dir_job_runs_the_configmap_file_it_ran(
     assert "lr: 0.1\n" in shipped.values()
     logs = _run_local(trainforge_here, root, "wd-job")
     assert "wd-job read config.yaml -> lr: 0.1" in logs
+
+
+def test_a_namespace_that_names_a_team_is_the_team(tmp_path, capsys):
+    """The review's prod import of a job with `metadata.namespace: llm` and no --team stopped
+    with "--team: required; the stack's teams: llm, vision". The namespace names one: it is
+    the team, and the line says so; a namespace of no team still needs --team, saying why."""
+    docs = list(yaml.safe_load_all(BLOG.read_text()))
+    docs[1]["metadata"]["namespace"] = "llm"
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    args = [str(path), "--project-dir", str(ROOT), "--stack", "prod"]
+    assert import_cli.main(args) == 0
+    out = capsys.readouterr().out
+    assert _entries(out)[0]["team"] == "llm"
+    assert (
+        "#   - metadata.namespace llm: team llm's namespace -> team: llm (no --team given; the "
+        "job runs in its team's namespace)"
+    ) in out.splitlines()
+    docs[1]["metadata"]["namespace"] = "kubeflow"
+    path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+    assert import_cli.main(args) == 2
+    assert capsys.readouterr().err == (
+        "trainforge import: --team: required; the stack's teams: llm, vision (the file's "
+        "metadata.namespace kubeflow is none of their namespaces)\n"
+    )

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from trainforge.core import pods
+from trainforge.core.contract import TeamFacts
 from trainforge.core.quantity import parse_quantity
 from trainforge.jobs import shell_argv, trainjob
 from trainforge.jobs.codeship import USER_CODE_MOUNT
@@ -184,13 +185,39 @@ def shm_size(volume: Mapping[str, Any]) -> str | None:
         return None
 
 
-def dropped_why(m: Mount) -> str:
-    """Why the mount `m`, which the entry does not carry, is dropped: by what it mounts."""
+def dropped_why(
+    m: Mount, team: TeamFacts | None = None, teams: Mapping[str, TeamFacts] | None = None
+) -> str:
+    """Why the mount `m`, which the entry does not carry, is dropped: by what it mounts. A
+    claim is said by whose it is, as the stack's storage check (jobs.storage.check_storage)
+    will judge a `volumes` entry naming it (`team`: the job's, `teams`: the stack's; None:
+    not known, and the line says what to declare if it is the team's)."""
     v = m.volume
     if claim := get(v, "persistentVolumeClaim", "claimName"):
+        from trainforge.jobs.storage import claims_words  # noqa: PLC0415 - the check's words
+
+        declare = f"`volumes: [{{claim: {claim}, mountPath: {m.path}}}]`"
+        if team is None:
+            return f"declare {declare} if the claim is the team's (docs/jobs.md, Storage)"
+        if claim == team.claim_name:
+            return (
+                f"{claim} is team {team.name}'s FSx claim, which every pod of its jobs mounts "
+                f"at {team.fsx_mount_path}: point the code's {m.path} paths there"
+            )
+        if claim in team.claims:
+            return f"declare {declare} (team {team.name}'s claims list it)"
+        owner = next(
+            (t for t in (teams or {}).values() if claim in (t.claim_name, *t.claims)), None
+        )
+        if owner is not None:
+            return (
+                f"{claim} is a claim of team {owner.name} (namespace {owner.namespace}), and "
+                f"a job of team {team.name} mounts its own team's claims only ("
+                f"{claims_words(team)})"
+            )
         return (
-            f"declare `volumes: [{{claim: {claim}, mountPath: {m.path}}}]` if the claim is the "
-            "team's (docs/jobs.md, Storage)"
+            f"team {team.name} lists no claim {claim} ({claims_words(team)}): a "
+            f"platform admin adds it under trainforge:teams[].claims, then declare {declare}"
         )
     if cm := get(v, "configMap", "name"):
         return (

@@ -648,7 +648,8 @@ def _served(api: str, served: str, who: str, file: str) -> None:
         )
 
 
-def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workload:
+def _job_document(docs: list[dict[str, Any]], file: str) -> tuple[dict[str, Any], Any]:
+    """The one job document of the file and the reader of its kind. Raises ImportProblem."""
     found = []
     for doc in docs:
         api, kind = str(doc.get("apiVersion", "")), doc.get("kind")
@@ -668,10 +669,20 @@ def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workl
     if len(found) > 1:
         names = ", ".join(f"{d.get('kind')} {get(d, 'metadata', 'name')}" for d, _ in found)
         raise ImportProblem(file, "kind", f"{len(found)} jobs ({names}); import one job per file")
-    doc, reader = found[0]
-    ns = get(doc, "metadata", "namespace")
-    if ns:
-        changes.append(f"metadata.namespace {ns}: dropped; the job runs in its team's namespace")
+    return found[0]
+
+
+def job_namespace(docs: list[dict[str, Any]], file: str) -> str | None:
+    """The job's `metadata.namespace` (None: unset): `trainforge import` takes the team whose
+    namespace it is when `--team` is not given (importer.choose_team)."""
+    ns = get(_job_document(docs, file)[0], "metadata", "namespace")
+    return str(ns) if ns else None
+
+
+def workload(docs: list[dict[str, Any]], file: str, changes: list[str]) -> Workload:
+    """The job of the file, read by its kind's reader (which adds its change lines). Its
+    `metadata.namespace` is the importer's to say (importer.namespace_line: which team's)."""
+    doc, reader = _job_document(docs, file)
     w = reader(doc, file, changes)
     templates = [("spec.template", get(doc, "spec", "template"))]
     if w.kind == "PyTorchJob":

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from trainforge.core import image_routes, labels, versions
-from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts, efa_count
+from trainforge.core.contract import EFA_RESOURCE, GPU_RESOURCE, PoolFacts, TeamFacts, efa_count
 from trainforge.core.expansion import dependency_order, references, unresolved
 from trainforge.core.pods import QUEUE_LABEL
 from trainforge.core.quantity import parse_quantity
@@ -39,6 +39,7 @@ from trainforge.jobs.import_read import (
     Workload,
     check_shapes,
     get,
+    job_namespace,
     owned_env,
     read_documents,
     same_quantity,
@@ -536,6 +537,60 @@ def _borrowed(
     )
 
 
+def team_of_namespace(namespace: str | None, teams: Mapping[str, TeamFacts]) -> str | None:
+    """The stack's team whose namespace `namespace` is (None: none is)."""
+    return next((t.name for t in teams.values() if t.namespace == namespace), None)
+
+
+def choose_team(
+    given: str | None, namespace: str | None, teams: Mapping[str, TeamFacts]
+) -> tuple[str, str]:
+    """(the team a job is imported as, how it was chosen: `team_by` of `import_workload`):
+    `--team`; else the team whose namespace the file's `metadata.namespace` is (a Kubeflow
+    YAML names where it runs); else the stack's only team. Raises ValueError (the words after
+    `--team: `) when none of these names one."""
+    names = ", ".join(sorted(teams)) or "none"
+    if given is not None:
+        if given not in teams:
+            raise ValueError(f"got {given!r}; the stack's teams: {names}")
+        return given, "--team"
+    if (by_ns := team_of_namespace(namespace, teams)) is not None:
+        return by_ns, "namespace"
+    if len(teams) == 1:
+        return next(iter(teams)), "only"
+    said = (
+        f" (the file's metadata.namespace {namespace} is none of their namespaces)"
+        if namespace
+        else " (the file names no metadata.namespace)"
+    )
+    raise ValueError(f"required; the stack's teams: {names}{said}")
+
+
+def namespace_line(ns: str, team: str, team_by: str, teams: Mapping[str, TeamFacts]) -> str:
+    """What became of the file's `metadata.namespace`: the entry has none (a job runs in its
+    team's namespace), so it is dropped, saying whose namespace it names. It said only
+    "dropped" when it named another team's, and the job went to the `--team` given."""
+    mine = teams[team].namespace if team in teams else team
+    if team_by == "namespace":
+        return (
+            f"metadata.namespace {ns}: team {team}'s namespace -> team: {team} (no --team given; "
+            "the job runs in its team's namespace)"
+        )
+    owner = team_of_namespace(ns, teams)
+    if owner is not None and owner != team:
+        return (
+            f"metadata.namespace {ns}: dropped; it is team {owner}'s namespace, but the job is "
+            f"imported as team {team} (--team), "
+            f"so it runs in {team}'s namespace {mine}: import with --team {owner} to run it there"
+        )
+    if owner == team:
+        return f"metadata.namespace {ns}: dropped; the entry's team {team} runs it there"
+    return (
+        f"metadata.namespace {ns}: dropped; no team of the stack has it, and the job runs in "
+        f"team {team}'s namespace {mine}"
+    )
+
+
 def import_workload(
     path: Path,
     *,
@@ -548,6 +603,8 @@ def import_workload(
     backends: tuple[str, ...] = (),
     queue: str | None = None,
     quota: Mapping[str, Mapping[str, str]] | None = None,
+    teams: Mapping[str, TeamFacts] | None = None,
+    team_by: str = "--team",
 ) -> Imported:
     """Translate the job in the YAML file `path` into a `trainforge:jobs` entry.
 
@@ -556,11 +613,16 @@ def import_workload(
     `runtime_image`: what a job without `image` runs (a sentence for the change lines);
     `backends`: the job backends the stack installs (a TrainJob stays one where it has
     Kubeflow Trainer); `queue`: the team's LocalQueue (None: no Kueue); `quota`: pool ->
-    resource -> the team's nominal quota there, zero left out (None: no Kueue)."""
+    resource -> the team's nominal quota there, zero left out (None: no Kueue); `teams`: the
+    stack's teams (their namespaces and claims, for what the file's namespace and claims
+    are: None, unknown); `team_by`: how `team` was chosen (`choose_team`)."""
     file = str(path)
     docs = read_documents(path)
     changes: list[str] = []
     w = workload(docs, file, changes)
+    ns = job_namespace(docs, file)
+    if ns:
+        changes.insert(0, namespace_line(ns, team, team_by, teams or {}))
     check_shapes(w, docs, file)
     check_limits(w, file)
     same_pods(w, file, changes)
@@ -729,7 +791,7 @@ def import_workload(
             entry["shmSize"] = shm
             changes.append(f"{m.at} {m.name} (/dev/shm, sizeLimit {shm}) -> shmSize {shm}: kept")
             continue
-        why = import_code.dropped_why(m)
+        why = import_code.dropped_why(m, (teams or {}).get(team), teams or {})
         if program.kind == "module" and get(m.volume, "configMap", "name"):
             why = "entrypoint.module imports from your image, so no ConfigMap file is shipped"
         changes.append(f"{m.at} {m.name} ({m.path}): dropped; {why}{_uses_under(m, uses)}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainforge.core.contract import JobTarget
+from trainforge.core.contract import JobTarget, TeamFacts
 from trainforge.core.errors import JobConfigError
 from trainforge.jobs.codeship import CODE_MOUNT, USER_CODE_MOUNT
 from trainforge.jobs.spec import JobSpec
@@ -32,6 +32,20 @@ def _overlap(a: str, b: str) -> bool:
     return _under(a, b) or _under(b, a)
 
 
+def claims_words(team: TeamFacts) -> str:
+    """The claims a job of `team` mounts: its FSx claim (on every pod, never in `volumes`),
+    then the further ones its config lists. It said "none" for a team with an FSx claim and no
+    further ones, as if the team had no storage."""
+    words = []
+    if team.claim_name:
+        words.append(f"{team.claim_name} (its FSx, on every pod at {team.fsx_mount_path})")
+    if team.claims:
+        words.append(("further: " if words else "") + ", ".join(team.claims))
+    elif words:
+        words.append("no further ones")
+    return "; ".join(words) or "none"
+
+
 def check_storage(job: JobSpec, target: JobTarget, where: str) -> None:
     """Claims must be the team's; mount paths must not hide the pod's own mounts; a custom
     checkpoint directory must be on a writable volume of the job."""
@@ -46,12 +60,12 @@ def check_storage(job: JobSpec, target: JobTarget, where: str) -> None:
                 f"the team's FSx claim is already mounted at {fsx}; use paths under it",
             )
         if v.claim not in team.claims:
-            listed = ", ".join(team.claims) or "none"
             raise JobConfigError(
                 f"{at}.claim",
                 v.claim,
                 f"not a claim of team {team.name!r} (namespace {team.namespace!r}); its claims "
-                f"are: {listed}. A platform admin lists them under trainforge:teams[].claims",
+                f"are: {claims_words(team)}. A platform admin lists further ones under "
+                "trainforge:teams[].claims",
             )
         for reserved in (*RESERVED_MOUNTS, fsx):
             if _overlap(v.mount_path, reserved):

@@ -5,7 +5,8 @@ Workload (found by Kueue's `kueue.x-k8s.io/job-uid` label), the LocalQueue and C
 waits in and, until its quota is reserved, its position (Kueue's visibility API), the
 namespace's LimitRanges (Kueue counts their defaults for a container that names no requests:
 trainforge.plan.kueue.workload_need), its pods (label `trainforge.io/job`; a TrainJob's by its JobSet's name, `pod_selector`), the
-namespace's events about them, and rank 0's metrics through the API server's pod proxy. A
+namespace's events about them, and rank 0's metrics through the API server's pod proxy (which a
+team namespace's NetworkPolicy does not admit: `proxy_blocked_why`). A
 failed read of the queue's objects (the Workload, its queues, the visibility API, the
 LimitRanges) becomes a note, not a failure: `unread` says whose failure it is (your access, or
 the cluster's) and what is then missing. `trainforge wait` polls with `poll`, which reads only
@@ -21,6 +22,7 @@ from typing import Any
 from trainforge.jobs import indexed_job, pytorchjob, trainjob
 from trainforge.jobs.pod import COMPLETION_INDEX_LABEL, JOB_LABEL, METRICS_PORT_NAME
 from trainforge.live.kube import Api, KubeError
+from trainforge.platform.teams import METRICS_SCRAPE_POLICY
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # Kueue's visibility API (on-demand pending positions); v1beta1 in older releases.
@@ -488,13 +490,47 @@ def _metrics(api: Api, g: Gathered) -> None:
         return
     path = f"/api/v1/namespaces/{g.namespace}/pods/{pod['metadata']['name']}:{port}/proxy/metrics"
     try:
-        text = api.text(path)
+        text = api.text(path, timeout=METRICS_TIMEOUT_S)
     except KubeError as e:
+        what = f"the metrics of rank 0's pod {pod['metadata']['name']}"
         means = "its progress, ETA, last checkpoint and restarts are not shown"
-        g.notes.append(unread(f"the metrics of rank 0's pod {pod['metadata']['name']}", e, means))
+        if proxy_blocked(e):
+            g.notes.append(f"cannot read {what} ({proxy_blocked_why(e, port)}): {means}")
+        else:
+            g.notes.append(unread(what, e, means))
         return
     if text is not None:
         g.metrics = parse_metrics(text)
+
+
+# The metrics read waits this long: the API server dials the pod for 30 s before it answers
+# 503 (cmd/kube-apiserver/app/server.go CreateProxyTransport: utilnet.SetTransportDefaults,
+# net/http's default dialer), and a dropped connection is what a team namespace gives it.
+METRICS_TIMEOUT_S = 5.0
+
+
+def proxy_blocked(e: KubeError) -> bool:
+    """The API server's pod proxy could not reach the pod: it answers 503 when its dial fails
+    (k8s.io/apimachinery pkg/util/proxy/transport.go RoundTrip: NewServiceUnavailable("error
+    trying to reach service: ...")), 502/504 through a gateway, or does not answer within
+    METRICS_TIMEOUT_S while it still dials (a read timeout: the API server took the request;
+    a connect timeout is the API server's own, and stays the cluster's failure). The API
+    server answered the pod list just before: it is the pod that cannot be reached."""
+    if e.status in (502, 503, 504):
+        return True
+    return e.status is None and "read timed out" in e.reason.lower()
+
+
+def proxy_blocked_why(e: KubeError, port: int) -> str:
+    """Why the pod proxy cannot reach rank 0 on the shipped platform: the team namespace's
+    NetworkPolicy (platform.teams.network_policies) admits the metrics port from the monitoring
+    namespace only; the proxy connects from the control plane, which no policy can select."""
+    answer = f"{e.status} {e.reason}" if e.status else f"no answer in {METRICS_TIMEOUT_S:g} s"
+    return (
+        f"{answer}: the API server's proxy could not reach port {port}: the team namespace's "
+        f"NetworkPolicy {METRICS_SCRAPE_POLICY} admits it from the monitoring namespace only, "
+        "not from the control plane the proxy connects from; Grafana's training board shows them"
+    )
 
 
 _SAMPLE = re.compile(r"^trainforge_(\w+)(\{[^}]*\})?\s+(\S+)$")

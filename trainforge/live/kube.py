@@ -183,7 +183,9 @@ class Api:
         ctx = next((c for c in contexts if c["name"] == context), active) if context else active
         return (ctx or {}).get("context", {}).get("namespace")
 
-    def _call(self, path: str, query: dict[str, Any] | None, accept: str) -> Any:
+    def _call(
+        self, path: str, query: dict[str, Any] | None, accept: str, timeout: float = 20
+    ) -> Any:
         try:
             with warnings.catch_warnings():  # insecure-skip-tls-verify is the kubeconfig's
                 warnings.simplefilter("ignore", self.insecure)  # choice; kubectl is silent
@@ -195,7 +197,7 @@ class Api:
                     auth_settings=["BearerToken"],
                     _preload_content=False,
                     _return_http_data_only=True,
-                    _request_timeout=20,
+                    _request_timeout=timeout,
                 )
         except self.errors as e:
             if e.status == 404:
@@ -214,6 +216,9 @@ class Api:
         data = self._call(path, query, "application/json")
         return None if data is None else json.loads(data)
 
-    def text(self, path: str, **query: Any) -> str | None:
-        data = self._call(path, query, "text/plain")
+    def text(self, path: str, timeout: float = 20, **query: Any) -> str | None:
+        """The text at `path`, or None when it does not exist (404). `timeout`: seconds to
+        wait for the answer (a read the API server proxies may hang on a pod that cannot be
+        reached: `gather.METRICS_TIMEOUT_S`)."""
+        data = self._call(path, query, "text/plain", timeout)
         return None if data is None else data.decode("utf-8", "replace")

@@ -50,6 +50,13 @@ QUEUED_LABEL = "trainforge.io/queued"
 NS_NAME_LABEL = NAMESPACE_NAME
 # EKS Pod Identity agent (link-local, on every node): serves the role's credentials.
 POD_IDENTITY_AGENT_CIDR = "169.254.170.23/32"
+# The one ingress a team namespace admits from outside: the monitoring namespace's scrape of
+# the `metrics` port. Not the API server's pod proxy: it connects from the control plane's
+# ENIs, which no NetworkPolicy selector can name (aws-network-policy-agent#281, 2024-07-26:
+# "no easy way to select API Server (control plane) IPs"), and an ipBlock of their subnets
+# (the node subnets, where pods get their addresses too) would admit every team's pods.
+# `trainforge status` says so when it cannot read rank 0's metrics (live.gather).
+METRICS_SCRAPE_POLICY = "allow-metrics-scrape"
 
 
 def quota_hard(
@@ -156,7 +163,7 @@ def network_policies(
     if monitoring_namespace:
         policies.append(
             {
-                "name": "allow-metrics-scrape",
+                "name": METRICS_SCRAPE_POLICY,
                 "spec": {
                     "podSelector": {},
                     "policyTypes": ["Ingress"],
