@@ -253,3 +253,32 @@ def test_the_platforms_shared_identity_is_admitted():
             c["securityContext"] |= {"runAsUser": shared, "runAsGroup": shared}
 
     assert _denials(result, _with_pod(result, "vision", change)) == []
+
+
+def test_the_checkov_uid_waiver_says_what_the_policy_admits():
+    """policy/checkov.yaml waives CKV_K8S_40 (uid >= 10000) for team pods; it said the team's
+    policy enforced a floor of 10000, while the policy admits the platform's shared 1000 too
+    (the SDK's TrainJobs). The waiver names what the emitted policy admits: the team's uid (at
+    least the stack model's floor) or the shared one."""
+    import re
+
+    from trainforge.stack.services import MIN_TEAM_ID
+
+    result = shipped_plan("prod")
+    for name, team in _teams(result).items():
+        (policy,) = [
+            o.doc
+            for o in result.objects
+            if o.kind == ap.POLICY and o.obj_name == team_identity.policy_name(name)
+        ]
+        admitted = re.search(r"runAsUser in \[([\d,]+)\]", str(policy)).group(1)
+        assert sorted(int(u) for u in admitted.split(",")) == sorted(
+            {team.run_as_user, team_identity.SHARED_ID}
+        )
+        assert team.run_as_user >= MIN_TEAM_ID
+    waiver = (ROOT / "policy" / "checkov.yaml").read_text()
+    waiver = " ".join(waiver.split("# CKV_K8S_40", 1)[1].split("- CKV_K8S_40", 1)[0].split())
+    waiver = waiver.replace(" # ", " ")
+    assert f"at least {MIN_TEAM_ID}: the stack model's MIN_TEAM_ID" in waiver, waiver
+    assert f"admits that UID/GID or the platform's shared {team_identity.SHARED_ID}" in waiver
+    assert "it is no uid floor" in waiver, waiver
