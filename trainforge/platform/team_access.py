@@ -11,8 +11,11 @@ RoleBinding):
   events, Services, ConfigMaps, the namespace's LimitRanges (whose defaults Kueue counts for
   a container without requests: `trainforge status|why|wait` count them too); `pods/proxy`
   GET to read rank 0's metrics (the team's own pods only);
-* with `createJobs: true`, also create/update/delete those jobs and ConfigMaps (the runtime
-  library and shipped code), nothing else;
+* with `createJobs: true`, also create/update/delete those jobs, ConfigMaps (the runtime
+  library and shipped code) and Services (the operator-free Indexed Job's headless rendezvous
+  Service, jobs/indexed_job.service_manifest), nothing else; a Service must be ClusterIP
+  without externalIPs and a pod must name no PriorityClass (the team's admission policies,
+  platform/team_identity.py: RBAC cannot say either);
 * never Secrets, ServiceAccounts, RBAC, quotas, NetworkPolicies or another namespace (nor
   any write to the LimitRanges).
 
@@ -49,7 +52,7 @@ READ_RESOURCES: list[tuple[str, list[str]]] = [
     ("", ["pods", "pods/log", "events", "services", "configmaps", "limitranges"]),
     ("events.k8s.io", ["events"]),
 ]
-# what `createJobs` adds: the job objects of every backend and their ConfigMaps
+# what `createJobs` adds: the job objects of every backend, their ConfigMaps and Services
 WRITE_RESOURCES: list[tuple[str, list[str]]] = [
     *((group, [plural]) for group, plural in backends.RESOURCES.values()),
     ("", ["configmaps", "services"]),

@@ -1,12 +1,16 @@
-"""Plan check: every pod the stack declares, judged by the ValidatingAdmissionPolicies the
-stack declares for Pods, as the API server would judge it on create.
+"""Plan check: every pod and Service the stack declares, judged by the
+ValidatingAdmissionPolicies the stack declares for Pods and Services, as the API server would
+judge it on create.
 
-Why: the teams' identity policies (platform/team_identity.py) deny a pod in a team namespace
-that runs as another UID/GID; the controller that creates the pod (the training operator,
-JobSet, the Job controller) is what sees the denial, in its events, after `pulumi up` said
+Why: the teams' policies (platform/team_identity.py) deny a pod in a team namespace that runs
+as another UID/GID or names a PriorityClass, and a team Service other than a ClusterIP one;
+the controller that creates the pod (the training operator, JobSet, the Job controller) is
+what sees the denial, in its events, after `pulumi up` said
 the job was created. The plan evaluates the policies' own CEL expressions, read from the
 planned objects (one model: what is applied is what is judged), on each pod template of each
-workload in a namespace a binding selects, and names the job, its replica and the message.
+workload in a namespace a binding selects, and on each Service there, and names the job, its
+replica (or the Service) and the message: `messageExpression`'s where it gives one, as the API
+server words it.
 
 Semantics: k8s.io/apiserver v0.35.7 pkg/admission/plugin/policy/validating (Kubernetes
 1.35): a binding's `matchResources.namespaceSelector` selects by the namespace's labels (the
@@ -32,10 +36,16 @@ RULE = "TRAINFORGE_ADMISSION_DENIED"
 FIX = (
     "make the pod template satisfy the policy (a team's pods run as the team's uid and gid: "
     "leave runAsUser, runAsGroup, fsGroup and supplementalGroups to the platform or set the "
-    "team's), or change the policy"
+    "team's; name no priorityClassName), or change the policy"
+)
+SERVICE_FIX = (
+    "make the Service a ClusterIP one (headless: clusterIP None) without externalIPs, or "
+    "change the policy"
 )
 RULES = {RULE: FIX}
-TITLE = "Admission policies on the stack's pods"
+TITLE = "Admission policies on the stack's pods and Services"
+# The core resources whose creation the check judges: a workload's pods, a Service itself
+RESOURCES = ("pods", "services")
 POLICY = "ValidatingAdmissionPolicy"
 BINDING = "ValidatingAdmissionPolicyBinding"
 # Kinds that are templates for pods made elsewhere, judged where the pods are made
@@ -89,8 +99,24 @@ def denials(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
         if result.type().name() == "ERROR":
             out.append(f"expression {expression!r} errors: {result.value()}")
         elif result.value() is not True:
-            out.append(str(v.get("message") or f"failed expression: {expression}").strip())
+            out.append(_message(v, data) or f"failed expression: {expression}")
     return out
+
+
+def _message(validation: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    """A denied validation's message as the API server words it: `messageExpression`'s value
+    where it is a non-empty one-line string, else `message` (upstream falls back to it when
+    the expression errors; a messageExpression that does not compile is reported)."""
+    text = str(validation.get("message") or "").strip()
+    if expression := validation.get("messageExpression"):
+        try:
+            result = _program(str(expression)).eval(data=data)
+        except PolicyError as e:
+            return f"{e} in messageExpression {expression!r}"
+        value = result.value()
+        if isinstance(value, str) and value.strip() and "\n" not in value:
+            return value.strip()
+    return text
 
 
 def _selects(binding: K8sObject, labels: Mapping[str, str]) -> bool:
@@ -113,11 +139,12 @@ def _selects(binding: K8sObject, labels: Mapping[str, str]) -> bool:
     return True
 
 
-def _creates_pods(spec: Mapping[str, Any]) -> bool:
+def _creates(spec: Mapping[str, Any], resource: str) -> bool:
+    """Whether a policy judges the creation of core `resource` (pods, services)."""
     rules = (spec.get("matchConstraints") or {}).get("resourceRules") or []
     return any(
         "" in (r.get("apiGroups") or [])
-        and "pods" in (r.get("resources") or [])
+        and resource in (r.get("resources") or [])
         and {"CREATE", "*"} & set(r.get("operations") or [])
         for r in rules
     )
@@ -133,21 +160,17 @@ def _namespace_labels(objects: Iterable[K8sObject]) -> dict[str, dict[str, str]]
 
 
 def check(ctx: PlanContext) -> CheckResult:
-    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data
-    from trainforge.jobs.trainjob import runtimes_in  # noqa: PLC0415
+    from trainforge.jobs.trainjob import runtimes_in  # noqa: PLC0415 - plain data
 
-    policies = {
-        o.obj_name: o.doc.get("spec") or {}
-        for o in ctx.objects
-        if o.kind == POLICY and _creates_pods(o.doc.get("spec") or {})
-    }
+    policies = {o.obj_name: o.doc.get("spec") or {} for o in ctx.objects if o.kind == POLICY}
+    judges = {n: {r for r in RESOURCES if _creates(spec, r)} for n, spec in policies.items()}
     bindings = [o for o in ctx.objects if o.kind == BINDING]
-    bindings = [b for b in bindings if (b.doc.get("spec") or {}).get("policyName") in policies]
+    bindings = [b for b in bindings if judges.get((b.doc.get("spec") or {}).get("policyName"))]
     if not bindings:
         return CheckResult()
     namespaces = _namespace_labels(ctx.objects)
     runtimes = runtimes_in(o.doc for o in ctx.objects)
-    findings, judged = [], 0
+    findings, judged = [], dict.fromkeys(RESOURCES, 0)
     for obj in ctx.objects:
         ns = obj.namespace
         if ns is None or obj.kind in TEMPLATES_ONLY:
@@ -155,21 +178,36 @@ def check(ctx: PlanContext) -> CheckResult:
         labels = namespaces.get(ns, {NAMESPACE_NAME: ns})
         if not (mine := [b for b in bindings if _selects(b, labels)]):
             continue
-        for t in pod_templates(obj.doc, runtimes=runtimes):
-            judged += 1
-            meta = {**(t.template.get("metadata") or {}), "namespace": ns}
-            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": t.spec}
-            pods = f"{obj.label} {t.name + ' ' if t.name else ''}pods"
+        for resource, what, judged_obj in _judged(obj, ns, runtimes):
+            judged[resource] += 1
             for b in mine:
                 policy = b.doc["spec"]["policyName"]
-                for why in denials(policies[policy], pod):
+                if resource not in judges[policy]:
+                    continue
+                for why in denials(policies[policy], judged_obj):
                     msg = (
-                        f"{pods}: ValidatingAdmissionPolicy '{policy}' with binding "
+                        f"{what}: ValidatingAdmissionPolicy '{policy}' with binding "
                         f"'{b.obj_name}' denied request: {why}"
                     )
-                    findings.append(Finding(obj.ident, RULE, msg, FIX, obj.urn, obj.names))
+                    fix = FIX if resource == "pods" else SERVICE_FIX
+                    findings.append(Finding(obj.ident, RULE, msg, fix, obj.urn, obj.names))
+    n = len(bindings)
     line = (
-        f"{len(bindings)} polic{'y' if len(bindings) == 1 else 'ies'} on Pods: {judged} pod "
-        f"template(s) judged, {len(findings)} denial(s)"
+        f"{n} polic{'y' if n == 1 else 'ies'} on Pods and Services: {judged['pods']} pod "
+        f"template(s) and {judged['services']} Service(s) judged, {len(findings)} denial(s)"
     )
-    return CheckResult(findings, [Section(TITLE, [line], {"judged": judged})])
+    return CheckResult(findings, [Section(TITLE, [line], {"judged": judged["pods"], **judged})])
+
+
+def _judged(obj: K8sObject, ns: str, runtimes: Any) -> Iterable[tuple[str, str, Mapping[str, Any]]]:
+    """What the API server judges of a planned object: a Service itself, or the Pod each of
+    a workload's pod templates makes (resource, how a finding names it, the object)."""
+    from trainforge.jobs.backends import pod_templates  # noqa: PLC0415 - plain data
+
+    if obj.kind == "Service":
+        yield "services", obj.label, obj.doc
+        return
+    for t in pod_templates(obj.doc, runtimes=runtimes):
+        meta = {**(t.template.get("metadata") or {}), "namespace": ns}
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": t.spec}
+        yield "pods", f"{obj.label} {t.name + ' ' if t.name else ''}pods", pod
