@@ -57,6 +57,7 @@ from trainforge.training.layout import (
     CheckpointSaveError,
     CheckpointStatus,
     ctrl_c_detail,
+    ctrl_c_detail_before_steps,
     inspect_checkpoint,
     parse_step,
     step_dir_name,
@@ -1385,8 +1386,9 @@ class Checkpointing:
         if self.preemption is not None:
             self.preemption.close()
 
-    def interrupted(self, step: int) -> str:
-        """After a Ctrl-C (KeyboardInterrupt) at `step`: the exit line's detail.
+    def interrupted(self, step: int | None) -> str:
+        """After a Ctrl-C (KeyboardInterrupt) at `step`: the exit line's detail; `step` None:
+        before `restore` returned (`ctrl_c_detail_before_steps`: what is on disk).
 
         A Ctrl-C saves nothing new, as PyTorch Lightning's Trainer (``_call_and_handle_interrupt``
         runs the ``on_exception`` callbacks; saving is the opt-in ``OnExceptionCheckpoint``)
@@ -1396,6 +1398,8 @@ class Checkpointing:
         second Ctrl-C meanwhile is ignored), never abandoned half-written; one that does not
         commit in time has no ``.metadata`` and the next restore skips it (`latest_complete`).
         The detail names the checkpoint the next run resumes from and the steps since it."""
+        if step is None:
+            return ctrl_c_detail_before_steps(self.manager.root)
         m = self.manager
         if m._pending is not None:
             previous = signal.getsignal(signal.SIGINT)
