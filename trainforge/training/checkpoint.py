@@ -920,6 +920,10 @@ def _spawning_without_sigint(spawns: bool = True) -> Any:
     the kernel hands a process-wide SIGINT to a thread that does not block it (Python runs the
     handler in the main thread either way). ``spawns`` False (the process already runs) is a
     no-op, so a later save's staging copy in the main thread never holds a Ctrl-C back."""
+    if spawns:  # the process it starts prints no INFO lines (dcp_writer.py)
+        from trainforge.training.dcp_writer import quiet_checkpoint_process  # noqa: PLC0415
+
+        quiet_checkpoint_process()
     if not spawns or not hasattr(signal, "pthread_sigmask"):
         yield
         return
