@@ -102,6 +102,12 @@ def test_a_run_without_a_stack_names_rank_0s_process_not_a_master(project):
     worker = _lines(proc.stderr, "trainforge exit: peer_lost")
     assert worker and "the job has succeeded" not in worker[0], worker
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # Before its line, the survivor's traceback: your code's exception, printed as `python
+    # SCRIPT` prints it (the wrapper folds only the library's own diagnosed failures), and
+    # here it is the answer: the extra all_reduce of rank 1 that its peer never joined.
+    before = proc.stderr.split(worker[0])[0]
+    assert "Traceback (most recent call last)" in before, proc.stderr[-3000:]
+    assert 'extra_coll.py", line 11, in <module>' in before.rsplit("Traceback", 1)[1], before
 
 
 def test_a_workers_exit_after_the_masters_says_the_job_has_succeeded(project):

@@ -107,3 +107,63 @@ def test_ctrl_c_words_without_a_directory_or_a_save(tmp_path: Path) -> None:
             fresh.preemption.close()
     assert said.endswith(f"none saved yet in {tmp_path / 'ck'}: the next run starts at step 0")
     assert said.startswith("Ctrl-C: nothing saved (a Ctrl-C saves none; SIGTERM does")
+
+
+def _held_run(tmp_path: Path, phase: str, ckpt: Path) -> tuple[int, str]:
+    """The runtime held in `phase` (tests/training/ctrl_c_probe.py), Ctrl-C'd there."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1", PYTHONUNBUFFERED="1")
+    probe = ROOT / "tests" / "training" / "ctrl_c_probe.py"
+    cmd = [sys.executable, str(probe), phase, "--model", "mlp", "--steps", "100000",
+           "--dataset-size", "256", "--batch-size", "8", "--log-every", "10",
+           "--checkpoint-dir", str(ckpt), "--checkpoint-every", "1000",
+           "--output-dir", str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=sigint_default,
+    )
+    assert proc.stdout is not None
+    seen: list[str] = []
+    for line in proc.stdout:
+        seen.append(line)
+        if line.startswith(f"probe: in {phase}"):
+            break
+    proc.send_signal(signal.SIGINT)
+    out = "".join(seen) + proc.communicate(timeout=120)[0]
+    return proc.returncode, out
+
+
+def test_ctrl_c_outside_the_step_loop_ends_with_the_same_line(tmp_path: Path) -> None:
+    """A Ctrl-C in the model build (before any Checkpointing) or in the restore ended with
+    `trainforge exit: interrupted ...: KeyboardInterrupt` (watched fail: the line's detail was
+    that word), where one in the step loop names the checkpoint the next run resumes from.
+    Now every Ctrl-C of the runtime ends with `layout.ctrl_c_detail`'s line, read from the
+    disk before the run resumed: the saved step_000002 and nothing trained since it lost."""
+    from trainforge.training.layout import ctrl_c_detail
+
+    ckpt = tmp_path / "ckpt"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TRAINFORGE_")}
+    env.update(PYTHONPATH=str(ROOT), OMP_NUM_THREADS="1")
+    first = subprocess.run(
+        [sys.executable, "-m", "trainforge.training", "--model", "mlp", "--steps", "2",
+         "--dataset-size", "256", "--batch-size", "8", "--checkpoint-dir", str(ckpt),
+         "--checkpoint-every", "2", "--output-dir", str(tmp_path / "first")],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert first.returncode == 0, first.stdout[-2000:] + first.stderr[-2000:]
+    want = ctrl_c_detail(ckpt, 2, 2)
+    assert want.endswith(f"resumes from {ckpt / 'step_000002'}: no step trained since it is lost")
+    for phase in ("build", "restore"):
+        code, out = _held_run(tmp_path, phase, ckpt)
+        assert code == 130, (phase, out[-3000:])
+        assert "Traceback" not in out, (phase, out[-3000:])
+        line = next(x for x in out.splitlines() if x.startswith("trainforge exit: interrupted"))
+        assert f": {want} [" in line or line.endswith(f": {want}"), (phase, line)
+    code, out = _held_run(tmp_path, "build", tmp_path / "empty")
+    assert code == 130, out[-3000:]
+    assert f"none saved yet in {tmp_path / 'empty'}: the next run starts at step 0" in out, out

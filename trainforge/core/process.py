@@ -95,14 +95,36 @@ def leave(code: int) -> NoReturn:
         shutdown()
     atexit._run_exitfuncs()  # a handler's error is printed, as at exit; the code stays
     _flush_open_files()
+    if not flush_std_streams():  # Python exits 120 then; a failure keeps its code
+        code = code or FLUSH_FAILED
+    with contextlib.suppress(Exception):  # C's stdio (a library's printf): exit() flushes it
+        ctypes.CDLL(None).fflush(None)
+    os._exit(code)
+
+
+def flush_std_streams() -> bool:
+    """Flush stdout and stderr; False where a flush failed (a closed pipe). Never raises.
+
+    Why: the runtime's ranks line-buffer both (training/streams.py `whole_lines`), so a
+    partial line (a ``print(x, end="")``, a progress bar's ``\r``) waits in the text layer
+    for its newline; torchrun's ``python -u`` wrote it at once. An ``os._exit`` skips the
+    flush Python's exit does, and lost it: every ``os._exit`` of ours goes through
+    `exit_now` (or `leave`), which flush first."""
+    ok = True
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
                 stream.flush()
-        except Exception:  # noqa: BLE001 - Python exits 120 then; a failure keeps its code
-            code = code or FLUSH_FAILED
-    with contextlib.suppress(Exception):  # C's stdio (a library's printf): exit() flushes it
-        ctypes.CDLL(None).fflush(None)
+        except Exception:  # noqa: BLE001 - reported by the result, never raised at an exit
+            ok = False
+    return ok
+
+
+def exit_now(code: int) -> NoReturn:
+    """``os._exit(code)`` at once (no atexit, no thread joins: a timer's or a watchdog's hard
+    stop), with what the standard streams still hold written first (`flush_std_streams`).
+    Not for a process forked without exec: its buffers are copies of its parent's."""
+    flush_std_streams()
     os._exit(code)
 
 

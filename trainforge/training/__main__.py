@@ -14,7 +14,8 @@ import sys
 import traceback
 
 from trainforge.training import versions
-from trainforge.training.config import parse_args
+from trainforge.training.config import TrainConfig, parse_args
+from trainforge.training.layout import ctrl_c_detail_before_steps
 
 
 def _without_torch() -> str:
@@ -55,6 +56,22 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
     if _self_check(args):
         return selfcheck.main(args)
     cfg = parse_args(argv)  # bad flags: usage + message, exit 2, before anything starts
+    from trainforge.training import exits
+
+    try:
+        return _run(cfg, own_process)
+    except KeyboardInterrupt:
+        # Ctrl-C before the run resumed its step (torch's import, the process group, the
+        # model build): the line a Ctrl-C in the loop prints, read from the disk, not the bare
+        # `KeyboardInterrupt` (or the import's traceback). Later ones: loop._train's.
+        detail = ctrl_c_detail_before_steps(cfg.checkpoint.directory)
+        return _failed(exits.report(exits.INTERRUPTED, detail), own_process)
+
+
+def _run(cfg: TrainConfig, own_process: bool) -> int:
+    """The run of `main`, from its start-up lines to its exit line."""
+    from trainforge.training import selfcheck
+
     if os.environ.get("RANK", "0") in ("", "0"):
         # The first lines of the run: which of MLflow, the S3 mirror and EFA are on, and why
         # not where they are off (a feature that silently does nothing is worse than none).
@@ -75,8 +92,6 @@ def main(argv: list[str] | None = None, *, own_process: bool = False) -> int:
         code = train(cfg)
     except exits.RunFailure as e:
         return _failed(exits.report(e.reason, e.detail, action=e.action), own_process)
-    except KeyboardInterrupt:  # Ctrl-C: your stop, recorded as such (not a lost node)
-        return _failed(exits.report(exits.INTERRUPTED, "KeyboardInterrupt"), own_process)
     except Exception as e:  # noqa: BLE001 - every failure leaves with its reason and code
         reason, detail = exits.diagnose(e)
         if reason is exits.CONFIG_ERROR:

@@ -57,6 +57,7 @@ from trainforge.training.layout import (
     CheckpointSaveError,
     CheckpointStatus,
     ctrl_c_detail,
+    ctrl_c_detail_before_steps,
     inspect_checkpoint,
     parse_step,
     step_dir_name,
@@ -919,6 +920,10 @@ def _spawning_without_sigint(spawns: bool = True) -> Any:
     the kernel hands a process-wide SIGINT to a thread that does not block it (Python runs the
     handler in the main thread either way). ``spawns`` False (the process already runs) is a
     no-op, so a later save's staging copy in the main thread never holds a Ctrl-C back."""
+    if spawns:  # the process it starts prints no INFO lines (dcp_writer.py)
+        from trainforge.training.dcp_writer import quiet_checkpoint_process  # noqa: PLC0415
+
+        quiet_checkpoint_process()
     if not spawns or not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -1385,8 +1390,9 @@ class Checkpointing:
         if self.preemption is not None:
             self.preemption.close()
 
-    def interrupted(self, step: int) -> str:
-        """After a Ctrl-C (KeyboardInterrupt) at `step`: the exit line's detail.
+    def interrupted(self, step: int | None) -> str:
+        """After a Ctrl-C (KeyboardInterrupt) at `step`: the exit line's detail; `step` None:
+        before `restore` returned (`ctrl_c_detail_before_steps`: what is on disk).
 
         A Ctrl-C saves nothing new, as PyTorch Lightning's Trainer (``_call_and_handle_interrupt``
         runs the ``on_exception`` callbacks; saving is the opt-in ``OnExceptionCheckpoint``)
@@ -1396,6 +1402,8 @@ class Checkpointing:
         second Ctrl-C meanwhile is ignored), never abandoned half-written; one that does not
         commit in time has no ``.metadata`` and the next restore skips it (`latest_complete`).
         The detail names the checkpoint the next run resumes from and the steps since it."""
+        if step is None:
+            return ctrl_c_detail_before_steps(self.manager.root)
         m = self.manager
         if m._pending is not None:
             previous = signal.getsignal(signal.SIGINT)

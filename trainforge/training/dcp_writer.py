@@ -31,9 +31,12 @@ Beyond writing:
   ``_init_logger`` sets the root logger to INFO with a handler of its own; torch/distributed/
   checkpoint/logger.py and _async_process_executor.py, torch 2.13.0 wheel, read 2026-12-01),
   beside the trainer's own ``checkpoint: saved ...`` line that says the same with its
-  timings (60 of the KILL rehearsal's lines). From its first save on it logs warnings and
-  errors only; its start's three lines (it begins logging before any of our code runs there)
-  remain.
+  timings (60 of the KILL rehearsal's lines), and four more at its start ("Initializing
+  dist.ProcessGroup in checkpoint background process on port N", "Checkpoint background
+  process is running...", "Waiting for checkpoint save request...", "Received async
+  checkpoint request with id=None": the set-up's tiny save), logged before any writer of ours
+  runs there. So its target is ours (`quiet_checkpoint_process`): INFO off in that process
+  from its first line (``logging.disable``), its warnings and errors still printed.
 * The background process runs at a lower CPU priority (``nice`` +10): where the host's cores
   are busy (a CPU run, data loading), the training loop gets them first and the write, which
   nobody waits for, takes the rest.
@@ -53,6 +56,8 @@ from typing import Any
 
 from torch.distributed.checkpoint import FileSystemWriter
 
+from trainforge.core.process import exit_now
+
 BACKGROUND_NICENESS = 10
 
 _watch_started = False
@@ -62,7 +67,7 @@ _watch_lock = threading.Lock()
 def _exit_when_orphaned(parent: int, poll_s: float = 1.0) -> None:
     while os.getppid() == parent:
         time.sleep(poll_s)
-    os._exit(1)  # the trainer is gone: nobody will read this checkpoint's result
+    exit_now(1)  # the trainer is gone: nobody will read this checkpoint's result
 
 
 def _leave_quietly_when_the_trainer_is_gone() -> None:
@@ -85,16 +90,56 @@ def _leave_quietly_when_the_trainer_is_gone() -> None:
         try:
             return recv(self)
         except EOFError:
-            os._exit(1)
+            exit_now(1)
 
     def send_or_leave(self: Connection, obj: Any) -> None:
         try:
             send(self, obj)
         except (BrokenPipeError, ConnectionResetError):
-            os._exit(1)
+            exit_now(1)
 
     Connection.recv = recv_or_leave  # type: ignore[method-assign]
     Connection.send = send_or_leave  # type: ignore[method-assign]
+
+
+_dcp_target: Any = None  # DCP's own target of its checkpoint process, once replaced
+
+
+def quiet_checkpoint_process() -> None:
+    """In the trainer, before DCP spawns its checkpoint process: that process's target becomes
+    `_quiet_checkpointing_subprocess` (DCP's, with INFO off first). Idempotent.
+
+    Why the target: it is the first code the spawned process runs after unpickling it
+    (``multiprocessing`` spawn pickles the target by its module and name), and DCP's own
+    first statement is ``_init_logger``, which sets the root logger to INFO with a handler of
+    its own (torch/distributed/checkpoint/logger.py; ``_AsyncCheckpointProcess.__init__``
+    passes ``target=self._checkpointing_subprocess``, a staticmethod, to ``ctx.Process``:
+    _async_process_executor.py, torch 2.13.0 wheel, read 2026-12-01), so a level set later
+    comes after its start's lines and one set earlier is overwritten. ``logging.disable``
+    is above every logger's level. Where torch has no such class (another version), nothing
+    changes: DCP's lines come back, and tests/training/test_checkpoint_process_quiet.py says so."""
+    global _dcp_target
+    try:
+        from torch.distributed.checkpoint import _async_process_executor as ape  # noqa: PLC0415
+    except ImportError:
+        return
+    cls = getattr(ape, "_AsyncCheckpointProcess", None)
+    found = getattr(cls, "__dict__", {}).get("_checkpointing_subprocess")
+    if not isinstance(found, staticmethod) or found.__func__ is _quiet_checkpointing_subprocess:
+        return
+    _dcp_target = found.__func__
+    cls._checkpointing_subprocess = staticmethod(_quiet_checkpointing_subprocess)
+
+
+def _quiet_checkpointing_subprocess(*args: Any, **kwargs: Any) -> Any:
+    """DCP's checkpoint process's target (`quiet_checkpoint_process`): INFO off, then DCP's."""
+    logging.disable(logging.INFO)  # INFO and below, in this process only; warnings still go
+    target = _dcp_target  # None here, in the spawned process: its class was never changed
+    if target is None:
+        from torch.distributed.checkpoint import _async_process_executor as ape  # noqa: PLC0415
+
+        target = ape._AsyncCheckpointProcess._checkpointing_subprocess
+    return target(*args, **kwargs)
 
 
 class TrainforgeWriter(FileSystemWriter):
@@ -113,7 +158,6 @@ class TrainforgeWriter(FileSystemWriter):
                     _watch_started = True
                     os.nice(BACKGROUND_NICENESS)
                     _leave_quietly_when_the_trainer_is_gone()
-                    logging.getLogger().setLevel(logging.WARNING)  # DCP's INFO: see above
                     if threading.current_thread() is threading.main_thread():
                         signal.signal(signal.SIGINT, signal.SIG_IGN)
                     threading.Thread(

@@ -168,7 +168,22 @@ def ctrl_c_detail(
         return f"{said}; none saved yet in {root}: the next run starts at step 0"
     newest_dir = Path(root) / step_dir_name(saved_step)
     since = step - saved_step
+    if since <= 0:  # stopped before training past it (start-up, restore, right after a save)
+        return f"{said}; the next run resumes from {newest_dir}: no step trained since it is lost"
     return (
         f"{said}; the next run resumes from {newest_dir}: "
         f"the {since} step(s) trained since it are lost"
     )
+
+
+def ctrl_c_detail_before_steps(root: str | Path | None) -> str:
+    """The bundled runtime's Ctrl-C before it resumed its step (imports, process group, model
+    build, the restore itself): `ctrl_c_detail` with the newest complete step_NNNNNN in `root`
+    (`newest_saved`) as both the saved step and the stop, since this process trained nothing
+    yet. Why: such a Ctrl-C left with the bare word `KeyboardInterrupt` (or, in the imports, a
+    traceback) where one in the step loop named the checkpoint the next run resumes from;
+    every Ctrl-C of the runtime now ends with the one line. No torch: it may come before torch
+    is imported (`newest_saved` reads `.metadata`'s presence, not its contents)."""
+    newest = newest_saved(root) if root else None
+    saved = None if newest is None else newest.step
+    return ctrl_c_detail(root, saved, 0 if saved is None else saved)

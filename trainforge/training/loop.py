@@ -327,14 +327,8 @@ def _train(
         goodput.begin(state.step)
         host.stop(raw)
         lap("restore_and_other_s")  # optimizer, reporter, ledger, watchdog, checkpoint restore
-        try:
-            code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog,
-                         goodput)  # fmt: skip
-        except KeyboardInterrupt:
-            # checkpoint hook (Ctrl-C): no new save; the exit line says what the next run
-            # resumes from (Checkpointing.interrupted)
-            detail = checkpointing.interrupted(state.step)
-            raise exits.RunFailure(exits.INTERRUPTED, detail) from None
+        code = _loop(cfg, env, state, batches, reporter, checkpointing, dtype, watchdog,
+                     goodput)  # fmt: skip
         if code != 0:
             return code
         # checkpoint hook (after the loop): final checkpoint + drain async saves
@@ -351,6 +345,14 @@ def _train(
         if not verdict.agree:
             raise exits.RunFailure(exits.RANKS_DISAGREE, verdict.detail)
         return 0
+    except KeyboardInterrupt:
+        # checkpoint hook (Ctrl-C, in the restore, the loop or the final checkpoint): no new
+        # save; the exit line says what the next run resumes from and the steps lost
+        # (Checkpointing.interrupted; before the restore returned, context.step is None and
+        # the line reads the disk). Earlier, __main__ says the same from the disk.
+        resumed = exits.context.step is not None
+        detail = checkpointing.interrupted(state.step if resumed else None)
+        raise exits.RunFailure(exits.INTERRUPTED, detail) from None
     finally:
         if watchdog is not None:
             watchdog.close()

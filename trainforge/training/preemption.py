@@ -12,7 +12,6 @@ The agreement costs no host sync on the training stream: it runs on its own gloo
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from trainforge.core.process import exit_now
 from trainforge.training import exits
 from trainforge.training.distributed import group_timeout
 
@@ -127,7 +127,7 @@ class PreemptionHandler:
             "preemption: grace period exhausted before the checkpoint completed; exiting. "
             "The partial checkpoint will be ignored on resume. Raise --grace-period."
         )
-        os._exit(PREEMPTED_EXIT_CODE)
+        exit_now(PREEMPTED_EXIT_CODE)  # the log line above and a rank's partial line too
 
     def finish_shutdown(self) -> None:
         if self._watchdog is not None:

@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from trainforge.core.process import exit_now, flush_std_streams
 from trainforge.training import exits
 from trainforge.training.timeouts import HANG_MULTIPLE, STARTUP_MULTIPLE
 
@@ -115,7 +116,7 @@ class Watchdog:
         exchange_wait_s: float = 10.0,
         fire_grace_s: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
-        exit_fn: Callable[[int], Any] = os._exit,
+        exit_fn: Callable[[int], Any] = exit_now,
         enabled: bool = True,
     ) -> None:
         if enabled and floor_s <= 0:
@@ -318,9 +319,9 @@ class Watchdog:
                 f.seek(0)
                 text = f.read().decode("utf-8", "replace")
         except (OSError, ValueError):  # no temporary file: the raw dump, as faulthandler does
-            _flush()
+            flush_std_streams()
             faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-            _flush()
+            flush_std_streams()
             return
         for line in text.splitlines():
             self.log(f"  {line}")
@@ -331,7 +332,7 @@ class Watchdog:
                 path.write_text(text)
 
     def _exit_now(self) -> None:
-        _flush()
+        flush_std_streams()
         self.exit_fn(self.exit_code)
 
     def _dump(self, records: tuple[str, bytes] | None) -> None:
@@ -502,9 +503,3 @@ def _swallow(fn: Callable[[], Any]) -> Callable[[], None]:
             fn()
 
     return run
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
