@@ -23,7 +23,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.core.labels import NAMESPACE_NAME, selects
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.manifests import K8sObject
@@ -93,24 +93,10 @@ def denials(spec: Mapping[str, Any], pod: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _selects(binding: K8sObject, labels: Mapping[str, str]) -> bool:
-    """A binding's namespaceSelector (matchLabels, matchExpressions) on a namespace's labels;
-    an absent or empty selector matches every namespace."""
-    selector = get(binding.doc, "spec", "matchResources", "namespaceSelector") or {}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        present = key in labels
-        ok = {
-            "In": present and labels.get(key) in values,
-            "NotIn": not present or labels.get(key) not in values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }.get(op, False)
-        if not ok:
-            return False
-    return True
+def _binds(binding: K8sObject, labels: Mapping[str, str]) -> bool:
+    """Whether a binding's namespaceSelector selects a namespace with `labels` (absent: the
+    API's default, the empty selector, which selects every namespace)."""
+    return selects(get(binding.doc, "spec", "matchResources", "namespaceSelector") or {}, labels)
 
 
 def _creates_pods(spec: Mapping[str, Any]) -> bool:
@@ -153,7 +139,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if ns is None or obj.kind in TEMPLATES_ONLY:
             continue
         labels = namespaces.get(ns, {NAMESPACE_NAME: ns})
-        if not (mine := [b for b in bindings if _selects(b, labels)]):
+        if not (mine := [b for b in bindings if _binds(b, labels)]):
             continue
         for t in pod_templates(obj.doc, runtimes=runtimes):
             judged += 1
