@@ -64,3 +64,23 @@ def test_a_trainjobs_pod_size_is_the_built_pods(per_node, want):
     (view,) = job_views(_docs(per_node)).values()
     assert view.per_pod == want
     assert view.gpus_per_pod == int(want.get("nvidia.com/gpu", 0))
+
+
+@pytest.mark.parametrize(
+    ("per_node", "want"),
+    [
+        # a runtime the plan does not hold: what resourcesPerNode replaces is known all the same
+        ({"limits": {"nvidia.com/gpu": "4"}}, {"nvidia.com/gpu": "4"}),
+        ({"requests": {"cpu": "4"}, "claims": [{"name": "x"}]}, {"cpu": "4"}),
+        # ... and where it replaces nothing, the runtime's resources stay: unknown here
+        ({}, {}),
+        (None, {}),
+    ],
+)
+def test_without_its_runtime_a_trainjobs_pod_size_is_what_resources_per_node_replaces(
+    per_node, want
+):
+    docs = _docs(per_node)
+    del docs["rt"]
+    (view,) = job_views(docs).values()
+    assert view.per_pod == want

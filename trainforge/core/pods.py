@@ -77,7 +77,9 @@ class Shape:
     first) and `container`, its container's name (else the first); `trainer`, the path of a
     container-like mapping the object writes instead of a pod template (a TrainJob's
     `trainer`: image, command, args, env), whose resources are those of the built pod's
-    container named `container`; `procs`, processes per pod;
+    container named `container`, else (no runtime to build from) `trainer_resources` of the
+    mapping (the controller's rule: the resources it gives the container whatever the
+    runtime, None when the runtime's stay); `procs`, processes per pod;
     `suspend` and `managed_by`, where it is suspended and which controller manages it;
     `retry`, its controller's retry semantics (default: `restarts` + 1 attempts).
 
@@ -97,6 +99,7 @@ class Shape:
     main: str = ""
     container: str = ""
     trainer: Path = ()
+    trainer_resources: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
     procs: Path = ()
     suspend: Path = ("spec", "suspend")
     managed_by: Path = ("spec", "managedBy")
@@ -135,9 +138,12 @@ class Shape:
             built = pod_templates(doc, {"": self}, kind="", runtimes=runtimes)
             node = next(
                 (c for b in built for c in containers(b.spec) if c.get("name") == self.container),
-                {},
+                None,
             )
-            return {**t, "resources": node.get("resources") or {}}
+            if node is None and self.trainer_resources is not None:
+                # no runtime to build from: what the mapping's own resources replace, if any
+                node = {"resources": self.trainer_resources(t)}
+            return {**t, "resources": (node or {}).get("resources") or {}}
         templates = pod_templates(doc, {"": self}, kind="", build=False)
         main = next((t for t in templates if t.name == self.main), None)
         main = main or (templates[0] if templates else None)

@@ -779,7 +779,8 @@ SHAPE = pods.Shape(
     job=True,
     nodes=("spec", "trainer", "numNodes"),
     trainer=("spec", "trainer"),  # image, command, args, env
-    container=CONTAINER,  # its resources: the built pod's (trainer_resources)
+    container=CONTAINER,  # its resources: the built pod's, else trainer_resources
+    trainer_resources=lambda t: trainer_resources(t.get("resourcesPerNode")),
     procs=("spec", "trainer", "numProcPerNode"),
     retry=retry_bound,
 )
