@@ -147,3 +147,69 @@ def test_resources_per_node_replaces_the_runtimes_container_resources(
     assert _node(job, runtime)["resources"] == want
     # the inputs are read, not changed
     assert runtime == _runtime(runtime_resources) and job == _trainjob(per_node)
+
+
+# PET_NPROC_PER_NODE (`trainjob.proc_per_node`): the torch plugin's EnforceMLPolicy reads the
+# TrainJob's resourcesPerNode whenever it is set, `{}` included, and the runtime's resources only
+# when it is not (torch.go:100-114 at v2.2.1). Upstream's own cases first: torch_test.go
+# TestTorch (v2.2.1), every "nproc_per_node" case; their trainer is the wrappers' `Container`,
+# whose resources are resourcesPerNode's `requests` (wrapper.go:677), and their runtime names
+# no resources. `example.com/gpu` counts: numGPU takes any resource whose name holds "gpu".
+def _env(c: dict[str, Any], name: str) -> str | None:
+    return next((e.get("value") for e in c["env"] if e["name"] == name), None)
+
+
+@pytest.mark.parametrize(
+    ("case", "requests", "procs", "want"),
+    [
+        ("nproc_per_node=auto with CPU limit", {"cpu": "4"}, None, "4"),
+        ("nproc_per_node=auto with no CPU resources", None, None, "1"),
+        ("nproc_per_node=auto with low CPU limit", {"cpu": "2"}, None, "2"),
+        ("nproc_per_node=auto with CPU request but no limit", {"cpu": "3"}, None, "3"),
+        ("nproc_per_node=auto with millicore CPU limit", {"cpu": "2.5"}, None, "3"),
+        ("nproc_per_node=auto with fractional CPU limit", {"cpu": "0.7"}, None, "1"),
+        (
+            "nproc_per_node=auto with GPU request should remain auto",
+            {"example.com/gpu": "2"},
+            None,
+            "auto",
+        ),
+        ("explicitly set nproc_per_node should be preserved", {"cpu": "8"}, 3, "3"),
+        ("nproc_per_node=auto with millicore CPU limit in m format", {"cpu": "2500m"}, None, "3"),
+        ("nproc_per_node=cpu with CPU limit", {"cpu": "4"}, None, "4"),
+        (
+            "nproc_per_node=auto resolves to GPU count when GPU resources present",
+            {"cpu": "6", "example.com/gpu": "2"},
+            None,
+            "auto",
+        ),
+        ("nproc_per_node=cpu with fractional CPU", {"cpu": "3.7"}, None, "4"),
+    ],
+)
+def test_proc_per_node_gives_upstreams_answer(case, requests, procs, want):
+    job = _trainjob({"requests": requests} if requests is not None else {})
+    if procs is not None:
+        job["spec"]["trainer"]["numProcPerNode"] = procs
+    c = _node(job, _runtime({}))
+    assert _env(c, "PET_NPROC_PER_NODE") == want, case
+
+
+GPU_RUNTIME = {"limits": {"nvidia.com/gpu": "8", "cpu": "90"}, "requests": {"cpu": "90"}}
+
+
+@pytest.mark.parametrize(
+    ("per_node", "want_procs", "want_resources"),
+    [
+        # no resourcesPerNode: the runtime's 8 GPUs, one process each (torchrun's auto)
+        (None, "auto", GPU_RUNTIME),
+        # `{}`: the builder keeps the runtime's GPUs, but the torch plugin reads `{}` (no GPU,
+        # no CPU): one process on an 8-GPU node
+        ({}, "1", GPU_RUNTIME),
+        ({"claims": CLAIMS}, "1", GPU_RUNTIME),
+        # CPU only: the runtime's GPUs are gone with its limits, its count is the CPU one
+        ({"requests": {"cpu": "4"}}, "4", {"requests": {"cpu": "4"}}),
+    ],
+)
+def test_an_empty_resources_per_node_reads_as_upstreams(per_node, want_procs, want_resources):
+    c = _node(_trainjob(copy.deepcopy(per_node)), _runtime(copy.deepcopy(GPU_RUNTIME)))
+    assert (_env(c, "PET_NPROC_PER_NODE"), c["resources"]) == (want_procs, want_resources)

@@ -411,3 +411,42 @@ def test_gpu_capacity_by_instance_type_is_the_catalogs_answer(instance_type, gpu
                                       "instanceTypes": [instance_type]})  # fmt: skip
     assert R.gpu_capacity(group) is gpu
     assert catalog.nvidia_gpu_family(instance_type) is gpu
+
+
+# CKV_K8S_20 and CKV_K8S_31 read the fields through core/pod_security (`escalation_allowed`,
+# `seccomp_type`), the model of Pod Security's restricted checks: a container the rule flags
+# is one restricted admission refuses for the same field, and the other way round.
+_AGREE = [
+    ({"allowPrivilegeEscalation": True}, {}, {"CKV_K8S_20"}),
+    ({"allowPrivilegeEscalation": None}, {}, {"CKV_K8S_20"}),  # unset: may escalate
+    ({}, {}, set()),
+    ({"seccompProfile": None}, {"seccompProfile": {"type": "RuntimeDefault"}}, set()),
+    ({"seccompProfile": None}, {"seccompProfile": {"type": "Unconfined"}}, {"CKV_K8S_31"}),
+    ({"seccompProfile": None}, {"seccompProfile": {"type": "Localhost"}}, set()),
+    ({"seccompProfile": None}, {}, {"CKV_K8S_31"}),
+    (
+        {"seccompProfile": {"type": "Unconfined"}},
+        {"seccompProfile": {"type": "RuntimeDefault"}},
+        {"CKV_K8S_31"},
+    ),
+    # a container's own profile wins even without a type (the pod's is not read): the
+    # kubelet's choice and restricted's; the rule's old copy fell through to the pod's
+    ({"seccompProfile": {}}, {"seccompProfile": {"type": "RuntimeDefault"}}, {"CKV_K8S_31"}),
+    ({"seccompProfile": {"type": "Localhost"}}, {}, set()),
+]
+
+
+@pytest.mark.parametrize(("container_sc", "pod_sc", "want"), _AGREE)
+def test_escalation_and_seccomp_rules_agree_with_restricted_pod_security(
+    container_sc, pod_sc, want
+):
+    from trainforge.core import pod_security as ps
+
+    sc = {k: v for k, v in {**SECURE_SC, **container_sc}.items() if v is not None}
+    d = deployment({"securityContext": sc}, securityContext={"runAsNonRoot": True, **pod_sc})
+    found = ids(DEPLOY, d) & {"CKV_K8S_20", "CKV_K8S_31"}
+    assert found == want
+    template = d["spec"]["template"]
+    refused = {r.check for r in ps.evaluate(ps.Policy("restricted", ps.LATEST), template)}
+    assert ("CKV_K8S_20" in found) == ("allowPrivilegeEscalation" in refused)
+    assert ("CKV_K8S_31" in found) == ("seccompProfile_restricted" in refused)

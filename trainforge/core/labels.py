@@ -10,6 +10,8 @@ mirrors on 2026-11-30.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 HOSTNAME = "kubernetes.io/hostname"  # LabelHostname
 REGION = "topology.kubernetes.io/region"  # LabelTopologyRegion
@@ -226,3 +228,46 @@ def karpenter_type_labels(
     if cpu_manufacturer is not None:
         out[KARPENTER_CPU_MANUFACTURER] = _kabob(cpu_manufacturer)
     return out
+
+
+# --- label selectors (metav1.LabelSelector) -------------------------------------------------
+
+_SELECTOR_OPERATORS = {"In": True, "NotIn": True, "Exists": False, "DoesNotExist": False}
+
+
+def selects(selector: Any, labels: Mapping[str, str]) -> bool:
+    """Whether a metav1 LabelSelector (`matchLabels`, `matchExpressions`) selects an object
+    with `labels`: the project's one reader of a label selector (a pod affinity term's or a
+    topology spread's `labelSelector`, an admission binding's `namespaceSelector`).
+
+    Why one: jobs/packing and plan/checks/admission_policies each had a copy, and they
+    disagreed on an operator Kubernetes does not know (one ignored the requirement, the other
+    selected nothing). The rules are apimachinery's (kubernetes/apimachinery tag v0.35.7,
+    3e341b59, read 2026-12-01): pkg/apis/meta/v1/helpers.go `LabelSelectorAsSelector` (a nil
+    selector selects nothing, an empty one everything; an unknown operator is an error) and
+    pkg/labels/selector.go `NewRequirement` (In/NotIn need values, Exists/DoesNotExist take
+    none) and `Requirement.Matches` (NotIn and DoesNotExist hold for a missing key). A
+    selector upstream refuses selects nothing here, as the refusal admits nothing. Where the
+    API defaults an absent selector to the empty one (a binding's namespaceSelector), the
+    caller passes `{}`. Key and value syntax is left to the API server's validation.
+    tests/core/test_label_selector.py runs upstream's cases.
+    """
+    if not isinstance(selector, Mapping):
+        return False
+    for key, value in (selector.get("matchLabels") or {}).items():
+        if labels.get(key) != value:
+            return False
+    for e in selector.get("matchExpressions") or []:
+        key, op, values = e.get("key"), e.get("operator"), list(e.get("values") or [])
+        if op not in _SELECTOR_OPERATORS or bool(values) != _SELECTOR_OPERATORS[op]:
+            return False  # LabelSelectorAsSelector's error
+        present = key in labels
+        ok = {
+            "In": present and labels.get(key) in values,
+            "NotIn": not present or labels.get(key) not in values,
+            "Exists": present,
+            "DoesNotExist": not present,
+        }[op]
+        if not ok:
+            return False
+    return True

@@ -348,6 +348,18 @@ def _proc_mount(relax: bool) -> CheckFn:
 SECCOMP_TYPES = ("RuntimeDefault", "Localhost")
 
 
+def seccomp_type(spec: Mapping[str, Any], c: Mapping[str, Any]) -> Any:
+    """The seccomp profile type container `c` of pod `spec` runs with (None: none set, the
+    runtime's Unconfined): its own `securityContext.seccompProfile` when it sets one (even
+    one without a type), else the pod's, as the kubelet picks it and as the restricted check
+    reads an unset one (a container without its own profile passes only on a valid pod one).
+    The one reader of the field pair: `_seccomp_restricted` and the plan's CKV_K8S_31 rule
+    (plan/checks/rules.py) both call it."""
+    own = _sc(c).get("seccompProfile")
+    profile = own if isinstance(own, Mapping) else _sc(spec).get("seccompProfile")
+    return _map(profile).get("type")
+
+
 SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
 SECCOMP_CONTAINER_ANNOTATION = "container.seccomp.security.alpha.kubernetes.io/"
 
@@ -447,10 +459,16 @@ def _not_user_namespace(fn: CheckFn) -> CheckFn:
     return check
 
 
+def escalation_allowed(c: Mapping[str, Any]) -> bool:
+    """Whether container `c` may gain privileges (its process runs without no_new_privs):
+    anything but an explicit `allowPrivilegeEscalation: false`, as check_allowPrivilegeEscalation
+    reads it. The one reader of the field: the restricted check here and the plan's
+    CKV_K8S_20 rule (plan/checks/rules.py) both call it."""
+    return _sc(c).get("allowPrivilegeEscalation") is not False
+
+
 def _privilege_escalation(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Result:
-    bad = [
-        _name(c) for c in _containers(spec) if _sc(c).get("allowPrivilegeEscalation") is not False
-    ]
+    bad = [_name(c) for c in _containers(spec) if escalation_allowed(c)]
     if not bad:
         return None
     return "allowPrivilegeEscalation != false", (
@@ -570,13 +588,9 @@ def _run_as_user(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Result:
 def _seccomp_restricted(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Result:
     values: set[str] = set()
     pod = _sc(spec).get("seccompProfile")
-    pod_bad = pod_set = False
-    if isinstance(pod, Mapping):
-        if pod.get("type") not in SECCOMP_TYPES:
-            pod_bad = True
-            values.add(str(pod.get("type", "")))
-        else:
-            pod_set = True
+    pod_bad = isinstance(pod, Mapping) and pod.get("type") not in SECCOMP_TYPES
+    if pod_bad:
+        values.add(str(_map(pod).get("type", "")))
     explicit, implicit = [], []
     for c in _containers(spec):
         prof = _sc(c).get("seccompProfile")
@@ -584,7 +598,7 @@ def _seccomp_restricted(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> Res
             if prof.get("type") not in SECCOMP_TYPES:
                 explicit.append(_name(c))
                 values.add(str(prof.get("type", "")))
-        elif not pod_set:
+        elif seccomp_type(spec, c) not in SECCOMP_TYPES:
             implicit.append(_name(c))
     setters = _setters(pod_bad, explicit)
     if setters:

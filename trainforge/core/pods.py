@@ -74,9 +74,12 @@ class Shape:
     What the plan reads of a job of this kind (`job`: a training workload, one per job):
     `nodes`, the path of its pod count when the object states it in one field (else the sum
     of its templates' replicas); `main`, the replica whose container is the job's (else the
-    first) and `container`, its container's name (else the first); `trainer`, the path of a container-like mapping the object writes instead of a
-    pod template (a TrainJob's `trainer`: image, command, args, env, `resources`);
-    `resources`, the key of that mapping's resources; `procs`, processes per pod;
+    first) and `container`, its container's name (else the first); `trainer`, the path of a
+    container-like mapping the object writes instead of a pod template (a TrainJob's
+    `trainer`: image, command, args, env), whose resources are those of the built pod's
+    container named `container`, else (no runtime to build from) `trainer_resources` of the
+    mapping (the controller's rule: the resources it gives the container whatever the
+    runtime, None when the runtime's stay); `procs`, processes per pod;
     `suspend` and `managed_by`, where it is suspended and which controller manages it;
     `retry`, its controller's retry semantics (default: `restarts` + 1 attempts).
 
@@ -96,7 +99,7 @@ class Shape:
     main: str = ""
     container: str = ""
     trainer: Path = ()
-    resources: str = "resources"
+    trainer_resources: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
     procs: Path = ()
     suspend: Path = ("spec", "suspend")
     managed_by: Path = ("spec", "managedBy")
@@ -118,19 +121,34 @@ class Shape:
             return _int(get(doc, *self.nodes), 1)
         return sum(t.replicas for t in pod_templates(doc, {"": self}, kind="", build=False))
 
-    def main_container(self, doc: Mapping[str, Any]) -> dict[str, Any]:
+    def main_container(
+        self, doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> dict[str, Any]:
         """The job's container as the object writes it (its `trainer` mapping, or of its
         `main` replica's template the one named `container`, else the first), with
-        `resources`."""
+        `resources`: for a `trainer` mapping, those of the container named `container` in
+        the pod its controller builds (`build`, from `runtimes`; {} when it cannot build).
+
+        Why not the mapping's own resources: a TrainJob's `resourcesPerNode` is not the
+        container's; the controller replaces, keeps or drops the runtime's by rules of its own
+        (`trainjob.trainer_resources`), and the built pod is their one reader."""
         if self.trainer:
             t = get(doc, *self.trainer)
             t = dict(t) if isinstance(t, Mapping) else {}
-            return {**t, "resources": t.get(self.resources) or {}}
+            built = pod_templates(doc, {"": self}, kind="", runtimes=runtimes)
+            node = next(
+                (c for b in built for c in containers(b.spec) if c.get("name") == self.container),
+                None,
+            )
+            if node is None and self.trainer_resources is not None:
+                # no runtime to build from: what the mapping's own resources replace, if any
+                node = {"resources": self.trainer_resources(t)}
+            return {**t, "resources": (node or {}).get("resources") or {}}
         templates = pod_templates(doc, {"": self}, kind="", build=False)
         main = next((t for t in templates if t.name == self.main), None)
         main = main or (templates[0] if templates else None)
-        containers = (main.spec.get("containers") if main else None) or [{}]
-        return next((c for c in containers if c.get("name") == self.container), containers[0])
+        listed = (main.spec.get("containers") if main else None) or [{}]
+        return next((c for c in listed if c.get("name") == self.container), listed[0])
 
     def procs_per_pod(self, doc: Mapping[str, Any]) -> int | None:
         return _int(get(doc, *self.procs), None) if self.procs else None

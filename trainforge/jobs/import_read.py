@@ -301,7 +301,11 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         changes.append(f"spec.{k}: dropped{why}")
     workers = _int(trainer.get("numNodes"), file, "spec.trainer.numNodes", 1)
     container = dict(trainer)
-    resources = trainer.get("resourcesPerNode")
+    # the node container's resources as Trainer gives them (`trainer_resources`, the one
+    # reader: `{}` or `claims` alone leave the runtime's, here none; limits or requests
+    # replace them whole); a value no mapping stays, for `check_shapes` to refuse
+    per_node = trainer.get("resourcesPerNode")
+    resources = trainjob.trainer_resources(per_node) if isinstance(per_node, dict) else per_node
     if resources is not None:
         container["resources"] = resources
     nproc = trainer.get("numProcPerNode")

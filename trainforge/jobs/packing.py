@@ -47,7 +47,7 @@ from fractions import Fraction
 from typing import Any, Protocol
 
 from trainforge.core.contract import GPU_RESOURCE, NodeShape, PoolFacts
-from trainforge.core.labels import HOSTNAME
+from trainforge.core.labels import HOSTNAME, selects
 from trainforge.core.quantity import parse_quantity
 
 MI = 2**20
@@ -304,27 +304,6 @@ def pack_rooms(
 # --- what stops packing, read from the emitted pod template ------------------------------------
 
 
-def _selects(selector: Any, labels: Mapping[str, str]) -> bool:
-    """Whether a label selector (matchLabels, matchExpressions In/NotIn/Exists/DoesNotExist)
-    selects a pod with `labels`."""
-    if not isinstance(selector, dict):
-        return False
-    for k, v in (selector.get("matchLabels") or {}).items():
-        if labels.get(k) != v:
-            return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        if op == "In" and labels.get(key) not in values:
-            return False
-        if op == "NotIn" and labels.get(key) in values:
-            return False
-        if op == "Exists" and key not in labels:
-            return False
-        if op == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
 def spread_limit(template: Mapping[str, Any]) -> tuple[int | None, str]:
     """(the most pods of this template one node may hold, why), or (None, "") when nothing in
     the pod template limits it: a required pod anti-affinity on the hostname that selects the
@@ -338,13 +317,13 @@ def spread_limit(template: Mapping[str, Any]) -> tuple[int | None, str]:
         "requiredDuringSchedulingIgnoredDuringExecution"
     ) or []
     for term in anti:
-        if term.get("topologyKey") == HOSTNAME and _selects(term.get("labelSelector"), labels):
+        if term.get("topologyKey") == HOSTNAME and selects(term.get("labelSelector"), labels):
             caps.append((1, "a required pod anti-affinity on kubernetes.io/hostname"))
     for tsc in spec.get("topologySpreadConstraints") or []:
         if (
             tsc.get("topologyKey") == HOSTNAME
             and tsc.get("whenUnsatisfiable", "DoNotSchedule") == "DoNotSchedule"
-            and _selects(tsc.get("labelSelector"), labels)
+            and selects(tsc.get("labelSelector"), labels)
         ):
             skew = int(tsc.get("maxSkew") or 1)
             caps.append((skew, f"a kubernetes.io/hostname topology spread of maxSkew {skew}"))

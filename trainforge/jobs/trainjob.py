@@ -11,12 +11,14 @@ TrainJob" and "When to use which".
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trainforge.core import failures, pods
 from trainforge.core.contract import JobTarget
 from trainforge.core.errors import JobConfigError
+from trainforge.core.quantity import parse_quantity
 from trainforge.core.versions import TRAINER_VERSION
 from trainforge.jobs import pod, success, tenancy
 from trainforge.jobs.codeship import USER_CODE_MOUNT
@@ -590,13 +592,52 @@ def trainer_resources(per_node: Any) -> dict[str, Any] | None:
     return kinds or None
 
 
+def _count(resources: Any, name_has: str | None, exact: str | None = None) -> int:
+    """A ResourceList's count of the first resource whose name holds `name_has` (any case;
+    runtime.numGPU) or is `exact`, rounded up as Quantity.Value() rounds; 0: none."""
+    for k, v in (resources if isinstance(resources, Mapping) else {}).items():
+        if (name_has and name_has in str(k).lower()) or k == exact:
+            try:
+                return math.ceil(parse_quantity(v))
+            except ValueError:
+                return 0
+    return 0
+
+
+def proc_per_node(trainjob: Mapping[str, Any], runtime_resources: Any) -> str:
+    """PET_NPROC_PER_NODE as Trainer v2.2.1's torch plugin sets it for `trainjob`, whose
+    runtime's `node` container asks `runtime_resources` (after the TrainJob's runtime patches;
+    None: it names none).
+
+    Why its own reader of resourcesPerNode: the torch plugin's EnforceMLPolicy
+    (github.com/kubeflow/trainer tag v2.2.1, c505fc7c, pkg/runtime/framework/plugins/torch/
+    torch.go:100-114, runtime.go GetNumGPUPerNode/numGPU, read 2026-12-01) reads the TrainJob's
+    resourcesPerNode whenever it is set at all, `{}` included, and the runtime's resources
+    (ExtractResourcePerNodeFromRuntime) only when it is not; `trainer_resources` (the JobSet
+    builder) leaves the runtime's resources for `{}`. So `resourcesPerNode: {}` on a GPU
+    runtime keeps the node's GPUs but names no GPU here: the count is the CPU one, at least
+    1, where an absent resourcesPerNode gives `auto` (one process per GPU). An explicit
+    numProcPerNode wins; with GPUs (requests, else limits, of any resource whose name holds
+    "gpu") it is `auto`; else the CPU requests, else limits, rounded up, at least 1."""
+    trainer = pods.get(trainjob, "spec", "trainer") or {}
+    if trainer.get("numProcPerNode") is not None:
+        return str(trainer["numProcPerNode"])
+    per_node = trainer.get("resourcesPerNode")
+    res = per_node if per_node is not None else runtime_resources
+    res = res if isinstance(res, Mapping) else {}
+    if _count(res.get("requests"), "gpu") or _count(res.get("limits"), "gpu"):
+        return "auto"
+    cpus = _count(res.get("requests"), None, "cpu") or _count(res.get("limits"), None, "cpu")
+    return str(max(1, cpus))
+
+
 def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str, Any]:
     """The pod template the Trainer v2.2.1 controller gives `trainjob`'s `node` Job.
 
     Rehearses `TrainingRuntime.newRuntimeInfo` (runtime patches merged into the runtime's
     JobSet template), the JobSet plugin's Trainer builder (image, command, args, env) and
-    its resourcesPerNode replacement (`trainer_resources`), and the torch plugin's EnforceMLPolicy (PET_* variables and the
-    trainer port). Labels the JobSet and Job controllers add are not included.
+    its resourcesPerNode replacement (`trainer_resources`), and the torch plugin's
+    EnforceMLPolicy (PET_* variables, `proc_per_node`, and the trainer port). Labels the JobSet and Job controllers add are not included.
     """
     template = _copy(runtime_node(runtime))
     spec = trainjob["spec"]
@@ -610,11 +651,11 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
             container[field] = _copy(trainer[field])
     env = container.setdefault("env", [])
     _upsert_env(env, trainer.get("env") or [])
+    procs = proc_per_node(trainjob, container.get("resources"))
     resources = trainer_resources(trainer.get("resourcesPerNode"))
     if resources is not None:
         container["resources"] = resources
     nodes = num_nodes(trainjob, runtime)
-    procs = trainer.get("numProcPerNode", "auto")
     name = trainjob["metadata"]["name"]
     _upsert_env(
         env,
@@ -737,8 +778,9 @@ SHAPE = pods.Shape(
     build=_built_templates,
     job=True,
     nodes=("spec", "trainer", "numNodes"),
-    trainer=("spec", "trainer"),  # image, command, args, env, resourcesPerNode
-    resources="resourcesPerNode",
+    trainer=("spec", "trainer"),  # image, command, args, env
+    container=CONTAINER,  # its resources: the built pod's, else trainer_resources
+    trainer_resources=lambda t: trainer_resources(t.get("resourcesPerNode")),
     procs=("spec", "trainer", "numProcPerNode"),
     retry=retry_bound,
 )

@@ -5,12 +5,13 @@ branch's plan folder and a `pulumi stack export`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from trainforge.core.contract import GPU_RESOURCE
-from trainforge.core.pods import argv, literal_env
-from trainforge.jobs import torchrun_args
+from trainforge.core.pods import argv, literal_env, stored_pod_spec
+from trainforge.jobs import torchrun_args, trainjob
 from trainforge.jobs.backends import job_shape
 from trainforge.jobs.pod import JOB_LABEL
 from trainforge.jobs.torchrun_args import TorchrunArgs
@@ -86,9 +87,19 @@ class JobView:
         return self._setting("--resume", contract.RESUME, RESUME_DEFAULT)
 
 
-def job_view(doc: dict[str, Any]) -> JobView | None:
+def _stored_requests(container: dict[str, Any]) -> dict[str, Any]:
+    """The container's requests as the API server stores its Pod (`pods.stored_pod_spec`: its
+    limits stand in for missing requests), as written (quantities not parsed)."""
+    stored = stored_pod_spec({"containers": [container]})["containers"][0]
+    return (stored.get("resources") or {}).get("requests") or {}
+
+
+def job_view(
+    doc: dict[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+) -> JobView | None:
     """The view of a trainforge workload (a kind of `backends.SHAPES`, read by its shape);
-    None for any other object."""
+    None for any other object. `runtimes`: those a TrainJob may name (`trainjob.runtimes_in`;
+    None: the platform's own), which its pod is built from."""
     shape = job_shape(doc)
     meta = doc.get("metadata") or {}
     labels = meta.get("labels") or {}
@@ -96,7 +107,7 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
         return None
     kind = str(doc.get("kind"))
     ns, name = meta.get("namespace") or "_cluster", meta.get("name") or ""
-    c = shape.main_container(doc)
+    c = shape.main_container(doc, runtimes)
     return JobView(
         ident=f"{ns}/{kind}/{name}",
         kind=kind,
@@ -105,7 +116,7 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
         image=c.get("image"),
         command=argv(c),
         pods=shape.pod_count(doc),
-        per_pod={k: str(v) for k, v in ((c.get("resources") or {}).get("requests") or {}).items()},
+        per_pod={k: str(v) for k, v in _stored_requests(c).items()},
         procs_per_pod=shape.procs_per_pod(doc),
         queue=shape.queue(doc),
         env=literal_env(c),
@@ -114,5 +125,6 @@ def job_view(doc: dict[str, Any]) -> JobView | None:
 
 def job_views(objects: dict[str, dict[str, Any]]) -> dict[str, JobView]:
     """ident -> view, for every training workload among `objects` (ident -> document)."""
-    views = (job_view(doc) for doc in objects.values())
+    runtimes = trainjob.runtimes_in(objects.values())
+    views = (job_view(doc, runtimes) for doc in objects.values())
     return {v.ident: v for v in views if v is not None}

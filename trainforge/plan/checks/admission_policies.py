@@ -27,7 +27,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from trainforge.core.labels import NAMESPACE_NAME
+from trainforge.core.labels import NAMESPACE_NAME, selects
 from trainforge.core.pods import get
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.manifests import K8sObject
@@ -119,24 +119,10 @@ def _message(validation: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return text
 
 
-def _selects(binding: K8sObject, labels: Mapping[str, str]) -> bool:
-    """A binding's namespaceSelector (matchLabels, matchExpressions) on a namespace's labels;
-    an absent or empty selector matches every namespace."""
-    selector = get(binding.doc, "spec", "matchResources", "namespaceSelector") or {}
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        key, op, values = e.get("key"), e.get("operator"), e.get("values") or []
-        present = key in labels
-        ok = {
-            "In": present and labels.get(key) in values,
-            "NotIn": not present or labels.get(key) not in values,
-            "Exists": present,
-            "DoesNotExist": not present,
-        }.get(op, False)
-        if not ok:
-            return False
-    return True
+def _binds(binding: K8sObject, labels: Mapping[str, str]) -> bool:
+    """Whether a binding's namespaceSelector selects a namespace with `labels` (absent: the
+    API's default, the empty selector, which selects every namespace)."""
+    return selects(get(binding.doc, "spec", "matchResources", "namespaceSelector") or {}, labels)
 
 
 def _creates(spec: Mapping[str, Any], resource: str) -> bool:
@@ -176,7 +162,7 @@ def check(ctx: PlanContext) -> CheckResult:
         if ns is None or obj.kind in TEMPLATES_ONLY:
             continue
         labels = namespaces.get(ns, {NAMESPACE_NAME: ns})
-        if not (mine := [b for b in bindings if _selects(b, labels)]):
+        if not (mine := [b for b in bindings if _binds(b, labels)]):
             continue
         for resource, what, judged_obj in _judged(obj, ns, runtimes):
             judged[resource] += 1

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainforge.core import catalog, image_routes
+from trainforge.core import catalog, image_routes, pod_security
 from trainforge.core.contract import GPU_RESOURCE as GPU
 from trainforge.core.labels import INSTANCE_TYPE, KARPENTER_GPU_COUNT
 from trainforge.core.labels import PRIVILEGED_REASON as PRIVILEGED_REASON_ANNOTATION
@@ -441,7 +441,7 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     if k8s_kind(type_) != "Job" or not (isinstance(reason, str) and reason.strip()):
         return False
     return all(
-        get(c, "securityContext", "allowPrivilegeEscalation") is False
+        not pod_security.escalation_allowed(c)
         and "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
         and set(as_list(get(c, "securityContext", "capabilities", "add"))) <= {"CHOWN"}
         for c in containers(spec)
@@ -470,8 +470,7 @@ def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     "set securityContext.allowPrivilegeEscalation: false on every container",
 )
 def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    escalates = get(c, "securityContext", "allowPrivilegeEscalation") is not False
-    return "allows privilege escalation" if escalates else None
+    return "allows privilege escalation" if pod_security.escalation_allowed(c) else None
 
 
 @container_rule(
@@ -490,10 +489,8 @@ def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     "set securityContext.seccompProfile.type: RuntimeDefault",
 )
 def pod_seccomp(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    t = get(c, "securityContext", "seccompProfile", "type") or get(
-        spec, "securityContext", "seccompProfile", "type"
-    )
-    return None if t in ("RuntimeDefault", "Localhost") else f"seccomp profile is {t or 'unset'}"
+    t = pod_security.seccomp_type(spec, c)
+    return None if t in pod_security.SECCOMP_TYPES else f"seccomp profile is {t or 'unset'}"
 
 
 @container_rule(
