@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, data_order, exits, fp8, versions
+from trainforge.training import agreement, data_order, exits, fp8, resume_note, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import (
     ADAMW_BETAS,
@@ -61,7 +61,7 @@ from trainforge.training.parallel import (
     unwrap,
 )
 from trainforge.training.preemption import PREEMPTED_EXIT_CODE
-from trainforge.training.timeouts import Timeouts, apply_env
+from trainforge.training.timeouts import Timeouts, applied_env
 from trainforge.training.watchdog import Fired, Watchdog
 
 # Wall-clock start of this process, the start of this attempt for goodput (ledger.py).
@@ -149,7 +149,20 @@ def param_stats(model: nn.Module) -> dict[str, list[float]]:
 
 
 def train(cfg: TrainConfig) -> int:
-    """Entry point for one process of the job; returns the process exit code."""
+    """Entry point for one process of the job; returns the process exit code.
+
+    What the run sets in its process for itself is undone on return, so that a second call in
+    the same process (a notebook, a test) starts from the caller's state, not the first run's:
+    the NCCL and flight-recorder variables (`timeouts.applied_env`) and the ledger that
+    checkpoint restores note their step in (`resume_note.scope`). `exits.context` is kept: the
+    caller's exit line (`__main__`, `exits.report`) names the rank and step the run reached;
+    the next call starts a fresh one."""
+    with resume_note.scope(), contextlib.ExitStack() as undo:
+        return _run(cfg, undo)
+
+
+def _run(cfg: TrainConfig, undo: contextlib.ExitStack) -> int:
+    """`train`'s run; what it sets in the process for itself goes on `undo`."""
     # where this run is, for its exit line: never an earlier in-process run's rank and step
     exits.context = exits.Context()
     # An unsupported torch is refused here, before a process group or a step: on every rank
@@ -164,7 +177,7 @@ def train(cfg: TrainConfig) -> int:
     recorder_dir = default_output_dir(cfg) / "flight-recorder"
     with contextlib.suppress(OSError):
         recorder_dir.mkdir(parents=True, exist_ok=True)
-    apply_env(timeouts, flight_recorder_prefix=str(recorder_dir / "nccl_trace_rank_"))
+    undo.enter_context(applied_env(timeouts, str(recorder_dir / "nccl_trace_rank_")))
     t_pg = time.perf_counter()
     env = init_distributed(timeout_s=timeouts.collective)
     phases = {"process_group_s": time.perf_counter() - t_pg}

@@ -1,0 +1,75 @@
+"""A training run in-process (`trainforge.training.__main__.main`, `loop.train`: a notebook, a
+test) leaves the process as it found it: a second run in the same process starts from the
+caller's state, not from the first run's (stop 61's CI failure was one such leak, the exit
+context; tests/conftest.py gives each test a fresh one)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from trainforge.training import checkpoint as ckpt_mod
+from trainforge.training import loop, resume_note
+from trainforge.training.__main__ import main
+from trainforge.training.ledger import RUN_FILE
+from trainforge.training.timeouts import Timeouts
+
+ARGS = ["--model", "mlp", "--dataset-size", "64", "--batch-size", "8", "--warmup-steps", "1"]
+ARGS += ["--steps", "2", "--checkpoint-every", "2", "--log-every", "2", "--keep-last", "0"]
+PREFIX = "TORCH_FR_DUMP_TEMP_FILE"
+
+
+@pytest.fixture(autouse=True)
+def _thread_writer(monkeypatch):
+    # DCP's checkpoint process would re-import pytest's __main__
+    monkeypatch.setattr(ckpt_mod, "WRITER_PROCESS", False)
+
+
+def _run(folder) -> int:
+    return main([*ARGS, "--checkpoint-dir", str(folder / "ckpt"), "--output-dir",
+                 str(folder / "out")])  # fmt: skip
+
+
+def test_a_second_run_in_the_process_dumps_its_flight_record_in_its_own_folder(
+    tmp_path, monkeypatch
+) -> None:
+    """NCCL reads its variables when the process group is made: each run's group sees its own
+    output folder and heartbeat, and after the runs the process has none of them."""
+    ours = set(Timeouts.from_hang_timeout(300).nccl_env()) | {PREFIX}
+    for key in ours:
+        monkeypatch.delenv(key, raising=False)
+    seen: list[str | None] = []
+    real = loop.init_distributed
+
+    def at_the_group(*args, **kwargs):
+        seen.append(os.environ.get(PREFIX))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "init_distributed", at_the_group)
+    assert _run(tmp_path / "first") == 0
+    assert _run(tmp_path / "second") == 0
+    assert seen == [
+        str(tmp_path / run / "out" / "flight-recorder" / "nccl_trace_rank_")
+        for run in ("first", "second")
+    ]
+    assert sorted(k for k in ours if k in os.environ) == []
+
+
+def test_an_explicit_setting_outlives_the_run(tmp_path, monkeypatch) -> None:
+    """A value the caller set is the caller's: the run neither replaces nor removes it."""
+    monkeypatch.setenv("TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC", "77")
+    assert _run(tmp_path) == 0
+    assert os.environ["TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"] == "77"
+
+
+def test_a_restore_after_the_run_leaves_the_finished_run_s_ledger_alone(tmp_path) -> None:
+    """CheckpointManager.restore notes its step in the ledger of the run in progress
+    (resume_note); after `train` returned there is none, and the finished run's file stays
+    as the run wrote it."""
+    assert _run(tmp_path) == 0
+    (run_file,) = (tmp_path / "ckpt").rglob(RUN_FILE)  # the ledger's own folder in it
+    written = json.loads(run_file.read_text())
+    resume_note.note_resumed(7)  # what CheckpointManager.restore does
+    assert json.loads(run_file.read_text()) == written
