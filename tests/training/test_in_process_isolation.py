@@ -73,3 +73,48 @@ def test_a_restore_after_the_run_leaves_the_finished_run_s_ledger_alone(tmp_path
     written = json.loads(run_file.read_text())
     resume_note.note_resumed(7)  # what CheckpointManager.restore does
     assert json.loads(run_file.read_text()) == written
+
+
+# Two runs in one interpreter (`python -c`: DCP's checkpoint process may be spawned): the
+# first fails in its model's build, after `start_writer` began its start; the second saves.
+_TWO_RUNS = """
+import sys
+from trainforge.training import loop
+from trainforge.training.__main__ import main
+
+args = sys.argv[2:]
+real = loop.build_model
+def fails(*a, **k):
+    raise RuntimeError("the model's build failed")
+loop.build_model = fails
+print("FIRST", main([*args, "--checkpoint-dir", sys.argv[1] + "/c1",
+                     "--output-dir", sys.argv[1] + "/o1"]), flush=True)
+loop.build_model = real
+print("SECOND", main([*args, "--checkpoint-dir", sys.argv[1] + "/c2",
+                      "--output-dir", sys.argv[1] + "/o2"]), flush=True)
+"""
+
+
+def test_a_run_after_one_that_failed_in_its_build_saves_asynchronously(tmp_path) -> None:
+    """The failed run's start of DCP's checkpoint process (its group died with the run) is
+    not the next run's: that one starts its own, and its saves are asynchronous."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT, cli_env
+
+    args = [*ARGS, "--steps", "4", "--async-checkpoint"]
+    proc = subprocess.run(
+        [sys.executable, "-c", _TWO_RUNS, str(tmp_path), *args],
+        env=cli_env(),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert "FIRST 1" in out and "SECOND 0" in out, out[-3000:]
+    second = out[out.index("FIRST 1") :]
+    assert "WARNING" not in second, second
+    assert "DCP's checkpoint process was started at set-up" in second, second

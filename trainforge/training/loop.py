@@ -153,11 +153,14 @@ def train(cfg: TrainConfig) -> int:
 
     What the run sets in its process for itself is undone on return, so that a second call in
     the same process (a notebook, a test) starts from the caller's state, not the first run's:
-    the NCCL and flight-recorder variables (`timeouts.applied_env`) and the ledger that
-    checkpoint restores note their step in (`resume_note.scope`). `exits.context` is kept: the
-    caller's exit line (`__main__`, `exits.report`) names the rank and step the run reached;
-    the next call starts a fresh one."""
-    with resume_note.scope(), contextlib.ExitStack() as undo:
+    the NCCL and flight-recorder variables (`timeouts.applied_env`), the ledger that
+    checkpoint restores note their step in (`resume_note.scope`) and a start of DCP's
+    checkpoint process that no manager took (`checkpoint.writer_start_of_this_run`).
+    `exits.context` is kept: the caller's exit line (`__main__`, `exits.report`) names the
+    rank and step the run reached; the next call starts a fresh one."""
+    with contextlib.ExitStack() as undo:
+        undo.enter_context(resume_note.scope())
+        undo.enter_context(ckpt_mod.writer_start_of_this_run())
         return _run(cfg, undo)
 
 
