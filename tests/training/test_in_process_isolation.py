@@ -118,3 +118,14 @@ def test_a_run_after_one_that_failed_in_its_build_saves_asynchronously(tmp_path)
     second = out[out.index("FIRST 1") :]
     assert "WARNING" not in second, second
     assert "DCP's checkpoint process was started at set-up" in second, second
+
+
+def test_after_a_failed_run_a_sigterm_ends_the_process_again(tmp_path) -> None:
+    """A run that failed (here: a non-finite loss) never closed its PreemptionHandler, whose
+    SIGTERM handler only sets a flag: the caller's handler is back once `train` returned."""
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    assert main([*ARGS, "--lr", "1e30", "--checkpoint-dir", str(tmp_path / "ckpt"),
+                 "--output-dir", str(tmp_path / "out")]) == 1  # fmt: skip
+    assert signal.getsignal(signal.SIGTERM) is before

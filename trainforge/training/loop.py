@@ -60,7 +60,7 @@ from trainforge.training.parallel import (
     resolve_precision,
     unwrap,
 )
-from trainforge.training.preemption import PREEMPTED_EXIT_CODE
+from trainforge.training.preemption import PREEMPTED_EXIT_CODE, handlers_restored
 from trainforge.training.timeouts import Timeouts, applied_env
 from trainforge.training.watchdog import Fired, Watchdog
 
@@ -154,13 +154,15 @@ def train(cfg: TrainConfig) -> int:
     What the run sets in its process for itself is undone on return, so that a second call in
     the same process (a notebook, a test) starts from the caller's state, not the first run's:
     the NCCL and flight-recorder variables (`timeouts.applied_env`), the ledger that
-    checkpoint restores note their step in (`resume_note.scope`) and a start of DCP's
-    checkpoint process that no manager took (`checkpoint.writer_start_of_this_run`).
-    `exits.context` is kept: the caller's exit line (`__main__`, `exits.report`) names the
+    checkpoint restores note their step in (`resume_note.scope`), a start of DCP's
+    checkpoint process that no manager took (`checkpoint.writer_start_of_this_run`), and the
+    SIGTERM/SIGINT handlers (`preemption.handlers_restored`: a failed run never closed its
+    PreemptionHandler). `exits.context` is kept: the caller's exit line (`__main__`, `exits.report`) names the
     rank and step the run reached; the next call starts a fresh one."""
     with contextlib.ExitStack() as undo:
         undo.enter_context(resume_note.scope())
         undo.enter_context(ckpt_mod.writer_start_of_this_run())
+        undo.enter_context(handlers_restored())
         return _run(cfg, undo)
 
 
