@@ -129,3 +129,24 @@ def test_after_a_failed_run_a_sigterm_ends_the_process_again(tmp_path) -> None:
     assert main([*ARGS, "--lr", "1e30", "--checkpoint-dir", str(tmp_path / "ckpt"),
                  "--output-dir", str(tmp_path / "out")]) == 1  # fmt: skip
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_each_init_distributed_derives_its_own_group_s_nccl_heartbeat(monkeypatch) -> None:
+    """Your code's `init_distributed()` sets NCCL's variables from the job's hang timeout;
+    `cleanup` removes them, so the next group in the process (another hang timeout) gets its
+    own heartbeat, not the first group's."""
+    from trainforge.training import distributed
+    from trainforge.training.contract import HANG_TIMEOUT
+
+    heartbeat = "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"
+    for key in [*Timeouts.from_hang_timeout(300).nccl_env(), "MASTER_ADDR", "WORLD_SIZE", "RANK"]:
+        monkeypatch.delenv(key, raising=False)
+    seen = []
+    for hang in (100, 1000):
+        monkeypatch.setenv(HANG_TIMEOUT, str(hang))
+        distributed.init_distributed()
+        seen.append(os.environ.get(heartbeat))
+        distributed.cleanup()
+    assert seen == [Timeouts.from_hang_timeout(h).nccl_env()[heartbeat] for h in (100, 1000)]
+    assert seen[0] != seen[1]
+    assert heartbeat not in os.environ
