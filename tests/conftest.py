@@ -229,7 +229,19 @@ def _fresh_process_caches():
     ledger): a process holds one, and a test that runs the training loop in-process leaves its
     run's ledger there; a later test's exit line then read that finished run as "the Master has
     exited 0" (a CI failure, order-dependent under xdist). Each test starts with a fresh one,
-    as each pod's process does."""
+    as each pod's process does.
+
+    Pulumi's engine config too (`pulumi.runtime.config`, a process-wide ContextVar): a program
+    run (run_mocked, every plan) leaves its stack's config there, and a later test that calls
+    platform code under mocks alone read that stack's aws:region (which types are offered,
+    the region its errors name). Each test starts with none, as a fresh process does.
+    The ledger that checkpoint restores note their step in (`trainforge.training.resume_note`)
+    too: a test that begins an attempt of a RunLedger registers it, and a later test's restore
+    rewrote that earlier test's run.json. (`loop.train` gives back what it registered.)
+    tests/test_process_state_isolation.py runs each leak before the test it reached."""
+    config = sys.modules.get("pulumi.runtime.config")
+    if config is not None:
+        config.set_all_config({}, [])
     facts = sys.modules.get("trainforge.platform.instance_types")  # never imported for this
     if facts is not None:
         facts.instance_type_facts.cache_clear()
@@ -237,6 +249,10 @@ def _fresh_process_caches():
     exits = sys.modules.get("trainforge.training.exits")  # a fresh import starts fresh
     if exits is not None:
         exits.context = exits.Context()
+    note = sys.modules.get("trainforge.training.resume_note")
+    if note is not None:
+        note.register(None)
+        note.check_on_resume(None)
     yield
 
 

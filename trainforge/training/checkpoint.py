@@ -32,7 +32,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -946,6 +946,23 @@ def _all_ranks(flag: bool, group: Any) -> bool:
 
 # The start `start_writer` began, until a `CheckpointManager` takes it.
 _early_start: _WriterStart | None = None
+
+
+@contextlib.contextmanager
+def writer_start_of_this_run() -> Iterator[None]:
+    """A start `start_writer` begins in the block is the block's run's: one no manager took
+    (the run failed between the start and its CheckpointManager: the model's build, the
+    restore's checks) is dropped on leaving, and none left from before is taken in it. Why:
+    `loop.train` in-process (a notebook, a test) after a run that failed there took that run's
+    start, whose group died with it; its first async save said "DCP's checkpoint process did
+    not start (... Default process group has not been initialized ...)" and every save of the
+    run was synchronous."""
+    global _early_start
+    _early_start = None
+    try:
+        yield
+    finally:
+        _early_start = None
 
 
 def start_writer(config: CheckpointConfig, last_step: int | None = None) -> bool:

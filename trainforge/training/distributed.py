@@ -8,6 +8,7 @@ DDP, FSDP2 and DCP checkpointing run the same code path everywhere.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime
 import gc
@@ -56,6 +57,10 @@ def _env_int(name: str, default: int) -> int:
 # preemption agreement) use the same one, so every wait of a rank gives up together
 # (timeouts.py). torch's new_group would otherwise default to 30 minutes for gloo.
 _GROUP_TIMEOUT: datetime.timedelta | None = None
+# What `init_distributed` set in the environment for its group (timeouts.applied_env), given
+# back by `cleanup`/`abort`: a second init in the process (a notebook, a test) then derives
+# its own NCCL heartbeat from its hang timeout instead of keeping the first one's.
+_SET_FOR_THE_GROUP = contextlib.ExitStack()
 
 
 def group_timeout() -> datetime.timedelta | None:
@@ -71,14 +76,15 @@ def init_distributed(timeout_s: float | None = None) -> DistEnv:
     connection). Default: derived from the job's hang timeout (the contract's
     TRAINFORGE_HANG_TIMEOUT, 300 s when unset: 960 s), which also sets NCCL's error handling,
     heartbeat and flight recorder variables this process has not set itself, so that every
-    wait of the job gives up in the order docs/reliability.md describes."""
+    wait of the job gives up in the order docs/reliability.md describes (`cleanup` and
+    `abort` remove them again)."""
     global _GROUP_TIMEOUT
     if timeout_s is None:
         from trainforge.training.contract import job_env  # noqa: PLC0415
-        from trainforge.training.timeouts import Timeouts, apply_env  # noqa: PLC0415
+        from trainforge.training.timeouts import Timeouts, applied_env  # noqa: PLC0415
 
         derived = Timeouts.from_hang_timeout(job_env().hang_timeout)
-        apply_env(derived)
+        _SET_FOR_THE_GROUP.enter_context(applied_env(derived))
         timeout_s = derived.collective
     world_size = _env_int("WORLD_SIZE", 1)
     rank = _env_int("RANK", 0)
@@ -295,6 +301,7 @@ def cleanup() -> None:
     """
     global _GROUP_TIMEOUT
     _GROUP_TIMEOUT = None
+    _SET_FOR_THE_GROUP.close()
     if dist.is_initialized():
         group = weakref.ref(dist.group.WORLD)
         dist.destroy_process_group()
@@ -319,5 +326,6 @@ def abort() -> None:
     """
     global _GROUP_TIMEOUT
     _GROUP_TIMEOUT = None
+    _SET_FOR_THE_GROUP.close()
     if dist.is_initialized():
         dist.distributed_c10d._abort_process_group()

@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from trainforge.training import agreement, data_order, exits, fp8, versions
+from trainforge.training import agreement, data_order, exits, fp8, resume_note, versions
 from trainforge.training import checkpoint as ckpt_mod
 from trainforge.training.config import (
     ADAMW_BETAS,
@@ -60,8 +60,8 @@ from trainforge.training.parallel import (
     resolve_precision,
     unwrap,
 )
-from trainforge.training.preemption import PREEMPTED_EXIT_CODE
-from trainforge.training.timeouts import Timeouts, apply_env
+from trainforge.training.preemption import PREEMPTED_EXIT_CODE, handlers_restored
+from trainforge.training.timeouts import Timeouts, applied_env
 from trainforge.training.watchdog import Fired, Watchdog
 
 # Wall-clock start of this process, the start of this attempt for goodput (ledger.py).
@@ -149,7 +149,25 @@ def param_stats(model: nn.Module) -> dict[str, list[float]]:
 
 
 def train(cfg: TrainConfig) -> int:
-    """Entry point for one process of the job; returns the process exit code."""
+    """Entry point for one process of the job; returns the process exit code.
+
+    What the run sets in its process for itself is undone on return, so that a second call in
+    the same process (a notebook, a test) starts from the caller's state, not the first run's:
+    the NCCL and flight-recorder variables (`timeouts.applied_env`), the ledger that
+    checkpoint restores note their step in (`resume_note.scope`), a start of DCP's
+    checkpoint process that no manager took (`checkpoint.writer_start_of_this_run`), and the
+    SIGTERM/SIGINT handlers (`preemption.handlers_restored`: a failed run never closed its
+    PreemptionHandler). `exits.context` is kept: the caller's exit line (`__main__`, `exits.report`) names the
+    rank and step the run reached; the next call starts a fresh one."""
+    with contextlib.ExitStack() as undo:
+        undo.enter_context(resume_note.scope())
+        undo.enter_context(ckpt_mod.writer_start_of_this_run())
+        undo.enter_context(handlers_restored())
+        return _run(cfg, undo)
+
+
+def _run(cfg: TrainConfig, undo: contextlib.ExitStack) -> int:
+    """`train`'s run; what it sets in the process for itself goes on `undo`."""
     # where this run is, for its exit line: never an earlier in-process run's rank and step
     exits.context = exits.Context()
     # An unsupported torch is refused here, before a process group or a step: on every rank
@@ -164,7 +182,7 @@ def train(cfg: TrainConfig) -> int:
     recorder_dir = default_output_dir(cfg) / "flight-recorder"
     with contextlib.suppress(OSError):
         recorder_dir.mkdir(parents=True, exist_ok=True)
-    apply_env(timeouts, flight_recorder_prefix=str(recorder_dir / "nccl_trace_rank_"))
+    undo.enter_context(applied_env(timeouts, str(recorder_dir / "nccl_trace_rank_")))
     t_pg = time.perf_counter()
     env = init_distributed(timeout_s=timeouts.collective)
     phases = {"process_group_s": time.perf_counter() - t_pg}

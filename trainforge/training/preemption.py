@@ -12,10 +12,11 @@ The agreement costs no host sync on the training stream: it runs on its own gloo
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
 
@@ -32,6 +33,24 @@ from trainforge.training.distributed import group_timeout
 PREEMPTED_EXIT_CODE = 128 + signal.SIGTERM
 
 LogFn = Callable[[str], None]
+
+
+@contextlib.contextmanager
+def handlers_restored(signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)) -> Iterator[None]:
+    """The process's handlers of `signals` as they were before the block, again after it.
+    Why: a run's PreemptionHandler restores the previous SIGTERM handler in `close`, which a
+    run that failed (an exception, a non-finite loss, a failed restore) never reaches: after
+    such an in-process `loop.train` (a notebook, a test) the process kept the dead run's handler,
+    which only sets a flag, so a SIGTERM no longer ended it. A pod's process leaves instead.
+    Only the main thread may set handlers; elsewhere none were set."""
+    main = threading.current_thread() is threading.main_thread()
+    before = {sig: signal.getsignal(sig) for sig in signals} if main else {}
+    try:
+        yield
+    finally:
+        for sig, handler in before.items():
+            if handler is not None and signal.getsignal(sig) is not handler:
+                signal.signal(sig, handler)
 
 
 class PreemptionHandler:

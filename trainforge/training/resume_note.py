@@ -9,6 +9,7 @@ ledger registers itself when rank 0 begins an attempt, CheckpointManager.restore
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 _ACTIVE: Any = None  # this process's rank-0 RunLedger, once it began an attempt
@@ -27,6 +28,20 @@ def check_on_resume(check: Any) -> None:
     from the same step, as the runtime does after its restore (loop._check_progress)."""
     global _CHECK
     _CHECK = check
+
+
+@contextlib.contextmanager
+def scope() -> Iterator[None]:
+    """The ledger and check registered in the block are the block's: on leaving it the ones
+    before it are back. Why: `loop.train` registers its run's ledger; after it returned, a
+    later CheckpointManager.restore in the same process (a notebook's evaluation, the next
+    test) noted its step in that finished run's ledger and rewrote its file."""
+    global _ACTIVE, _CHECK
+    saved = _ACTIVE, _CHECK
+    try:
+        yield
+    finally:
+        _ACTIVE, _CHECK = saved
 
 
 def note_resumed(step: int) -> None:

@@ -23,9 +23,10 @@ torchrun flags) and the runtime both use it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 
 DEFAULT_HANG_TIMEOUT_S = 300.0
 HANG_MULTIPLE = 10.0  # x the mean of the recent step times
@@ -121,6 +122,27 @@ def apply_env(
             env[key] = value
             applied[key] = value
     return applied
+
+
+@contextlib.contextmanager
+def applied_env(
+    timeouts: Timeouts,
+    flight_recorder_prefix: str | None = None,
+    environ: MutableMapping[str, str] | None = None,
+) -> Iterator[dict[str, str]]:
+    """`apply_env` for the block, undone on leaving it: each variable it set is removed again
+    (unless something in the block changed it since). Why: `apply_env` keeps a value already
+    set, as the user's own, so a second in-process run (a notebook calling `train` twice, a
+    test after another) kept the first run's flight-recorder folder and NCCL heartbeat; its
+    dumps landed in the first run's output directory. A pod's process runs once and leaves."""
+    env = os.environ if environ is None else environ
+    applied = apply_env(timeouts, flight_recorder_prefix, env)
+    try:
+        yield applied
+    finally:
+        for key, value in applied.items():
+            if env.get(key) == value:
+                del env[key]
 
 
 def format_eta(seconds: float) -> str:
