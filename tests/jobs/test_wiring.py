@@ -1034,3 +1034,42 @@ def test_where_only_the_borrowing_limit_holds_it_the_fix_raises_it_to_what_kueue
     for d in most("12")[1]:
         if d["metadata"]["name"] != "research":
             assert d == queues[d["metadata"]["name"]]
+
+
+def _grown_teams(research: dict, pool, other_gpus: str):
+    """Team research (`research`: its config) beside team other asking `other_gpus` GPUs."""
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    raw = {"teams": [research, {"name": "other", "quota": {"gpus": other_gpus}}]}
+    return team_facts(parse_services_config(raw, []), pools={pool.name: pool})["research"]
+
+
+def test_a_job_short_of_cpu_in_a_gpu_pool_gets_the_pool_grown_as_a_gpu_job_does():
+    """Team research, alone in its cohort, asks 1000 GPUs of a pool of 102 beside a team
+    asking 100000: the split gives it 1 GPU and its 11.875 cores. A job of 1 GPU and 30 cores
+    needs 3 GPUs' CPU; a raise of the pool goes mostly to the other team, so only the pool
+    grown past the other's ask lifts it, the step GPUs got in wave 22. The CPU search lacked
+    it and said "no raise ... lifts it" (and named quota.cpu and limits.cpu, which a GPU
+    pool's CPU does not follow). It now names the pool's GPUs and the team's; applied, the
+    job resolves, and one GPU less of the pool is still refused."""
+    research = {"name": "research", "cohort": "solo",
+                "quota": {"gpus": "1000", "borrowingLimit": {"gpus": 0}}}  # fmt: skip
+    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=102))
+    spec = job(workers=1, gpusPerWorker=1, cpu="30")
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(spec, JobTarget(team=_grown_teams(research, pool, "100000"), pool=pool), W)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix == (
+        "use cpu of at most 11.875 per pod, or set trainforge:nodePools[0].limits.gpus to 252 "
+        "and trainforge:teams[0].quota.gpus to 1003 (Karpenter counts each of the job's nodes "
+        "at its largest type)"
+    ), fix
+    raised = {**research, "quota": {"gpus": "1003", "borrowingLimit": {"gpus": 0}}}
+    bigger = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=252))
+    team = _grown_teams(raised, bigger, "100000")
+    resolve_job(spec, JobTarget(team=team, pool=bigger), W)
+    assert team.quota_inputs.room("gpu-workloads")["cpu"] >= 30
+    less = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=251))
+    with pytest.raises(JobConfigError):
+        resolve_job(spec, JobTarget(team=_grown_teams(raised, less, "100000"), pool=less), W)

@@ -1214,11 +1214,15 @@ def _raise_keys(
     if p is None:
         return None
 
-    def room(ts: list[TeamConfig], ps: list[PoolFacts]) -> Fraction:
+    def room_of(ts: list[TeamConfig], ps: list[PoolFacts], res: str) -> Fraction:
         if q.kueue:
             me = next(t for t in ts if t.name == q.team)
-            return pool_room(me, ts, ps)[pool][r]
-        return parse_quantity(QuotaInputs(q.team, tuple(ts), tuple(ps), False).held()[resource])
+            return pool_room(me, ts, ps)[pool][res]
+        held = QuotaInputs(q.team, tuple(ts), tuple(ps), False).held()
+        return parse_quantity(held[CONFIG_KEY[res]])
+
+    def room(ts: list[TeamConfig], ps: list[PoolFacts]) -> Fraction:
+        return room_of(ts, ps, r)
 
     held = room(teams, pools)
     follows = r != GPU and bool(p.gpus_per_node)
@@ -1274,26 +1278,28 @@ def _raise_keys(
                     return done((*changes, *more[0]), more[1], ps, per)
         return None
 
-    def grown() -> _Raised | None:
+    def grown(res: str, want: Fraction, have: Fraction, per: Fraction | None = None):
         """Where the pool raised by what the team lacks goes to the other teams' asks (each
         is scaled to what the pool holds, so each takes a part of a raise): the least raise of
-        the pool, in whole units, up to one that holds every team's ask there and `need`
-        more, after which the team's keys lift it (rev22pe's solo research: 2 GPUs asked of 4
-        beside a team asking 100, then quota.gpus 6 with the pool at 106, not 10)."""
-        cap = pool_capacity(p, r)
+        the pool's `res`, in whole units, up to one that holds every team's ask there and
+        `want` more (`have`: what the team holds of `res` there now), after which the team's
+        keys lift it (rev22pe's solo research: 2 GPUs asked of 4 beside a team asking 100,
+        then quota.gpus 6 with the pool at 106, not 10). CPU and memory of a GPU pool grow
+        with its GPUs (`res` GPU, `want` the GPUs that bring them, `per` each GPU's part)."""
+        cap = pool_capacity(p, res)
         if cap is None:
             return None
         asked, _ = _split(teams, pools)
-        whole = _WHOLE[r]
-        low = math.ceil((need - held) / whole)
-        high = math.ceil((sum((asked[t.name][pool][r] for t in teams), Fraction(0)) + need
+        whole = _WHOLE[res]
+        low = math.ceil((want - have) / whole)
+        high = math.ceil((sum((asked[t.name][pool][res] for t in teams), Fraction(0)) + want
                           - cap) / whole)  # fmt: skip
 
         def tried(units: int) -> _Raised | None:
-            raised = _pool_raise(pools, p, r, units * whole, launched[r])
+            raised = _pool_raise(pools, p, res, units * whole, launched[res])
             if raised is None:
                 return None
-            return first(r, need, (raised[0], [raised[1] if x is p else x for x in pools]))
+            return first(res, want, (raised[0], [raised[1] if x is p else x for x in pools]), per)
 
         if high <= low or tried(high) is None:
             return None
@@ -1310,7 +1316,7 @@ def _raise_keys(
         found = first(r, need - held, by_pool)
         if found is not None:
             return found
-        found = grown() if grow else None
+        found = grown(r, need, held) if grow else None
         if found is not None:
             return found
     each = per_gpu(p) if follows else None
@@ -1340,4 +1346,8 @@ def _raise_keys(
         if found is not None:
             return found
         gpus *= 2
-    return None
+    if not grow:
+        return None
+    # last, as for GPUs: the pool's GPUs grown past the other teams' asks, with what they bring
+    have = room_of(teams, pools, GPU)
+    return grown(GPU, have + math.ceil((need - held) / each[r]), have, each[r])
