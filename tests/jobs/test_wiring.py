@@ -1073,3 +1073,51 @@ def test_a_job_short_of_cpu_in_a_gpu_pool_gets_the_pool_grown_as_a_gpu_job_does(
     less = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=251))
     with pytest.raises(JobConfigError):
         resolve_job(spec, JobTarget(team=_grown_teams(raised, less, "100000"), pool=less), W)
+
+
+def test_a_queue_borrowing_no_gpus_and_no_cpu_is_told_to_raise_both(tmp_path, capsys):
+    """tests/jobs/data/quota_borrow_two_limits.yaml: speech borrows no GPUs and no CPU
+    (`borrowingLimit: {gpus: 0, cpu: 0}`); asr-ddp asks 2 x 4 GPUs of t4-pool, where speech
+    holds 3. Wave 22's fix raised GPUs only ("quota.gpus to 9 and borrowingLimit.gpus to 2"),
+    which Kueue never admits: it checks every resource of the flavor (kueue v0.19.2
+    flavorassigner, per resource), and at a CPU limit of 0 the CPU stays at what speech is
+    guaranteed. The fix now raises both limits, each to the least that holds; applied, the
+    plan is CLEAN and Kueue's own arithmetic (plan.kueue.Quotas) lets speech's ClusterQueue
+    hold the job's GPUs and CPU there; the GPU limit alone, or one millicore less, is still
+    never admitted."""
+    import copy
+    from fractions import Fraction
+
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.plan import kueue as K
+
+    raw = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_two_limits.yaml").read_text())
+    code, text = _plan_stack(tmp_path, raw, capsys)
+    key = "trainforge:teams[1].quota.borrowingLimit"
+    assert code == 2, text
+    assert text.rstrip().endswith(
+        f"the job could never start: set {key}.gpus to 5 and {key}.cpu to 59182m"
+    ), text
+
+    def planned(limits: dict) -> tuple[int, str]:
+        fixed = copy.deepcopy(raw)
+        fixed["config"]["trainforge:teams"][1]["quota"]["borrowingLimit"] = limits
+        return _plan_stack(tmp_path, fixed, capsys)
+
+    code, text = planned({"gpus": 5, "cpu": "59182m"})
+    assert code == 0 and "plan --stack bl: CLEAN" in text, text
+    assert "speech/asr-ddp: borrows 5 GPUs in pool t4-pool" in text, text
+    for limits in ({"gpus": 5, "cpu": 0}, {"gpus": 5, "cpu": "59181m"}):
+        code, text = planned(limits)
+        assert code == 1 and "speech/asr-ddp: never admitted" in text, (limits, text)
+    cfg = {k.removeprefix("trainforge:"): v for k, v in raw["config"].items()
+           if k.startswith("trainforge:")}  # fmt: skip
+    cfg["teams"][1]["quota"]["borrowingLimit"] = {"gpus": 5, "cpu": "59182m"}
+    contract, objects = _solo_stack(cfg)
+    kueue = K.read(objects)
+    quotas, speech = K.Quotas(kueue.queues, kueue.shared), kueue.queues["speech"]
+    room = contract.teams["speech"].quota_inputs.room("t4-pool")
+    assert quotas.potential(speech, "t4-pool", K.GPU) == room["gpus"] == 8
+    assert quotas.potential(speech, "t4-pool", "cpu") == room["cpu"] >= Fraction("94.8")
