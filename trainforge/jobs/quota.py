@@ -1098,32 +1098,65 @@ def quota_raise(
     pkg/scheduler/flavorassigner `fitsResourceQuota`, per resource), so each try must leave
     room for all of them: where one does not, the borrowing limits of those it leaves short
     are raised with it (`_borrow`), else the next try. None: no such change."""
-    needs = {**(also or {}), resource: need}
+    found = _quota_raise(q, resource, need, pool, launch, {**(also or {}), resource: need})
+    return found.lift if found is not None else None
+
+
+def _quota_raise(
+    q: QuotaInputs,
+    resource: str,
+    need: Fraction,
+    pool: str,
+    launch: Mapping[str, Fraction] | None,
+    needs: Mapping[str, Fraction],
+    depth: int = 0,
+) -> _Raised | None:
+    """`quota_raise`'s tries, in its order, with the stack each makes."""
     found = _raise_keys(q, resource, need, pool, launch)
-    if found is not None and (done := _complete(q, found, needs, pool)) is not None:
+    if found is not None and (done := _complete(q, found, needs, pool, launch, depth)):
         return done
     alone = _borrow(q, needs, pool)
     if alone is not None and alone.lift.changes:
-        return alone.lift
-    lifted = _raise_with_borrowing(q, resource, need, pool, launch, needs)
+        return alone
+    lifted = _raise_with_borrowing(q, resource, need, pool, launch, needs, depth)
     if lifted is not None:
         return lifted
     # last, the pool grown for the other teams' asks too: the largest change
     found = _raise_keys(q, resource, need, pool, launch, grow=True)
-    return _complete(q, found, needs, pool) if found is not None else None
+    return _complete(q, found, needs, pool, launch, depth) if found is not None else None
 
 
 def _complete(
-    q: QuotaInputs, found: _Raised, needs: Mapping[str, Fraction], pool: str
-) -> Lift | None:
+    q: QuotaInputs,
+    found: _Raised,
+    needs: Mapping[str, Fraction],
+    pool: str,
+    launch: Mapping[str, Fraction] | None,
+    depth: int,
+) -> _Raised | None:
     """`found`'s change where the stack it makes holds every one of `needs` in `pool`; else
     with the borrowing limits of those it leaves short raised too (`_borrow` on that stack);
-    None where that does not either."""
+    else with the first resource still short lifted on that stack by the same search (a job
+    asking more CPU than its GPUs bring: the GPUs that bring it), up to one step per
+    resource. None where that does not either."""
     after = QuotaInputs(q.team, found.teams, found.pools, q.kueue)
     more = _borrow(after, needs, pool)
+    if more is None and depth < len(COVERED) - 1:
+        held = after.room(pool) if q.kueue else None
+        held = held or {k: parse_quantity(v) for k, v in after.held().items()}
+        short = next(
+            (k for k in ("gpus", "cpu", "memory") if needs.get(k, 0) > held.get(k, 0)), None
+        )
+        if short is not None:
+            more = _quota_raise(after, short, needs[short], pool, launch, needs, depth + 1)
     if more is None:
         return None
-    return Lift((*found.lift.changes, *more.lift.changes), found.lift.per_gpu)
+    # a key raised twice: its first value before, its last after
+    changes: dict[str, tuple[str, str]] = {}
+    for key, now, to in (*found.lift.changes, *more.lift.changes):
+        changes[key] = (changes[key][0] if key in changes else now, to)
+    lift = Lift(tuple((k, now, to) for k, (now, to) in changes.items()), found.lift.per_gpu)
+    return _Raised(lift, more.teams, more.pools)
 
 
 def _raise_with_borrowing(
@@ -1133,7 +1166,8 @@ def _raise_with_borrowing(
     pool: str,
     launch: Mapping[str, Fraction] | None,
     needs: Mapping[str, Fraction],
-) -> Lift | None:
+    depth: int = 0,
+) -> _Raised | None:
     """Where neither the team's quota and the pool's cap nor its borrowing limit alone lift
     it: the quota raise `_raise_keys` finds with no borrowing limit of `resource`, then, on
     the stack so raised, the least borrowing limits `_borrow` finds (the raise alone may
@@ -1158,7 +1192,7 @@ def _raise_with_borrowing(
         return None
     raised = next(t for t in found.teams if t.name == q.team)
     after = _Raised(found.lift, with_limit(raised, limit), found.pools)
-    return _complete(q, after, needs, pool)
+    return _complete(q, after, needs, pool, launch, depth)
 
 
 def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Lift | None:
