@@ -1034,3 +1034,90 @@ def test_where_only_the_borrowing_limit_holds_it_the_fix_raises_it_to_what_kueue
     for d in most("12")[1]:
         if d["metadata"]["name"] != "research":
             assert d == queues[d["metadata"]["name"]]
+
+
+def _grown_teams(research: dict, pool, other_gpus: str):
+    """Team research (`research`: its config) beside team other asking `other_gpus` GPUs."""
+    from trainforge.platform.published import team_facts
+    from trainforge.platform.services_config import parse_services_config
+
+    raw = {"teams": [research, {"name": "other", "quota": {"gpus": other_gpus}}]}
+    return team_facts(parse_services_config(raw, []), pools={pool.name: pool})["research"]
+
+
+def test_a_job_short_of_cpu_in_a_gpu_pool_gets_the_pool_grown_as_a_gpu_job_does():
+    """Team research, alone in its cohort, asks 1000 GPUs of a pool of 102 beside a team
+    asking 100000: the split gives it 1 GPU and its 11.875 cores. A job of 1 GPU and 30 cores
+    needs 3 GPUs' CPU; a raise of the pool goes mostly to the other team, so only the pool
+    grown past the other's ask lifts it, the step GPUs got in wave 22. The CPU search lacked
+    it and said "no raise ... lifts it" (and named quota.cpu and limits.cpu, which a GPU
+    pool's CPU does not follow). It now names the pool's GPUs and the team's; applied, the
+    job resolves, and one GPU less of the pool is still refused."""
+    research = {"name": "research", "cohort": "solo",
+                "quota": {"gpus": "1000", "borrowingLimit": {"gpus": 0}}}  # fmt: skip
+    pool = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=102))
+    spec = job(workers=1, gpusPerWorker=1, cpu="30")
+    with pytest.raises(JobConfigError) as err:
+        resolve_job(spec, JobTarget(team=_grown_teams(research, pool, "100000"), pool=pool), W)
+    fix = str(err.value).split("the job could never start: ")[1]
+    assert fix == (
+        "use cpu of at most 11.875 per pod, or set trainforge:nodePools[0].limits.gpus to 252 "
+        "and trainforge:teams[0].quota.gpus to 1003 (Karpenter counts each of the job's nodes "
+        "at its largest type)"
+    ), fix
+    raised = {**research, "quota": {"gpus": "1003", "borrowingLimit": {"gpus": 0}}}
+    bigger = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=252))
+    team = _grown_teams(raised, bigger, "100000")
+    resolve_job(spec, JobTarget(team=team, pool=bigger), W)
+    assert team.quota_inputs.room("gpu-workloads")["cpu"] >= 30
+    less = dataclasses.replace(GPU_POOL, limits=PoolLimits(gpus=251))
+    with pytest.raises(JobConfigError):
+        resolve_job(spec, JobTarget(team=_grown_teams(raised, less, "100000"), pool=less), W)
+
+
+def test_a_queue_borrowing_no_gpus_and_no_cpu_is_told_to_raise_both(tmp_path, capsys):
+    """tests/jobs/data/quota_borrow_two_limits.yaml: speech borrows no GPUs and no CPU
+    (`borrowingLimit: {gpus: 0, cpu: 0}`); asr-ddp asks 2 x 4 GPUs of t4-pool, where speech
+    holds 3. Wave 22's fix raised GPUs only ("quota.gpus to 9 and borrowingLimit.gpus to 2"),
+    which Kueue never admits: it checks every resource of the flavor (kueue v0.19.2
+    flavorassigner, per resource), and at a CPU limit of 0 the CPU stays at what speech is
+    guaranteed. The fix now raises both limits, each to the least that holds; applied, the
+    plan is CLEAN and Kueue's own arithmetic (plan.kueue.Quotas) lets speech's ClusterQueue
+    hold the job's GPUs and CPU there; the GPU limit alone, or one millicore less, is still
+    never admitted."""
+    import copy
+    from fractions import Fraction
+
+    import yaml
+
+    from tests.conftest import ROOT
+    from trainforge.plan import kueue as K
+
+    raw = yaml.safe_load((ROOT / "tests/jobs/data/quota_borrow_two_limits.yaml").read_text())
+    code, text = _plan_stack(tmp_path, raw, capsys)
+    key = "trainforge:teams[1].quota.borrowingLimit"
+    assert code == 2, text
+    assert text.rstrip().endswith(
+        f"the job could never start: set {key}.gpus to 5 and {key}.cpu to 59182m"
+    ), text
+
+    def planned(limits: dict) -> tuple[int, str]:
+        fixed = copy.deepcopy(raw)
+        fixed["config"]["trainforge:teams"][1]["quota"]["borrowingLimit"] = limits
+        return _plan_stack(tmp_path, fixed, capsys)
+
+    code, text = planned({"gpus": 5, "cpu": "59182m"})
+    assert code == 0 and "plan --stack bl: CLEAN" in text, text
+    assert "speech/asr-ddp: borrows 5 GPUs in pool t4-pool" in text, text
+    for limits in ({"gpus": 5, "cpu": 0}, {"gpus": 5, "cpu": "59181m"}):
+        code, text = planned(limits)
+        assert code == 1 and "speech/asr-ddp: never admitted" in text, (limits, text)
+    cfg = {k.removeprefix("trainforge:"): v for k, v in raw["config"].items()
+           if k.startswith("trainforge:")}  # fmt: skip
+    cfg["teams"][1]["quota"]["borrowingLimit"] = {"gpus": 5, "cpu": "59182m"}
+    contract, objects = _solo_stack(cfg)
+    kueue = K.read(objects)
+    quotas, speech = K.Quotas(kueue.queues, kueue.shared), kueue.queues["speech"]
+    room = contract.teams["speech"].quota_inputs.room("t4-pool")
+    assert quotas.potential(speech, "t4-pool", K.GPU) == room["gpus"] == 8
+    assert quotas.potential(speech, "t4-pool", "cpu") == room["cpu"] >= Fraction("94.8")

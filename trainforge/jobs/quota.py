@@ -1079,6 +1079,7 @@ def quota_raise(
     need: Fraction,
     pool: str,
     launch: Mapping[str, Fraction] | None = None,
+    also: Mapping[str, Fraction] | None = None,
 ) -> Lift | None:
     """The stack keys to raise so that the team may hold `need` of `resource` (gpus/cpu/memory)
     for a job in `pool`, each try checked against the model itself: with Kueue, what its
@@ -1089,19 +1090,73 @@ def quota_raise(
     `maxSize`), both. A change that takes from another team's guarantee is no fix. CPU and
     memory of a GPU pool follow its GPUs: with Kueue, where no change of the resource itself
     lifts it, its GPUs are raised by what brings the rest. Then the team's borrowing limit
-    alone (`borrow_raise`), then both together (`_raise_with_borrowing`), last the pool raised
+    alone (`_borrow`), then both together (`_raise_with_borrowing`), last the pool raised
     past what the other teams' asks take of it with the team's keys (`_raise_keys` `grow`).
-    None: no such change."""
+
+    `also`: what the job needs of the other resources there (gpus/cpu/memory). Kueue admits
+    a pod set only where every resource it requests fits the flavor (kueue v0.19.2
+    pkg/scheduler/flavorassigner `fitsResourceQuota`, per resource), so each try must leave
+    room for all of them: where one does not, the borrowing limits of those it leaves short
+    are raised with it (`_borrow`), else the next try. None: no such change."""
+    found = _quota_raise(q, resource, need, pool, launch, {**(also or {}), resource: need})
+    return found.lift if found is not None else None
+
+
+def _quota_raise(
+    q: QuotaInputs,
+    resource: str,
+    need: Fraction,
+    pool: str,
+    launch: Mapping[str, Fraction] | None,
+    needs: Mapping[str, Fraction],
+    depth: int = 0,
+) -> _Raised | None:
+    """`quota_raise`'s tries, in its order, with the stack each makes."""
     found = _raise_keys(q, resource, need, pool, launch)
-    if found is not None:
-        return found.lift
-    alone = borrow_raise(q, resource, need, pool)
-    if alone is None:
-        alone = _raise_with_borrowing(q, resource, need, pool, launch)
-    if alone is None:  # last, the pool grown for the other teams' asks too: the largest change
-        found = _raise_keys(q, resource, need, pool, launch, grow=True)
-        alone = found.lift if found is not None else None
-    return alone
+    if found is not None and (done := _complete(q, found, needs, pool, launch, depth)):
+        return done
+    alone = _borrow(q, needs, pool)
+    if alone is not None and alone.lift.changes:
+        return alone
+    lifted = _raise_with_borrowing(q, resource, need, pool, launch, needs, depth)
+    if lifted is not None:
+        return lifted
+    # last, the pool grown for the other teams' asks too: the largest change
+    found = _raise_keys(q, resource, need, pool, launch, grow=True)
+    return _complete(q, found, needs, pool, launch, depth) if found is not None else None
+
+
+def _complete(
+    q: QuotaInputs,
+    found: _Raised,
+    needs: Mapping[str, Fraction],
+    pool: str,
+    launch: Mapping[str, Fraction] | None,
+    depth: int,
+) -> _Raised | None:
+    """`found`'s change where the stack it makes holds every one of `needs` in `pool`; else
+    with the borrowing limits of those it leaves short raised too (`_borrow` on that stack);
+    else with the first resource still short lifted on that stack by the same search (a job
+    asking more CPU than its GPUs bring: the GPUs that bring it), up to one step per
+    resource. None where that does not either."""
+    after = QuotaInputs(q.team, found.teams, found.pools, q.kueue)
+    more = _borrow(after, needs, pool)
+    if more is None and depth < len(COVERED) - 1:
+        held = after.room(pool) if q.kueue else None
+        held = held or {k: parse_quantity(v) for k, v in after.held().items()}
+        short = next(
+            (k for k in ("gpus", "cpu", "memory") if needs.get(k, 0) > held.get(k, 0)), None
+        )
+        if short is not None:
+            more = _quota_raise(after, short, needs[short], pool, launch, needs, depth + 1)
+    if more is None:
+        return None
+    # a key raised twice: its first value before, its last after
+    changes: dict[str, tuple[str, str]] = {}
+    for key, now, to in (*found.lift.changes, *more.lift.changes):
+        changes[key] = (changes[key][0] if key in changes else now, to)
+    lift = Lift(tuple((k, now, to) for k, (now, to) in changes.items()), found.lift.per_gpu)
+    return _Raised(lift, more.teams, more.pools)
 
 
 def _raise_with_borrowing(
@@ -1109,11 +1164,13 @@ def _raise_with_borrowing(
     resource: str,
     need: Fraction,
     pool: str,
-    launch: Mapping[str, Fraction] | None = None,
-) -> Lift | None:
+    launch: Mapping[str, Fraction] | None,
+    needs: Mapping[str, Fraction],
+    depth: int = 0,
+) -> _Raised | None:
     """Where neither the team's quota and the pool's cap nor its borrowing limit alone lift
     it: the quota raise `_raise_keys` finds with no borrowing limit of `resource`, then, on
-    the stack so raised, the least borrowing limit `borrow_raise` finds (the raise alone may
+    the stack so raised, the least borrowing limits `_borrow` finds (the raise alone may
     already be enough there: no limit change then). Why both: a pool too small for the job
     needs its cap raised, and what the raise adds to the pool goes to the cohort's share,
     which the team only reaches past its borrowing limit (Pulumi.pe3.yaml's research, 5 x 4
@@ -1134,56 +1191,94 @@ def _raise_with_borrowing(
     if found is None:
         return None
     raised = next(t for t in found.teams if t.name == q.team)
-    after = QuotaInputs(q.team, with_limit(raised, limit), found.pools, q.kueue)
-    r = next(r for r in COVERED if CONFIG_KEY[r] == resource)
-    me = next(t for t in after.teams if t.name == q.team)
-    if pool_room(me, after.teams, after.pools)[pool][r] >= need:
-        return found.lift
-    more = borrow_raise(after, resource, need, pool)
-    if more is None:
-        return None
-    return Lift((*found.lift.changes, *more.changes), found.lift.per_gpu)
+    after = _Raised(found.lift, with_limit(raised, limit), found.pools)
+    return _complete(q, after, needs, pool, launch, depth)
 
 
 def borrow_raise(q: QuotaInputs, resource: str, need: Fraction, pool: str) -> Lift | None:
     """The team's `quota.borrowingLimit.<resource>` raised to the least value after which its
-    ClusterQueue may hold `need` in `pool` (`pool_room`, Kueue's PotentialAvailable: nominal
-    plus what the cohort lends, within the limit). It takes no guarantee from another team
-    (borrowed quota is reclaimable). None: no Kueue, no limit set, or the cohort cannot lend
-    enough even without one."""
+    ClusterQueue may hold `need` in `pool` (`_borrow` of that one need). None: no Kueue, no
+    limit set, no raise needed, or the cohort cannot lend enough even without one."""
+    found = _borrow(q, {resource: need}, pool)
+    return found.lift if found is not None and found.lift.changes else None
+
+
+def _borrow(q: QuotaInputs, needs: Mapping[str, Fraction], pool: str) -> _Raised | None:
+    """The team's `quota.borrowingLimit` of each resource its ClusterQueue cannot hold
+    `needs` (by gpus/cpu/memory) of in `pool` raised to the least value after which it can
+    (`pool_room`, Kueue's PotentialAvailable: nominal plus what the cohort lends, within the
+    limit): all of them, as Kueue checks every resource of the flavor. It takes no guarantee
+    from another team (borrowed quota is reclaimable). No change where every need holds.
+    None: one short with no Kueue or no limit to raise, or the cohort cannot lend enough even
+    without the limits."""
     teams, pools = list(q.teams), list(q.pools)
     team = next(t for t in teams if t.name == q.team)
-    r = next(r for r in COVERED if CONFIG_KEY[r] == resource)
-    now = getattr(team.quota.borrowing_limit, resource)
-    if not q.kueue or now is None or all(p.name != pool for p in pools):
+    if all(p.name != pool for p in pools):
         return None
 
-    def limited(v: Fraction | None) -> TeamConfig:
-        value = None if v is None else format_quantity(r, v)
-        lim = team.quota.borrowing_limit.model_copy(update={resource: value})
-        return team.model_copy(
+    def limited(values: Mapping[str, Fraction | None]) -> list[TeamConfig]:
+        lim = team.quota.borrowing_limit.model_copy(
+            update={
+                CONFIG_KEY[r]: None if v is None else format_quantity(r, v)
+                for r, v in values.items()
+            }
+        )
+        t = team.model_copy(
             update={"quota": team.quota.model_copy(update={"borrowing_limit": lim})}
         )
+        return [t if x.name == t.name else x for x in teams]
 
-    def holds(v: Fraction) -> bool:
-        t = limited(v)
-        return pool_room(t, [t if x.name == t.name else x for x in teams], pools)[pool][r] >= need
+    def room(ts: list[TeamConfig]) -> dict[str, Fraction]:
+        if not q.kueue:
+            held = QuotaInputs(q.team, tuple(ts), tuple(pools), False).held()
+            return {r: parse_quantity(held[CONFIG_KEY[r]]) for r in COVERED}
+        return pool_room(next(t for t in ts if t.name == q.team), ts, pools)[pool]
 
-    unit, low = _UNIT[r], parse_quantity(str(now))
-    # the bound is what the cohort lends a team with no limit of `resource`: at a limit of 0
-    # the team takes no part of what no team is guaranteed (`_takers`), so its cohort's share
-    # of the pool would be left out of the bound and a raise that reaches it never tried
-    # (Pulumi.bl.yaml: speech at 0 is lent nlp's 2 of t4-pool, at 5 also its cohort's 3)
-    free = limited(None)
-    high = lendable(free, [free if x.name == free.name else x for x in teams], pools)[pool][r]
-    if holds(low) or not holds(high):
+    want = {r: Fraction(needs.get(CONFIG_KEY[r], 0)) for r in COVERED}
+    have = room(teams)
+    short = [r for r in COVERED if want[r] > have[r]]
+    if not short:
+        return _Raised(Lift(()), tuple(teams), tuple(pools))
+    # a short resource with no limit is short for want of a limit above 0 on another one
+    # (the team is then no taker of the cohort's share): raised with them, or not at all
+    now = borrowing_limits(team)
+    raisable = [r for r in short if now[r] is not None]
+    if not q.kueue or not raisable:
         return None
-    lo, hi = int(low // unit), math.ceil(high / unit)
-    while lo < hi:  # the least whole unit that holds it
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if holds(mid * unit) else (mid + 1, hi)
-    key = f"{team_key(teams, team.name)}.quota.borrowingLimit.{resource}"
-    return Lift(((key, str(now), format_quantity(r, hi * unit)),))
+    # the bound is what the cohort lends a team with no limit of the short resources: at a
+    # limit of 0 the team takes no part of what no team is guaranteed (`_takers`), so its
+    # cohort's share of the pool would be left out of the bound and a raise that reaches it
+    # never tried (Pulumi.bl.yaml: speech at 0 is lent nlp's 2 of t4-pool, at 5 also its
+    # cohort's 3). Each limit is searched with the others' free; a limit raised from 0 to the
+    # least that holds is above 0, so together they keep the team a taker as each was found.
+    free: dict[str, Fraction | None] = {r: None for r in raisable}
+    unbound = limited(free)
+    if any(room(unbound)[r] < want[r] for r in short):
+        return None
+    me = next(t for t in unbound if t.name == q.team)
+    high = lendable(me, unbound, pools)[pool]
+    chosen: dict[str, Fraction | None] = {}
+    for r in raisable:
+        unit = _UNIT[r]
+        lo, hi = int(now[r] // unit), max(math.ceil(high[r] / unit), int(now[r] // unit))
+        while lo < hi:  # the least whole unit that holds it
+            mid = (lo + hi) // 2
+            holds = room(limited({**free, r: mid * unit}))[r] >= want[r]
+            lo, hi = (lo, mid) if holds else (mid + 1, hi)
+        chosen[r] = hi * unit
+    after = limited(chosen)
+    if any(room(after)[r] < want[r] for r in short):
+        return None
+    tkey = team_key(teams, team.name)
+    changes = tuple(
+        (
+            f"{tkey}.quota.borrowingLimit.{CONFIG_KEY[r]}",
+            str(getattr(team.quota.borrowing_limit, CONFIG_KEY[r])),
+            format_quantity(r, chosen[r]),
+        )
+        for r in sorted(raisable, key=lambda r: (r != GPU, COVERED.index(r)))
+    )
+    return _Raised(Lift(changes), tuple(after), tuple(pools))
 
 
 @dataclass(frozen=True)
@@ -1214,11 +1309,15 @@ def _raise_keys(
     if p is None:
         return None
 
-    def room(ts: list[TeamConfig], ps: list[PoolFacts]) -> Fraction:
+    def room_of(ts: list[TeamConfig], ps: list[PoolFacts], res: str) -> Fraction:
         if q.kueue:
             me = next(t for t in ts if t.name == q.team)
-            return pool_room(me, ts, ps)[pool][r]
-        return parse_quantity(QuotaInputs(q.team, tuple(ts), tuple(ps), False).held()[resource])
+            return pool_room(me, ts, ps)[pool][res]
+        held = QuotaInputs(q.team, tuple(ts), tuple(ps), False).held()
+        return parse_quantity(held[CONFIG_KEY[res]])
+
+    def room(ts: list[TeamConfig], ps: list[PoolFacts]) -> Fraction:
+        return room_of(ts, ps, r)
 
     held = room(teams, pools)
     follows = r != GPU and bool(p.gpus_per_node)
@@ -1274,26 +1373,28 @@ def _raise_keys(
                     return done((*changes, *more[0]), more[1], ps, per)
         return None
 
-    def grown() -> _Raised | None:
+    def grown(res: str, want: Fraction, have: Fraction, per: Fraction | None = None):
         """Where the pool raised by what the team lacks goes to the other teams' asks (each
         is scaled to what the pool holds, so each takes a part of a raise): the least raise of
-        the pool, in whole units, up to one that holds every team's ask there and `need`
-        more, after which the team's keys lift it (rev22pe's solo research: 2 GPUs asked of 4
-        beside a team asking 100, then quota.gpus 6 with the pool at 106, not 10)."""
-        cap = pool_capacity(p, r)
+        the pool's `res`, in whole units, up to one that holds every team's ask there and
+        `want` more (`have`: what the team holds of `res` there now), after which the team's
+        keys lift it (rev22pe's solo research: 2 GPUs asked of 4 beside a team asking 100,
+        then quota.gpus 6 with the pool at 106, not 10). CPU and memory of a GPU pool grow
+        with its GPUs (`res` GPU, `want` the GPUs that bring them, `per` each GPU's part)."""
+        cap = pool_capacity(p, res)
         if cap is None:
             return None
         asked, _ = _split(teams, pools)
-        whole = _WHOLE[r]
-        low = math.ceil((need - held) / whole)
-        high = math.ceil((sum((asked[t.name][pool][r] for t in teams), Fraction(0)) + need
+        whole = _WHOLE[res]
+        low = math.ceil((want - have) / whole)
+        high = math.ceil((sum((asked[t.name][pool][res] for t in teams), Fraction(0)) + want
                           - cap) / whole)  # fmt: skip
 
         def tried(units: int) -> _Raised | None:
-            raised = _pool_raise(pools, p, r, units * whole, launched[r])
+            raised = _pool_raise(pools, p, res, units * whole, launched[res])
             if raised is None:
                 return None
-            return first(r, need, (raised[0], [raised[1] if x is p else x for x in pools]))
+            return first(res, want, (raised[0], [raised[1] if x is p else x for x in pools]), per)
 
         if high <= low or tried(high) is None:
             return None
@@ -1310,7 +1411,7 @@ def _raise_keys(
         found = first(r, need - held, by_pool)
         if found is not None:
             return found
-        found = grown() if grow else None
+        found = grown(r, need, held) if grow else None
         if found is not None:
             return found
     each = per_gpu(p) if follows else None
@@ -1340,4 +1441,8 @@ def _raise_keys(
         if found is not None:
             return found
         gpus *= 2
-    return None
+    if not grow:
+        return None
+    # last, as for GPUs: the pool's GPUs grown past the other teams' asks, with what they bring
+    have = room_of(teams, pools, GPU)
+    return grown(GPU, have + math.ceil((need - held) / each[r]), have, each[r])

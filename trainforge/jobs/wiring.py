@@ -434,10 +434,11 @@ def check_quota(job: JobSpec, target: JobTarget, where: str, given: JobSpec | No
     # cpu/memory the user did not set are the pool's per-pod defaults: `workers` is the key
     cpu_key = "cpu" if given is None or given.cpu is not None else "workers"
     memory_key = "memory" if given is None or given.memory is not None else "workers"
+    needs = job_needs(job)
     asks = [
-        ("gpus", q.gpus, per_gpus * pods, gpu_key),
-        ("cpu", q.cpu, parse_quantity(job.cpu or "0") * pods, cpu_key),
-        ("memory", q.memory, parse_quantity(job.memory or "0") * pods, memory_key),
+        ("gpus", q.gpus, needs["gpus"], gpu_key),
+        ("cpu", q.cpu, needs["cpu"], cpu_key),
+        ("memory", q.memory, needs["memory"], memory_key),
         ("pods", q.pods, Fraction(pods), "workers"),
     ]
     for name, limit, need, key in asks:
@@ -529,14 +530,34 @@ def _over_quota(
     )
 
 
-def quota_lift(job: JobSpec, target: JobTarget, name: str, need: Fraction) -> quota.Lift | None:
+def quota_lift(
+    job: JobSpec,
+    target: JobTarget,
+    name: str,
+    need: Fraction,
+    also: Mapping[str, Fraction] | None = None,
+) -> quota.Lift | None:
     """The stack change after which the team may hold `need` of `name` (gpus/cpu/memory) in
-    the job's pool (`quota.quota_raise` on the platform's `TeamFacts.quota_inputs`); None
-    where none does or the team's quota is not known."""
+    the job's pool and what the job needs of the rest there with it (`also`, by key; by
+    default its pods' requests, `job_needs`): Kueue admits only where all fit
+    (`quota.quota_raise` on the platform's `TeamFacts.quota_inputs`); None where none does or
+    the team's quota is not known."""
     inputs = target.team.quota_inputs if target.team is not None else None
     if inputs is None or name == "pods":
         return None
-    return quota.quota_raise(inputs, name, need, job.pool, _launch(job, target.pool))
+    also = job_needs(job) if also is None else also
+    return quota.quota_raise(inputs, name, need, job.pool, _launch(job, target.pool), also)
+
+
+def job_needs(job: JobSpec) -> dict[str, Fraction]:
+    """By key (gpus, cpu, memory): what the job's fewest pods request in all, as the quota
+    check counts it (`check_quota`)."""
+    pods = job.min_workers
+    return {
+        "gpus": Fraction(job.gpus_per_worker or 0) * pods,
+        "cpu": parse_quantity(job.cpu or "0") * pods,
+        "memory": parse_quantity(job.memory or "0") * pods,
+    }
 
 
 def pool_fit(target: JobTarget, name: str, cap: Fraction) -> Fraction:

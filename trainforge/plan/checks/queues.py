@@ -931,7 +931,8 @@ def quota_change(
     cap = parse_quantity(getattr(target.quota, name) or "0") or total[r]
     one_fits = mine / max(pods, 1) + held <= room.get(name, cap)
     key = "workers" if one_fits else ("gpusPerWorker" if name == "gpus" else name)
-    lift = quota_lift(spec, target, name, total[r])
+    also = {quota.CONFIG_KEY[x]: v for x, v in total.items() if x in quota.CONFIG_KEY}
+    lift = quota_lift(spec, target, name, total[r], also)
     return quota_fix(spec, target, name, key, mine, cap, pods, lift, said=said, beside=held)
 
 
