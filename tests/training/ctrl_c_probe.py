@@ -23,7 +23,12 @@ PHASE = sys.argv.pop(1)
 def held(real: Any) -> Any:
     def wait_then_run(*args: Any, **kwargs: Any) -> Any:
         print(f"probe: in {PHASE}", flush=True)
-        time.sleep(600)  # the test's Ctrl-C comes here
+        # the test's Ctrl-C comes here, in short sleeps: a SIGINT whose C handler runs after
+        # the eval loop's last check but before one long sleep's syscall (a loaded machine
+        # preempts the thread there) leaves that sleep running; Python runs the handler at
+        # the next bytecode, so a slice bounds the wait (a CI run hung 120 s on one 600 s sleep)
+        for _ in range(12_000):
+            time.sleep(0.05)
         return real(*args, **kwargs)
 
     return wait_then_run

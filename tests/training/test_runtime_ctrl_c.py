@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,7 +90,9 @@ def test_ctrl_c_to_the_process_group_names_the_newest_checkpoint_without_traceba
     assert "a Ctrl-C saves none; SIGTERM does" in line, line
     newest = line.split("the next run resumes from ")[1].split(":")[0]
     assert Path(newest).parent == ckpt and (Path(newest) / ".metadata").is_file(), line
-    assert "step(s) trained since it are lost" in line, line
+    # the Ctrl-C lands a few steps after a save, or (a loaded machine reads the log late) just
+    # after the next one: both are this line's truth (ctrl_c_detail's figures: its own tests)
+    assert re.search(r"(the \d+ step\(s\)|no step) trained since it (are|is) lost", line), line
 
 
 def test_ctrl_c_words_without_a_directory_or_a_save(tmp_path: Path) -> None:
