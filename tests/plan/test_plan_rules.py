@@ -413,40 +413,124 @@ def test_gpu_capacity_by_instance_type_is_the_catalogs_answer(instance_type, gpu
     assert catalog.nvidia_gpu_family(instance_type) is gpu
 
 
-# CKV_K8S_20 and CKV_K8S_31 read the fields through core/pod_security (`escalation_allowed`,
-# `seccomp_type`), the model of Pod Security's restricted checks: a container the rule flags
-# is one restricted admission refuses for the same field, and the other way round.
-_AGREE = [
-    ({"allowPrivilegeEscalation": True}, {}, {"CKV_K8S_20"}),
-    ({"allowPrivilegeEscalation": None}, {}, {"CKV_K8S_20"}),  # unset: may escalate
-    ({}, {}, set()),
-    ({"seccompProfile": None}, {"seccompProfile": {"type": "RuntimeDefault"}}, set()),
-    ({"seccompProfile": None}, {"seccompProfile": {"type": "Unconfined"}}, {"CKV_K8S_31"}),
-    ({"seccompProfile": None}, {"seccompProfile": {"type": "Localhost"}}, set()),
-    ({"seccompProfile": None}, {}, {"CKV_K8S_31"}),
-    (
-        {"seccompProfile": {"type": "Unconfined"}},
-        {"seccompProfile": {"type": "RuntimeDefault"}},
-        {"CKV_K8S_31"},
-    ),
-    # a container's own profile wins even without a type (the pod's is not read): the
-    # kubelet's choice and restricted's; the rule's old copy fell through to the pod's
-    ({"seccompProfile": {}}, {"seccompProfile": {"type": "RuntimeDefault"}}, {"CKV_K8S_31"}),
-    ({"seccompProfile": {"type": "Localhost"}}, {}, set()),
-]
+# The four pod-security rules are checkov's checks first: the id is checkov's promise, so a
+# container checkov 3.3.30 fails (`ckv`, read from its check in checkov/kubernetes/checks/
+# resource/k8s/ and confirmed by running it: `test_checkov_verdicts_are_checkovs_own`) the
+# rule fails too. Beyond checkov the rule fails what really runs as root or unconfined.
+# Each row is also judged by Pod Security's restricted level (core/pod_security, the check
+# ids in `_RESTRICTED`): the rule agrees with it unless the row says why checkov's rule
+# means something else (and then the two must really differ).
+_RD, _LH, _UN = ({"type": t} for t in ("RuntimeDefault", "Localhost", "Unconfined"))
+_RESTRICTED = {
+    "CKV_K8S_20": {"allowPrivilegeEscalation"},
+    "CKV_K8S_23": {"runAsNonRoot", "runAsUser"},
+    "CKV_K8S_37": {"capabilities_restricted"},
+    "CKV_K8S_31": {"seccompProfile_restricted"},
+}
+_UID_ONLY = "checkov passes a non-zero runAsUser; restricted wants runAsNonRoot: true"
+_ONLY_RD = "checkov passes only RuntimeDefault; restricted admits Localhost too"
+_ROWS = [  # (rule, pod securityContext, container securityContext, checkov fails, rule fails, why)
+    ("CKV_K8S_20", {}, {"allowPrivilegeEscalation": True}, True, True, ""),
+    ("CKV_K8S_20", {}, {"allowPrivilegeEscalation": None}, True, True, ""),  # unset: may
+    ("CKV_K8S_20", {}, {}, False, False, ""),
+    ("CKV_K8S_23", {}, {}, False, False, ""),
+    ("CKV_K8S_23", {"runAsNonRoot": None}, {"runAsNonRoot": None}, True, True, ""),
+    ("CKV_K8S_23", {"runAsNonRoot": None, "runAsUser": 1000}, {"runAsNonRoot": None}, False,
+     False, _UID_ONLY),
+    ("CKV_K8S_23", {"runAsNonRoot": None}, {"runAsNonRoot": False, "runAsUser": 1000}, False,
+     False, _UID_ONLY),
+    # the pod's runAsUser does not excuse a container's own runAsNonRoot: false for checkov
+    ("CKV_K8S_23", {"runAsUser": 1000}, {"runAsNonRoot": False}, True, True, ""),
+    # UID 0 beside runAsNonRoot: true: checkov passes, the kubelet refuses to start it
+    ("CKV_K8S_23", {}, {"runAsUser": 0}, False, True, ""),
+    ("CKV_K8S_23", {"runAsNonRoot": None, "runAsUser": 0}, {"runAsNonRoot": True}, False,
+     True, ""),
+    ("CKV_K8S_37", {}, {}, False, False, ""),
+    ("CKV_K8S_37", {}, {"capabilities": None}, True, True, ""),
+    ("CKV_K8S_37", {}, {"capabilities": {"drop": ["NET_RAW"]}}, True, True, ""),
+    ("CKV_K8S_37", {}, {"capabilities": {"drop": ["ALL"], "add": ["NET_BIND_SERVICE"]}},
+     False, False, ""),
+    ("CKV_K8S_37", {}, {"capabilities": {"drop": ["ALL"], "add": ["CHOWN"]}}, False, False,
+     "checkov's CKV_K8S_37 never reads add; restricted refuses any but NET_BIND_SERVICE"),
+    ("CKV_K8S_37", {}, {"capabilities": {"drop": ["all"]}}, False, False,
+     "checkov (and containerd) take a lower-case all; restricted wants the exact ALL"),
+    ("CKV_K8S_31", {"seccompProfile": _RD}, {"seccompProfile": None}, False, False, ""),
+    ("CKV_K8S_31", {"seccompProfile": _UN}, {"seccompProfile": None}, True, True, ""),
+    ("CKV_K8S_31", {"seccompProfile": _LH}, {"seccompProfile": None}, True, True, _ONLY_RD),
+    ("CKV_K8S_31", {}, {"seccompProfile": None}, True, True, ""),
+    ("CKV_K8S_31", {}, {"seccompProfile": _LH}, True, True, _ONLY_RD),
+    # the pod's Unconfined fails though every container overrides it (checkov reads the
+    # pod's profile first; restricted refuses the pod's field)
+    ("CKV_K8S_31", {"seccompProfile": _UN}, {"seccompProfile": _RD}, True, True, ""),
+    ("CKV_K8S_31", {"seccompProfile": _UN}, {"seccompProfile": _LH}, True, True, ""),
+    # under a pod's RuntimeDefault checkov reads no container: the rule still fails one
+    # that runs unconfined (a profile without a type: the pod's is not read either)
+    ("CKV_K8S_31", {"seccompProfile": _RD}, {"seccompProfile": _UN}, False, True, ""),
+    ("CKV_K8S_31", {"seccompProfile": _RD}, {"seccompProfile": {}}, False, True, ""),
+    ("CKV_K8S_31", {"seccompProfile": _RD}, {"seccompProfile": _LH}, False, False, ""),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(("container_sc", "pod_sc", "want"), _AGREE)
-def test_escalation_and_seccomp_rules_agree_with_restricted_pod_security(
-    container_sc, pod_sc, want
+def _row_deployment(pod_sc: dict, container_sc: dict) -> dict:
+    """A Deployment of one container: SECURE_SC and a pod runAsNonRoot: true, with the row's
+    fields over them (None removes one)."""
+
+    def merged(base: dict, over: dict) -> dict:
+        return {k: v for k, v in {**base, **over}.items() if v is not None}
+
+    return deployment(
+        {"securityContext": merged(SECURE_SC, container_sc)},
+        securityContext=merged({"runAsNonRoot": True}, pod_sc),
+    )
+
+
+@pytest.mark.parametrize(("rule", "pod_sc", "container_sc", "ckv", "want", "why"), _ROWS)
+def test_pod_security_rules_keep_checkovs_promise_and_agree_with_restricted_pod_security(
+    rule, pod_sc, container_sc, ckv, want, why
 ):
     from trainforge.core import pod_security as ps
 
-    sc = {k: v for k, v in {**SECURE_SC, **container_sc}.items() if v is not None}
-    d = deployment({"securityContext": sc}, securityContext={"runAsNonRoot": True, **pod_sc})
-    found = ids(DEPLOY, d) & {"CKV_K8S_20", "CKV_K8S_31"}
+    d = _row_deployment(pod_sc, container_sc)
+    found = rule in ids(DEPLOY, d)
     assert found == want
+    assert found or not ckv  # a container checkov fails, the rule fails
     template = d["spec"]["template"]
     refused = {r.check for r in ps.evaluate(ps.Policy("restricted", ps.LATEST), template)}
-    assert ("CKV_K8S_20" in found) == ("allowPrivilegeEscalation" in refused)
-    assert ("CKV_K8S_31" in found) == ("seccompProfile_restricted" in refused)
+    assert found == bool(refused & _RESTRICTED[rule]) or why
+    assert found != bool(refused & _RESTRICTED[rule]) or not why  # a difference is real
+
+
+_CHECKOV = """
+import json, sys
+from checkov.kubernetes.checks.resource.k8s.AllowPrivilegeEscalation import check as c20
+from checkov.kubernetes.checks.resource.k8s.RootContainers import check as c23
+from checkov.kubernetes.checks.resource.k8s.MinimizeCapabilities import check as c37
+from checkov.kubernetes.checks.resource.k8s.Seccomp import check as c31
+checks = {"CKV_K8S_20": c20, "CKV_K8S_23": c23, "CKV_K8S_37": c37, "CKV_K8S_31": c31}
+out = []
+for rule, conf in json.load(sys.stdin):
+    checks[rule].entity_type = conf["kind"]
+    out.append(checks[rule].scan_spec_conf(conf).name == "FAILED")
+print(json.dumps(out))
+"""
+
+
+def test_checkov_verdicts_are_checkovs_own():
+    """The rows' `ckv` column is what the pinned checkov says, where `make checkov` has made
+    its virtualenv (.ci-venv): the transcription cannot drift from the check it names."""
+    import subprocess
+    from pathlib import Path
+
+    python = Path(__file__).resolve().parents[2] / ".ci-venv" / "bin" / "python"
+    if not python.exists():
+        pytest.skip("no .ci-venv (make checkov makes it)")
+    confs = [
+        (rule, {"kind": "Deployment", **_row_deployment(pod, c)}) for rule, pod, c, *_ in _ROWS
+    ]
+    out = subprocess.run(
+        [str(python), "-c", _CHECKOV], input=json.dumps(confs), capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
+    want = [(rule, pod, c, ckv) for rule, pod, c, ckv, *_ in _ROWS]
+    got = json.loads(out.stdout)
+    assert [(*w[:3], g) for w, g in zip(want, got, strict=True)] == want

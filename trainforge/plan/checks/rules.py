@@ -448,6 +448,44 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
     )
 
 
+def _uid_ok(uid: Any) -> bool:
+    """checkov's `check_runAsUser(spec, 1)`: an integer UID of at least 1."""
+    return isinstance(uid, int) and not isinstance(uid, bool) and uid >= 1
+
+
+def root_container(spec: dict, c: dict) -> str | None:
+    """Why checkov's CKV_K8S_23 ("Minimize the admission of root containers", checkov 3.3.30
+    checkov/kubernetes/checks/resource/k8s/RootContainers.py) fails container `c` of pod
+    `spec`, or None; then, beyond checkov, a container whose effective runAsUser is 0.
+
+    Why not Pod Security's runAsNonRoot (core/pod_security `_run_as_non_root`): the two mean
+    different things. Restricted admission wants runAsNonRoot: true and ignores the UID;
+    checkov passes a container that runs as a non-zero UID with runAsNonRoot unset or false,
+    and decides by the pod's fields first: a pod runAsNonRoot: true passes each container but
+    one that sets its own runAsNonRoot: false without its own non-zero runAsUser; else a pod
+    runAsUser >= 1 passes each container but one that sets its own runAsUser below 1; else
+    each container needs its own runAsNonRoot: true or runAsUser >= 1. Where checkov passes a
+    container whose effective runAsUser is 0 (runAsNonRoot: true beside it, the UID on the
+    other level), the rule still fails it: the process is root, or the kubelet refuses to
+    start it. checkov reads only `containers`; the rule judges init containers alike."""
+    pod_sc, sc = get(spec, "securityContext"), get(c, "securityContext")
+    fields = (get(pod_sc, "runAsNonRoot"), get(pod_sc, "runAsUser"), get(sc, "runAsNonRoot"))
+    if any(map(is_unknown, (*fields, get(sc, "runAsUser")))):
+        return None
+    if security_field(pod_sc, sc, "runAsUser") == 0:
+        return "runs as root (runAsUser: 0)"
+    own_non_root, own_uid = get(sc, "runAsNonRoot"), get(sc, "runAsUser")
+    if get(pod_sc, "runAsNonRoot"):
+        if own_non_root is not None and not own_non_root and not _uid_ok(own_uid):
+            return "sets runAsNonRoot: false without its own non-zero runAsUser"
+        return None
+    if _uid_ok(get(pod_sc, "runAsUser")):
+        return None if own_uid is None or _uid_ok(own_uid) else f"runs as UID {own_uid!r}"
+    if own_non_root or _uid_ok(own_uid):
+        return None
+    return "may run as root (set runAsNonRoot: true)"
+
+
 @container_rule(
     "CKV_K8S_23",
     "Containers run as non-root",
@@ -456,12 +494,7 @@ def _documented_root_job(type_: str, inputs: dict, spec: dict) -> bool:
 def pod_non_root(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     if _documented_root_job(type_, inputs, spec):
         return None
-    pod_sc, sc = get(spec, "securityContext"), get(c, "securityContext")
-    non_root = security_field(pod_sc, sc, "runAsNonRoot")
-    uid = security_field(pod_sc, sc, "runAsUser")
-    if uid == 0 or not (non_root is True or (isinstance(uid, int) and uid > 0)):
-        return "may run as root (set runAsNonRoot: true)"
-    return None
+    return root_container(spec, c)
 
 
 @container_rule(
@@ -473,14 +506,60 @@ def pod_no_privilege_escalation(type_: str, inputs: dict, spec: dict, c: dict) -
     return "allows privilege escalation" if pod_security.escalation_allowed(c) else None
 
 
+def drops_all(c: dict) -> bool:
+    """Whether container `c` passes checkov's CKV_K8S_37 ("Minimize the admission of containers
+    with capabilities assigned", checkov 3.3.30 checkov/kubernetes/checks/resource/k8s/
+    MinimizeCapabilities.py): an entry of capabilities.drop contains "ALL" or "all".
+
+    Why not Pod Security's capabilities check (core/pod_security `_capabilities_restricted`):
+    it means more. Restricted admission wants the exact entry "ALL" (a lower-case "all" is
+    refused there, though containerd drops every capability for it: pkg/cri/util/strings.go
+    `InStringSlice` compares with EqualFold) and refuses any added capability but
+    NET_BIND_SERVICE; checkov's CKV_K8S_37 never reads `add` (added capabilities are its
+    CKV_K8S_25, which the plan does not model)."""
+    drop = as_list(get(c, "securityContext", "capabilities", "drop"))
+    return any(isinstance(d, str) and ("ALL" in d or "all" in d) for d in drop)
+
+
 @container_rule(
     "CKV_K8S_37",
     "Containers drop ALL capabilities",
     'set securityContext.capabilities.drop: ["ALL"] (add back only what is needed)',
 )
 def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    drops_all = "ALL" in as_list(get(c, "securityContext", "capabilities", "drop"))
-    return None if drops_all else "does not drop ALL capabilities"
+    return None if drops_all(c) else "does not drop ALL capabilities"
+
+
+SECCOMP_DEFAULT = "RuntimeDefault"
+
+
+def seccomp_problem(spec: dict, c: dict) -> str | None:
+    """Why checkov's CKV_K8S_31 ("Ensure that the seccomp profile is set to docker/default or
+    runtime/default", checkov 3.3.30 checkov/kubernetes/checks/resource/k8s/Seccomp.py) fails
+    container `c` of pod `spec`, or None; then, beyond checkov, a container that runs without
+    a seccomp profile.
+
+    checkov reads the pod's seccompProfile.type first: when set, it decides alone and only
+    RuntimeDefault passes, so a pod's Unconfined fails though every container sets its own
+    RuntimeDefault (restricted Pod Security refuses it too) and a pod's Localhost fails
+    (restricted admits it); when unset, every container needs its own RuntimeDefault. The
+    profile a container runs with is Pod Security's one reader, `pod_security.seccomp_type`
+    (its own, else the pod's): where checkov passes a pod's RuntimeDefault without reading
+    the containers, the rule still fails a container that overrides it with Unconfined, as
+    restricted admission does. Also beyond checkov: init containers (it reads only
+    `containers`) and the alpha seccomp annotation, which it accepts (Pod Security reads only
+    the fields since 1.19)."""
+    pod = get(spec, "securityContext", "seccompProfile", "type")
+    if is_unknown(pod):
+        return None
+    if pod is not None and pod != SECCOMP_DEFAULT:
+        return f"runs in a pod whose seccomp profile is {pod}"
+    t = pod_security.seccomp_type(spec, c)
+    if is_unknown(t) or t == SECCOMP_DEFAULT:
+        return None
+    if pod == SECCOMP_DEFAULT and t in pod_security.SECCOMP_TYPES:
+        return None  # checkov reads no container under a pod RuntimeDefault; Localhost confines
+    return f"seccomp profile is {t or 'unset'}"
 
 
 @container_rule(
@@ -489,8 +568,7 @@ def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
     "set securityContext.seccompProfile.type: RuntimeDefault",
 )
 def pod_seccomp(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
-    t = pod_security.seccomp_type(spec, c)
-    return None if t in pod_security.SECCOMP_TYPES else f"seccomp profile is {t or 'unset'}"
+    return seccomp_problem(spec, c)
 
 
 @container_rule(
