@@ -473,6 +473,9 @@ def root_container(spec: dict, c: dict) -> str | None:
     if any(map(is_unknown, (*fields, get(sc, "runAsUser")))):
         return None
     if security_field(pod_sc, sc, "runAsUser") == 0:
+        # the kubelet refuses it: pkg/kubelet/kuberuntime/security_context_others.go
+        if security_field(pod_sc, sc, "runAsNonRoot") is True:  # verifyRunAsNonRoot
+            return "sets runAsUser: 0 beside runAsNonRoot: true (the kubelet will not start it)"
         return "runs as root (runAsUser: 0)"
     own_non_root, own_uid = get(sc, "runAsNonRoot"), get(sc, "runAsUser")
     if get(pod_sc, "runAsNonRoot"):
@@ -531,6 +534,7 @@ def pod_drop_all(type_: str, inputs: dict, spec: dict, c: dict) -> str | None:
 
 
 SECCOMP_DEFAULT = "RuntimeDefault"
+_ONLY_DEFAULT = {"Localhost": " (checkov's CKV_K8S_31 passes only RuntimeDefault)"}
 
 
 def seccomp_problem(spec: dict, c: dict) -> str | None:
@@ -553,13 +557,13 @@ def seccomp_problem(spec: dict, c: dict) -> str | None:
     if is_unknown(pod):
         return None
     if pod is not None and pod != SECCOMP_DEFAULT:
-        return f"runs in a pod whose seccomp profile is {pod}"
+        return f"runs in a pod whose seccomp profile is {pod}{_ONLY_DEFAULT.get(pod, '')}"
     t = pod_security.seccomp_type(spec, c)
     if is_unknown(t) or t == SECCOMP_DEFAULT:
         return None
     if pod == SECCOMP_DEFAULT and t in pod_security.SECCOMP_TYPES:
         return None  # checkov reads no container under a pod RuntimeDefault; Localhost confines
-    return f"seccomp profile is {t or 'unset'}"
+    return f"seccomp profile is {t or 'unset'}{_ONLY_DEFAULT.get(t, '')}"
 
 
 @container_rule(
