@@ -79,7 +79,10 @@ class Shape:
     `trainer`: image, command, args, env), whose resources are those of the built pod's
     container named `container`, else (no runtime to build from) `trainer_resources` of the
     mapping (the controller's rule: the resources it gives the container whatever the
-    runtime, None when the runtime's stay); `procs`, processes per pod;
+    runtime, None when the runtime's stay); `procs`, the path of its processes per pod as
+    the object writes them, and `procs_env`, the built container's variable its controller
+    sets them in (a TrainJob's PET_NPROC_PER_NODE: the torch plugin's count, which the object
+    need not write);
     `suspend` and `managed_by`, where it is suspended and which controller manages it;
     `retry`, its controller's retry semantics (default: `restarts` + 1 attempts).
 
@@ -101,6 +104,7 @@ class Shape:
     trainer: Path = ()
     trainer_resources: Callable[[Mapping[str, Any]], dict[str, Any] | None] | None = None
     procs: Path = ()
+    procs_env: str = ""
     suspend: Path = ("spec", "suspend")
     managed_by: Path = ("spec", "managedBy")
     retry: Retry | None = None
@@ -121,37 +125,79 @@ class Shape:
             return _int(get(doc, *self.nodes), 1)
         return sum(t.replicas for t in pod_templates(doc, {"": self}, kind="", build=False))
 
+    def main_pod(
+        self, doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> tuple[PodTemplate, dict[str, Any]] | None:
+        """The job's pod template and its container in it: for a `trainer` mapping, the
+        container named `container` in the pod its controller builds (`build`, from
+        `runtimes`); else of its `main` replica's template (else the first) the container
+        named `container` (else the first). None when there is none (no runtime to build
+        from, no template, no container).
+
+        Why one method: every reader of "the job's container" (the job view's image, command
+        and resources, the checkpoint store's mounts and volumes, the processes a controller
+        sets) must pick the same one; a reader that matched containers by a name the
+        `trainer` mapping does not have found none and skipped every TrainJob."""
+        if self.trainer:
+            built = pod_templates(doc, {"": self}, kind="", runtimes=runtimes)
+            return next(
+                (
+                    (b, dict(c))
+                    for b in built
+                    for c in containers(b.spec)
+                    if c.get("name") == self.container
+                ),
+                None,
+            )
+        templates = pod_templates(doc, {"": self}, kind="", build=False)
+        main = next((t for t in templates if t.name == self.main), None)
+        main = main or (templates[0] if templates else None)
+        listed = (main.spec.get("containers") if main else None) or []
+        if main is None or not listed:
+            return None
+        return main, next((c for c in listed if c.get("name") == self.container), listed[0])
+
     def main_container(
         self, doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
     ) -> dict[str, Any]:
-        """The job's container as the object writes it (its `trainer` mapping, or of its
-        `main` replica's template the one named `container`, else the first), with
-        `resources`: for a `trainer` mapping, those of the container named `container` in
-        the pod its controller builds (`build`, from `runtimes`; {} when it cannot build).
+        """The job's container as the object writes it (its `trainer` mapping, else the
+        container of `main_pod`; {} when none), with `resources`: for a `trainer` mapping,
+        those of the container `main_pod` finds in the pod its controller builds ({} when it
+        cannot build).
 
         Why not the mapping's own resources: a TrainJob's `resourcesPerNode` is not the
         container's; the controller replaces, keeps or drops the runtime's by rules of its own
         (`trainjob.trainer_resources`), and the built pod is their one reader."""
-        if self.trainer:
-            t = get(doc, *self.trainer)
-            t = dict(t) if isinstance(t, Mapping) else {}
-            built = pod_templates(doc, {"": self}, kind="", runtimes=runtimes)
-            node = next(
-                (c for b in built for c in containers(b.spec) if c.get("name") == self.container),
-                None,
-            )
-            if node is None and self.trainer_resources is not None:
-                # no runtime to build from: what the mapping's own resources replace, if any
-                node = {"resources": self.trainer_resources(t)}
-            return {**t, "resources": (node or {}).get("resources") or {}}
-        templates = pod_templates(doc, {"": self}, kind="", build=False)
-        main = next((t for t in templates if t.name == self.main), None)
-        main = main or (templates[0] if templates else None)
-        listed = (main.spec.get("containers") if main else None) or [{}]
-        return next((c for c in listed if c.get("name") == self.container), listed[0])
+        pod = self.main_pod(doc, runtimes)
+        if not self.trainer:
+            return pod[1] if pod else {}
+        t = get(doc, *self.trainer)
+        t = dict(t) if isinstance(t, Mapping) else {}
+        node: Mapping[str, Any] | None = pod[1] if pod else None
+        if node is None and self.trainer_resources is not None:
+            # no runtime to build from: what the mapping's own resources replace, if any
+            node = {"resources": self.trainer_resources(t)}
+        return {**t, "resources": (node or {}).get("resources") or {}}
 
-    def procs_per_pod(self, doc: Mapping[str, Any]) -> int | None:
-        return _int(get(doc, *self.procs), None) if self.procs else None
+    def procs_per_pod(
+        self, doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> int | str | None:
+        """The processes per pod its launcher is given: the `procs_env` variable of the built
+        container (`main_pod`) where the kind has one and it is set, else the object's `procs`
+        field; an int when a count, else as written (`auto`: torchrun counts the pod's
+        devices); None when unknown (the launcher's default applies).
+
+        Why the built container: a TrainJob need not write numProcPerNode; its controller
+        then sets `auto` or a CPU count (`trainjob.proc_per_node`), and counting 1 made the
+        resume check's world size wrong for SDK and imported TrainJobs."""
+        value: Any = None
+        if self.procs_env and (pod := self.main_pod(doc, runtimes)) is not None:
+            value = literal_env(pod[1]).get(self.procs_env)
+        if value is None and self.procs:
+            value = get(doc, *self.procs)
+        if isinstance(value, int | str) and str(value).isdigit():
+            return int(value)
+        return value if isinstance(value, str) and value else None
 
     def queue(self, doc: Mapping[str, Any]) -> str | None:
         """The LocalQueue the object is submitted to (Kueue's label; None: none named)."""

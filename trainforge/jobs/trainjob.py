@@ -54,9 +54,10 @@ POD_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 # runtimePatches are keyed by manager, a domain-prefixed path (the Trainer webhook checks it).
 PATCH_MANAGER = "trainforge.io/jobs"
 # PET_* are the torch plugin's; the Trainer webhook refuses them in trainer.env.
+NPROC_ENV = "PET_NPROC_PER_NODE"  # `proc_per_node`'s count, which torchrun reads
 TORCH_RESERVED_ENV = (
     "PET_NNODES",
-    "PET_NPROC_PER_NODE",
+    NPROC_ENV,
     "PET_NODE_RANK",
     "PET_MASTER_ADDR",
     "PET_MASTER_PORT",
@@ -661,7 +662,7 @@ def effective_pod(trainjob: dict[str, Any], runtime: dict[str, Any]) -> dict[str
         env,
         [
             {"name": "PET_NNODES", "value": str(nodes)},
-            {"name": "PET_NPROC_PER_NODE", "value": str(procs)},
+            {"name": NPROC_ENV, "value": str(procs)},
             {
                 "name": "PET_NODE_RANK",
                 "valueFrom": {"fieldRef": {"fieldPath": pod.COMPLETION_INDEX_FIELD}},
@@ -781,6 +782,7 @@ SHAPE = pods.Shape(
     trainer=("spec", "trainer"),  # image, command, args, env
     container=CONTAINER,  # its resources: the built pod's, else trainer_resources
     trainer_resources=lambda t: trainer_resources(t.get("resourcesPerNode")),
-    procs=("spec", "trainer", "numProcPerNode"),
+    procs=("spec", "trainer", "numProcPerNode"),  # without a runtime to build from
+    procs_env=NPROC_ENV,  # the built pod's: numProcPerNode, else `auto` or the CPU count
     retry=retry_bound,
 )

@@ -7,6 +7,7 @@ training/state_shapes.py.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -157,24 +158,24 @@ class Store(NamedTuple):
     s3: str | None = None
 
 
-def store(doc: Any, checkpoint_dir: str | None, s3: str | None) -> Store | None:
-    """The Store of a job's workload object: the main container's mount holding
-    `checkpoint_dir` (the longest mountPath above it) and the pod volume behind it, read
-    from its pod templates by the one walker (`backends.pod_templates`); None when the
-    object or the directory is unknown."""
+def store(
+    doc: Any,
+    checkpoint_dir: str | None,
+    s3: str | None,
+    runtimes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Store | None:
+    """The Store of a job's workload object: the job's container's mount holding
+    `checkpoint_dir` (the longest mountPath above it) and the pod volume behind it, in the pod
+    its shape names the job's (`Shape.main_pod`: a TrainJob's, the pod Trainer builds from the
+    runtime it names among `runtimes`, `trainjob.runtimes_in`; None: the platform's own);
+    None when the object, its pod or the directory is unknown."""
     if not isinstance(doc, dict) or not checkpoint_dir or not checkpoint_dir.startswith("/"):
         return None
     shape = backends.shape(doc)
-    if shape is None:
+    pod = shape.main_pod(doc, runtimes) if shape is not None else None
+    if pod is None:
         return None
-    main = shape.main_container(doc)
-    for tmpl in backends.pod_templates(doc):
-        names = [c.get("name") for c in tmpl.spec.get("containers") or []]
-        if main.get("name") in names:
-            break
-    else:
-        return None
-    container = (tmpl.spec.get("containers") or [])[names.index(main.get("name"))]
+    tmpl, container = pod
     mounts = [
         m
         for m in container.get("volumeMounts") or []

@@ -32,7 +32,7 @@ class JobView:
     command: list[str]
     pods: int
     per_pod: dict[str, str] = field(default_factory=dict)  # resource requests of one pod
-    procs_per_pod: int | None = None
+    procs_per_pod: int | str | None = None  # as its controller sets it: 4, "auto"; None: unset
     queue: str | None = None
     env: dict[str, str] = field(default_factory=dict)
 
@@ -55,17 +55,29 @@ class JobView:
     @property
     def world_size(self) -> int | None:
         """Nodes (a range's largest) x processes per node as torchrun reads them (the option,
-        else PET_* env, else what the operator sets, else 1; jobs/torchrun_args). None when
-        torchrun would refuse the command line or a count is no number ("auto", "gpu")."""
+        else PET_* env, else what the operator or Trainer sets, else 1; jobs/torchrun_args),
+        a device-counting nproc (`auto`, `gpu`) as torchrun resolves it (`_local_world_size`).
+        None when torchrun would refuse the command line or a count is not known."""
         args = torchrun_args.read(self.command) or TorchrunArgs()
         if args.refused:
             return None
         nnodes = args.value("nnodes", self.env) or str(self.pods)
         nproc = args.value("nproc_per_node", self.env) or str(self.procs_per_pod or 1)
         try:
-            return int(nnodes.split(":")[-1]) * int(nproc)
+            return int(nnodes.split(":")[-1]) * self._local_world_size(nproc)
         except ValueError:
             return None
+
+    def _local_world_size(self, nproc: str) -> int:
+        """torchrun's processes per node for `--nproc-per-node` (torch 2.13.0
+        torch/distributed/run.py `determine_local_world_size`, read 2026-12-01): a number as
+        given; `auto` and `gpu` the devices the container sees, which on a pod that requests
+        GPUs are its `nvidia.com/gpu` (`auto` on a pod without them counts the node's CPUs,
+        not known here: ValueError). Trainer v2.2.1 sets `auto` for a TrainJob on GPUs that
+        writes no numProcPerNode (`trainjob.proc_per_node`)."""
+        if nproc in ("auto", "gpu") and self.gpus_per_pod > 0:
+            return self.gpus_per_pod
+        return int(nproc)
 
     def _setting(self, flag: str, env: str, default: Any) -> Any:
         """The runtime's flag, else its env variable (as contract.job_env reads it)."""
@@ -117,7 +129,7 @@ def job_view(
         command=argv(c),
         pods=shape.pod_count(doc),
         per_pod={k: str(v) for k, v in _stored_requests(c).items()},
-        procs_per_pod=shape.procs_per_pod(doc),
+        procs_per_pod=shape.procs_per_pod(doc, runtimes),
         queue=shape.queue(doc),
         env=literal_env(c),
     )

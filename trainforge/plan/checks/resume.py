@@ -12,6 +12,7 @@ import pathlib
 import sys
 from typing import Any
 
+from trainforge.jobs import trainjob
 from trainforge.plan import ckpt_compat as CC
 from trainforge.plan.check_types import CheckResult, Finding, PlanContext, Section
 from trainforge.plan.checks.data_safety import stack_of
@@ -141,7 +142,8 @@ def diff_check(ctx: Any) -> CheckResult:
         old, new = job_state(ch.old, ctx.base.sections), job_state(ch.new, ctx.head.sections)
         for state, view, side in ((old, ch.old, ctx.base), (new, ch.new, ctx.head)):
             doc = side.objects.get(view.ident)  # where its checkpoints live: the pod volumes
-            state.store = CC.store(doc, state.checkpoint_dir, view.checkpoint_s3)
+            runtimes = trainjob.runtimes_in(side.objects.values())  # a TrainJob's pod's
+            state.store = CC.store(doc, state.checkpoint_dir, view.checkpoint_s3, runtimes)
         ch.compat = CC.classify(old, new, other)
         if ch.compat.blocking:
             rule = RULE
