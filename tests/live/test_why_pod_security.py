@@ -606,3 +606,75 @@ def test_wait_of_a_whole_running_trainjob_reads_its_jobset_once_and_no_events(
     jobset = f"{JOBSET}/namespaces/{NS}/jobsets/tj"
     assert [p.count(jobset) for p in polls] == [1, 0, 0], polls
     assert not any(EVENTS in p for p in polls), polls
+
+
+# --- status: the same first line, under wait's condition ----------------------------------------
+
+
+def _status_and_why(routes: dict, job: str, tmp_path, capsys) -> tuple[str, str, list[str]]:
+    """`status JOB`'s output, `why JOB`'s first line and the GETs status made."""
+    api = FakeApi(routes)
+    api.config = api.kubeconfig(tmp_path)
+    try:
+        code, out, err = run(
+            capsys, cli.status_main, job, "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+        assert code == 0, err
+        seen = list(api.seen)
+        _, why, _ = run(
+            capsys, cli.why_main, job, "-n", NS, "--kubeconfig", api.config,
+            now=lambda: recorded.NOW,
+        )  # fmt: skip
+    finally:
+        api.httpd.shutdown()
+    return out, why.splitlines()[0], seen
+
+
+@pytest.mark.parametrize("kind", ["Job", "TrainJob", "PyTorchJob Worker", "PyTorchJob Master"])
+def test_status_of_a_job_pod_security_refuses_says_whys_first_line(planned, capsys, tmp_path, kind):
+    """`status` of a started job whose pod creates Pod Security refuses showed it Created (or
+    Running: a PyTorchJob's Master runs) with no reason; now it says `refused:` in why's
+    first line (admission.first_line: the one source wait ends with too), right under its
+    state, and reads nothing more than before."""
+    _, ns_doc, job_doc = planned
+    if kind == "Job":
+        job, routes = "evil", _routes(job_doc, ns_doc)
+    elif kind == "TrainJob":
+        job, routes = "tj", _trainjob_routes(job_doc, ns_doc)
+    else:
+        job, routes = "m", _partial_pytorchjob(job_doc, ns_doc, kind.split()[1])
+    out, first, seen = _status_and_why(routes, job, tmp_path, capsys)
+    assert first.startswith("Pod Security refuses "), first
+    state, refused = out.splitlines()[1:3]
+    assert state.startswith("state:      "), out
+    assert refused == f"refused:    {first} (trainforge why: the checks and the fix)", out
+    assert out.count("Pod Security refuses") == 1, out  # one line, not a second message
+    assert seen.count(EVENTS) == 1, seen
+
+
+@pytest.mark.parametrize("how", ["earlier", "running", "whole PyTorchJob", "queued"])
+def test_status_says_no_refusal_where_wait_would_not(planned, capsys, tmp_path, how):
+    """The refusal event is there, but it says nothing of the job now: an earlier Job's of
+    the name, a Job whose pods run, a PyTorchJob whose replica types all run (its Workers'
+    pods not listed: `why`, which reads no state, still names them), a job Kueue has not
+    started: `status` says no `refused:` line, as `wait` does not end on it."""
+    _, ns_doc, job_doc = planned
+    job = "m" if how == "whole PyTorchJob" else "evil"
+    if how == "whole PyTorchJob":
+        routes = _partial_pytorchjob(job_doc, ns_doc, "Worker")
+        path = f"/apis/kubeflow.org/v1/namespaces/{NS}/pytorchjobs/m"
+        routes[path]["status"]["replicaStatuses"]["Worker"] = {"active": 2}
+    elif how == "earlier":
+        routes = _stale(_routes(job_doc, ns_doc), how)
+    else:
+        routes = _routes(job_doc, ns_doc)
+        job_path = f"/apis/batch/v1/namespaces/{NS}/jobs/evil"
+        if how == "running":
+            routes[job_path]["status"] = {"active": 1}
+        else:
+            routes[job_path]["spec"]["suspend"] = True
+    out, first, _ = _status_and_why(routes, job, tmp_path, capsys)
+    assert "refused:" not in out, out
+    if how == "whole PyTorchJob":
+        assert first.startswith("Pod Security refuses its Worker pods"), first

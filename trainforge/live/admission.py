@@ -20,7 +20,7 @@ from typing import Any
 
 from trainforge.core import pod_security
 from trainforge.jobs.pytorchjob import REPLICA_TYPE_LABEL
-from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, replicated_job
+from trainforge.live.gather import REPLICATED_JOB_LABEL, Gathered, replicated_job, short
 from trainforge.plan.checks.pod_security import RULE, judge
 
 _VIOLATES = re.compile(r'violates PodSecurity "([^":]+):([^"]+)"')
@@ -140,30 +140,61 @@ def _controller(e: dict[str, Any]) -> str:
     return f"{who} ({kind} {name}, event {e.get('reason') or '?'})"
 
 
+def may_refuse(g: Gathered, state: str) -> bool:
+    """Whether a Pod Security refusal can keep the job, or a replica type of it, from running
+    whole, from what was read and no further read: started and short of its world (`state`
+    Created, or Running and gather.`short`: a replica type with fewer pods running than it
+    declares). Not a suspended (queued), whole running or finished job, whose stale refusal
+    events say nothing of it now. `wait` reads the events only when it holds; `status` says
+    the refusal only when it holds."""
+    return state == "Created" or state == "Running" and short(g)
+
+
+def _policy(g: Gathered, message: str) -> tuple[pod_security.Policy, str]:
+    """The policy the refusal is judged at and where it was read: the namespace's labels
+    where they were read, else the policy the event names."""
+    if g.namespace_labels is not None:
+        return pod_security.policy(g.namespace_labels), f"namespace {g.namespace}'s labels"
+    return (
+        event_policy(message) or pod_security.policy({}),
+        f"the policy the refusal names ({g.namespace_unread or 'namespace not read'})",
+    )
+
+
+def _first(g: Gathered, found: list[tuple[dict[str, Any], str | None]]) -> str:
+    """The first line of `lines`: which replica types are refused, the policy, whose creates
+    are refused and what that means."""
+    e = found[0][0]
+    pol, _ = _policy(g, str(e.get("message") or "").strip())
+    types = [t for _, t in found]
+    return (
+        f"Pod Security refuses {_head(types)}: namespace {g.namespace} enforces {pol}; "
+        f"{_controller(e)} is refused {_tail(g, types)}"
+    )
+
+
+def first_line(g: Gathered) -> str:
+    """`why`'s first line of a refusal ("" when no event says so): what `wait` ends with and
+    `status` prints as `refused:`, without judging the templates (`lines` does)."""
+    found = refusals(g)
+    return _first(g, found) if found else ""
+
+
 def lines(g: Gathered) -> list[str]:
     """What `why` says of a job whose pods Pod Security refuses ([] when no event says so),
-    the first line `wait`'s too: which of its replica types are refused (all of a batch/v1
-    Job's pods; a PyTorchJob's Workers while its Master runs and waits for them: the job never
-    reaches its world size), the policy and where it was read, each refused pod template's
-    checks and the plan's fix."""
+    the first line `wait`'s and `status`'s too (`first_line`): which of its replica types are
+    refused (all of a batch/v1 Job's pods; a PyTorchJob's Workers while its Master runs and
+    waits for them: the job never reaches its world size), the policy and where it was read,
+    each refused pod template's checks and the plan's fix."""
     found = refusals(g)
     if not found:
         return []
     e = found[0][0]
     message = str(e.get("message") or "").strip()
-    if g.namespace_labels is not None:
-        pol = pod_security.policy(g.namespace_labels)
-        source = f"namespace {g.namespace}'s labels"
-    else:
-        pol = event_policy(message) or pod_security.policy({})
-        source = f"the policy the refusal names ({g.namespace_unread or 'namespace not read'})"
+    pol, source = _policy(g, message)
     doc = _templates_doc(g)
     judged = judge(doc, pol)[1] if doc is not None else []
-    out = [
-        f"Pod Security refuses {_head([t for _, t in found])}: namespace {g.namespace} "
-        f"enforces {pol}; {_controller(e)} is refused {_tail(g, [t for _, t in found])}",
-        f"  the API server: {message}",
-    ]
+    out = [_first(g, found), f"  the API server: {message}"]
     out += [f"  the API server: {str(x.get('message') or '').strip()}" for x, _ in found[1:]]
     if not judged:
         what = "its JobSet was not read" if doc is None else "they pass it now"

@@ -29,7 +29,6 @@ from trainforge.live.gather import (
     poll,
     rank0_pod,
     read_jobset,
-    short,
 )
 from trainforge.live.kube import Api, KubeError, LocalError
 from trainforge.plan import kueue as K
@@ -276,11 +275,11 @@ def wait_main(
             # started, short of its world (no pod runs, or a replica type has fewer running
             # than it declares: a PyTorchJob is Running once its Master runs): a Pod Security
             # refusal of a replica type's pod creates (why's first line, admission.lines)
-            # means it never runs whole, as things stand; admitted it is
-            refused_pods = []
-            if args.until != "admitted" and (state == "Created" or state == "Running" and short(g)):
+            # means it never runs whole, as things stand (status's `refused:` line); admitted it is
+            refused_pods = ""
+            if args.until != "admitted" and admission.may_refuse(g, state):
                 pod_refusals(api, g)
-                refused_pods = admission.lines(g)
+                refused_pods = admission.first_line(g)
             for note in g.notes:
                 if note not in noted:
                     print(f"note: {note}", flush=True)
@@ -299,7 +298,7 @@ def wait_main(
                 print(f"trainforge wait: {args.job}: {never}", file=sys.stderr)
                 return 1
             if refused_pods:
-                print(f"trainforge wait: {args.job}: {refused_pods[0]}", file=sys.stderr)
+                print(f"trainforge wait: {args.job}: {refused_pods}", file=sys.stderr)
                 return 1
             if held and held not in noted:
                 print(f"note: {held}", flush=True)

@@ -667,6 +667,12 @@ def status(g: Gathered, now: datetime) -> str:
         if cond and state in ("Restarting", "Failed") and cond.get("message"):
             text += f": {cond['message']}"
         lines.append(f"state:      {text}")
+    # started and short of its world (admission.may_refuse: wait's condition, no further
+    # read): a Pod Security refusal of its pod creates means it never runs whole; why's
+    # first line, as wait ends with it
+    refused_pods = admission.first_line(g) if admission.may_refuse(g, state) else ""
+    if refused_pods:
+        lines.append(f"refused:    {refused_pods} (trainforge why: the checks and the fix)")
     if wl is not None:
         lines += queue_lines(g, admitted, now)
         lines += fleet_lines(g)
