@@ -249,6 +249,50 @@ def test_a_checkpoint_of_another_model_is_not_to_be_deleted(tmp_path: Path) -> N
     assert (tmp_path / "step_000001" / ".metadata").exists()
 
 
+@pytest.mark.parametrize("damage", ["truncated", "zeros", "another pickle"])
+def test_a_ctrl_c_before_the_restore_names_the_checkpoint_the_restore_takes(
+    tmp_path: Path, damage: str
+) -> None:
+    """The newest checkpoint's `.metadata` is there but DCP cannot read it (cut short, a
+    block of zeros, a pickle of something else): the Ctrl-C line before the restore named it
+    (it read `.metadata`'s presence) while the restore skips it. Now both read one answer
+    (layout.latest_complete): the line names step_000001, the one the real restore resumes
+    from, in a process that has not imported torch."""
+    import pickle
+
+    m, opt = _tiny()
+    cm, _ = _manager(tmp_path, keep_last=0)
+    for step in (1, 2):
+        _step(m, opt)
+        cm.save(step, m, opt)
+    meta = tmp_path / "step_000002" / ".metadata"
+    whole = meta.read_bytes()
+    meta.write_bytes(
+        whole[: len(whole) // 2]
+        if damage == "truncated"
+        else bytes(len(whole))
+        if damage == "zeros"
+        else pickle.dumps({"state_dict_metadata": {}})
+    )
+    probe = (
+        "import sys\n"
+        "from trainforge.training.layout import ctrl_c_detail_before_steps\n"
+        f"print(ctrl_c_detail_before_steps({str(tmp_path)!r}))\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)),
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout.splitlines()  # fmt: skip
+    assert out[1] == "False", out  # no torch: it may come before torch is imported
+    assert f"the next run resumes from {tmp_path / 'step_000001'}:" in out[0], out
+    m2, opt2 = _tiny()
+    cm2, logs = _manager(tmp_path)
+    assert cm2.restore(m2, opt2) == 1  # the real restore's choice: the same checkpoint
+    text = "\n".join(logs)
+    assert "step_000002: .metadata is corrupt" in text and "step_000001" in text, text
+
+
 def test_extras_file_corrupt_gives_clear_error(tmp_path: Path) -> None:
     from trainforge.training.checkpoint import CheckpointError
 

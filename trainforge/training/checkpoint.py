@@ -55,11 +55,11 @@ from trainforge.training.layout import (
     EXTRAS_FMT,
     CheckpointError,
     CheckpointSaveError,
-    CheckpointStatus,
     ctrl_c_detail,
     ctrl_c_detail_before_steps,
     inspect_checkpoint,
-    parse_step,
+    latest_complete,
+    scan_checkpoints,
     step_dir_name,
 )
 
@@ -94,34 +94,6 @@ def _fault_from_env() -> tuple[int, int, int] | None:
 
 
 LogFn = Callable[[str], None]
-
-
-# ----------------------------------------------------------------------------- directory scan
-
-
-def scan_checkpoints(root: Path, log: LogFn | None = None) -> list[CheckpointStatus]:
-    """All step directories under ``root``, oldest first; foreign entries are logged, skipped."""
-    if not root.is_dir():
-        return []
-    found: list[CheckpointStatus] = []
-    for entry in sorted(root.iterdir()):
-        if parse_step(entry.name) is None:
-            if log and not entry.name.startswith(".trainforge"):
-                log(f"checkpoint: ignoring foreign entry {entry} (not a step_NNNNNN directory)")
-            continue
-        found.append(inspect_checkpoint(entry))
-    found.sort(key=lambda s: s.step)
-    return found
-
-
-def latest_complete(root: Path, log: LogFn | None = None) -> Path | None:
-    """Newest complete checkpoint under ``root``; partial/corrupt newer ones are logged."""
-    for status in reversed(scan_checkpoints(root, log)):
-        if status.complete:
-            return status.path
-        if log:
-            log(f"checkpoint: skipping {status.path}: {status.reason}")
-    return None
 
 
 # ------------------------------------------------------------------------------- rank extras

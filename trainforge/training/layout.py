@@ -2,18 +2,22 @@
 
 Why a module of its own: the S3 mirror and the offline plan's IAM rehearsal (which runs the
 mirror's real calls against moto) need the names of the files in a checkpoint, not torch;
-importing torch costs seconds (`inspect_checkpoint` imports it only when called). `trainforge.training.checkpoint` re-exports all of these.
+importing torch costs seconds (`inspect_checkpoint` reads `.metadata` without it). `trainforge.training.checkpoint` re-exports all of these.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pickle
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 STEP_DIR_RE = re.compile(r"^step_(\d{6,})$")
 METADATA_FILE = ".metadata"
 EXTRAS_FMT = "trainforge_rank{rank:05d}.pt"
+LogFn = Callable[[str], None]
 
 
 class CheckpointError(Exception):
@@ -99,7 +103,9 @@ class CheckpointStatus:
 
 
 def inspect_checkpoint(path: Path) -> CheckpointStatus:
-    """Is ``path`` a complete checkpoint? Never raises for bad content, only reports it."""
+    """Is ``path`` a complete checkpoint? Never raises for bad content, only reports it. No
+    torch (`metadata_unreadable`): the restore's choice (`latest_complete`), the S3 mirror's
+    and a Ctrl-C line before torch is imported read this one answer."""
     step = parse_step(path.name)
     if step is None:
         return CheckpointStatus(path, -1, False, "name is not step_NNNNNN")
@@ -110,13 +116,97 @@ def inspect_checkpoint(path: Path) -> CheckpointStatus:
         return CheckpointStatus(
             path, step, False, "no .metadata (save was interrupted; partial checkpoint)"
         )
-    try:
-        from torch.distributed.checkpoint import FileSystemReader
-
-        FileSystemReader(str(path)).read_metadata()
-    except Exception as e:  # noqa: BLE001 - any parse failure means "corrupt", reported
-        return CheckpointStatus(path, step, False, f".metadata is corrupt ({type(e).__name__})")
+    error = metadata_unreadable(meta)
+    if error:
+        return CheckpointStatus(path, step, False, f".metadata is corrupt ({error})")
     return CheckpointStatus(path, step, True, "")
+
+
+# The class DCP's FileSystemWriter pickles as `.metadata` (torch 2.13.0
+# torch/distributed/checkpoint/filesystem.py: `pickle.dump(metadata, metadata_file)`, a
+# torch.distributed.checkpoint.metadata.Metadata; read 2026-12-01 in the pinned wheel).
+_DCP_METADATA = ("torch.distributed.checkpoint.metadata", "Metadata")
+
+
+class _Stand:
+    """What every class a `.metadata` names unpickles as: it takes any construction, state,
+    item or append, so the whole stream is read without importing torch or running code."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        pass
+
+    def __setstate__(self, state: object) -> None:
+        pass
+
+    def __setitem__(self, key: object, value: object) -> None:
+        pass
+
+    def append(self, item: object) -> None:
+        pass
+
+    def extend(self, items: object) -> None:
+        pass
+
+
+class _MetadataReader(pickle.Unpickler):
+    """pickle.load as DCP's `FileSystemReader.read_metadata` runs it over `.metadata`, every
+    class a stand-in (`_Stand`, one per name): the same opcodes, memo and stack, no torch."""
+
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self.stands: dict[tuple[str, str], type] = {}
+
+    def find_class(self, module: str, name: str) -> type:
+        key = (module, name)
+        if key not in self.stands:
+            self.stands[key] = type(name, (_Stand,), {"__module__": module})
+        return self.stands[key]
+
+
+def metadata_unreadable(meta: Path) -> str:
+    """Why DCP cannot read the `.metadata` file `meta` ("" when it can): the whole pickle
+    stream read as `FileSystemReader.read_metadata` reads it (`pickle.load`), whose result is
+    DCP's Metadata (`_DCP_METADATA`). Why not torch's own read: importing torch costs
+    seconds, and a Ctrl-C during the imports names the checkpoint the restore would take
+    (`ctrl_c_detail_before_steps`) by this same answer; a stand-in per class also runs none of
+    the file's code. What it cannot see, a Metadata this torch cannot load, the restore says
+    when it loads."""
+    try:
+        with meta.open("rb") as f:
+            obj = _MetadataReader(f).load()
+    except Exception as e:  # noqa: BLE001 - any failure to read means "corrupt", reported
+        return type(e).__name__
+    got = (type(obj).__module__, type(obj).__name__)
+    if not isinstance(obj, _Stand) or got != _DCP_METADATA:
+        return f"a pickled {got[1]}, not DCP's Metadata"
+    return ""
+
+
+def scan_checkpoints(root: Path, log: LogFn | None = None) -> list[CheckpointStatus]:
+    """All step directories under ``root``, oldest first; foreign entries are logged, skipped."""
+    if not root.is_dir():
+        return []
+    found: list[CheckpointStatus] = []
+    for entry in sorted(root.iterdir()):
+        if parse_step(entry.name) is None:
+            if log and not entry.name.startswith(".trainforge"):
+                log(f"checkpoint: ignoring foreign entry {entry} (not a step_NNNNNN directory)")
+            continue
+        found.append(inspect_checkpoint(entry))
+    found.sort(key=lambda s: s.step)
+    return found
+
+
+def latest_complete(root: Path, log: LogFn | None = None) -> Path | None:
+    """Newest complete checkpoint under ``root``; partial/corrupt newer ones are logged. The
+    restore's choice (`CheckpointManager._choose_resume`) and the Ctrl-C line before it
+    (`ctrl_c_detail_before_steps`): one answer."""
+    for status in reversed(scan_checkpoints(root, log)):
+        if status.complete:
+            return status.path
+        if log:
+            log(f"checkpoint: skipping {status.path}: {status.reason}")
+    return None
 
 
 # The start of every Ctrl-C exit line, the bundled runtime's and your code's under the wrapper
@@ -178,12 +268,13 @@ def ctrl_c_detail(
 
 def ctrl_c_detail_before_steps(root: str | Path | None) -> str:
     """The bundled runtime's Ctrl-C before it resumed its step (imports, process group, model
-    build, the restore itself): `ctrl_c_detail` with the newest complete step_NNNNNN in `root`
-    (`newest_saved`) as both the saved step and the stop, since this process trained nothing
+    build, the restore itself): `ctrl_c_detail` with the checkpoint the restore resumes from
+    (`latest_complete`: the newest step_NNNNNN whose `.metadata` DCP can read, not merely the
+    newest with one) as both the saved step and the stop, since this process trained nothing
     yet. Why: such a Ctrl-C left with the bare word `KeyboardInterrupt` (or, in the imports, a
     traceback) where one in the step loop named the checkpoint the next run resumes from;
     every Ctrl-C of the runtime now ends with the one line. No torch: it may come before torch
-    is imported (`newest_saved` reads `.metadata`'s presence, not its contents)."""
-    newest = newest_saved(root) if root else None
-    saved = None if newest is None else newest.step
+    is imported (`metadata_unreadable` reads the pickle without it)."""
+    newest = latest_complete(Path(root)) if root else None
+    saved = None if newest is None else parse_step(newest.name)
     return ctrl_c_detail(root, saved, 0 if saved is None else saved)

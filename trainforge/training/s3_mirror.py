@@ -51,7 +51,8 @@ VerifyFn = Callable[[Path], "str | None"]
 
 
 def _verify_dcp(path: Path) -> str | None:
-    """Default check: the DCP `.metadata` parses (imports torch, like the runtime)."""
+    """Default check: the DCP `.metadata` reads as the restore reads it (layout.inspect_checkpoint,
+    no torch)."""
     status = inspect_checkpoint(path)
     return None if status.complete else status.reason
 
