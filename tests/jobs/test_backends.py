@@ -425,6 +425,38 @@ def test_a_trainjob_whose_runtime_cannot_build_its_pod_is_a_finding_not_a_crash(
     assert len(found) == 1 and "cannot build its pod from runtime" in found[0], found
 
 
+def test_a_trainjob_without_numnodes_runs_its_runtimes_node_count():
+    """Trainer v2.2.1 runs a TrainJob that leaves numNodes out on its runtime's
+    `mlPolicy.numNodes` (pkg/runtime/core/trainingruntime.go:176 `ptr.Deref(mlPolicy.NumNodes,
+    1)`; torch.go:96 lets the TrainJob's own win). Every reader of its pod count (the world
+    size, the queue check's quota need, each built template's replicas) reads that one model
+    (`Shape.pod_count` -> `trainjob.pod_count`); they counted 1, from `trainer.numNodes` alone."""
+    from trainforge.plan.checks.queues import object_workload
+    from trainforge.plan.job_view import job_view
+
+    job, out = build("trainjob", **CASES["ddp-gpu"])
+    runtime = copy.deepcopy(trainjob.runtime_manifest(job.restart_policy))
+    runtime["kind"] = "TrainingRuntime"
+    runtime["metadata"]["namespace"] = out.workload["metadata"]["namespace"]
+    runtime["spec"]["mlPolicy"]["numNodes"] = 4
+    runtimes = trainjob.runtimes_in([runtime])
+    doc = copy.deepcopy(out.workload)
+    doc["spec"]["runtimeRef"]["kind"] = "TrainingRuntime"
+    del doc["spec"]["trainer"]["numNodes"]
+    doc["spec"]["trainer"]["command"] = ["torchrun", "train.py"]  # nnodes: Trainer's PET_NNODES
+    shape = backends.shape(doc)
+    assert shape is not None and shape.pod_count(doc, runtimes) == 4
+    assert [t.replicas for t in backends.pod_templates(doc, runtimes=runtimes)] == [4]
+    view = job_view(doc, runtimes)
+    assert view is not None and view.pods == 4
+    assert view.world_size == 4 * view.gpus_per_pod
+    wl = object_workload(doc, job, [], runtimes)
+    assert wl.pods == 4 and wl.need["nvidia.com/gpu"] == 4 * view.gpus_per_pod, wl.need
+    # the TrainJob's own numNodes wins over its runtime's
+    doc["spec"]["trainer"]["numNodes"] = 2
+    assert shape.pod_count(doc, runtimes) == 2 and object_workload(doc, job, [], runtimes).pods == 2
+
+
 def test_indexed_job_failure_handling():
     _, out = build("indexed-job", **CASES["cpu-ddp"], restartPolicy="OnFailure")
     spec = out.workload["spec"]

@@ -181,3 +181,31 @@ def test_a_whole_num_proc_per_node_becomes_procs_per_worker_and_is_said(tmp_path
     assert "spec.trainer.numProcPerNode 1 -> procsPerWorker 1" in r.changes
     with pytest.raises(ImportProblem, match="numProcPerNode: got 0; expected 1 or more"):
         imp(_variant(tmp_path, TORCH, numProcPerNode=0), backends=BOTH)
+
+
+CPU_NODE = {"limits": {"cpu": "4", "memory": "10Gi"}}
+CPU = "training-workloads"  # a pool without GPUs (tests/jobs/importing.py POOLS)
+
+
+def test_what_leaving_num_proc_per_node_unset_runs_is_what_the_import_keeps(tmp_path):
+    """Trainer v2.2.1's torch plugin (pkg/runtime/framework/plugins/torch/torch.go:100-114)
+    runs, without numProcPerNode, one process per GPU, else one per CPU the pod asks
+    (`trainjob.proc_per_node`). The refusal of a string said "1 on a CPU pod" and the import of
+    an unset one gave a 4-CPU pod procsPerWorker's default 1: 4 processes became 1, unsaid."""
+    cpu = _variant(tmp_path, TORCH, numProcPerNode=None, resourcesPerNode=CPU_NODE)
+    r = imp(cpu, backends=BOTH, pool_name=CPU)
+    assert r.entry["procsPerWorker"] == 4
+    assert any(
+        c.startswith("spec.trainer.numProcPerNode unset -> procsPerWorker 4") for c in r.changes
+    )
+    with pytest.raises(ImportProblem, match=r"at least 1: here 4\)"):
+        imp(_variant(tmp_path, TORCH, numProcPerNode="4", resourcesPerNode=CPU_NODE), backends=BOTH)
+    with pytest.raises(ImportProblem, match=r"at least 1: here one per GPU\)"):
+        imp(TORCH, backends=BOTH)  # numProcPerNode: auto on a GPU pod
+    one = {"limits": {"cpu": "1", "memory": "10Gi"}}
+    r = imp(
+        _variant(tmp_path, TORCH, numProcPerNode=None, resourcesPerNode=one),
+        backends=BOTH,
+        pool_name=CPU,
+    )
+    assert "procsPerWorker" not in r.entry  # its default on a CPU pod is Trainer's count, 1

@@ -72,8 +72,9 @@ class Shape:
     reads the `templates` the object writes.
 
     What the plan reads of a job of this kind (`job`: a training workload, one per job):
-    `nodes`, the path of its pod count when the object states it in one field (else the sum
-    of its templates' replicas); `main`, the replica whose container is the job's (else the
+    `count`, for a kind whose controller counts its pods from the object and from elsewhere
+    (a TrainJob: its `numNodes`, else its runtime's), a function from the object and the
+    runtimes known to its pod count (else the sum of its templates' replicas); `main`, the replica whose container is the job's (else the
     first) and `container`, its container's name (else the first); `trainer`, the path of a
     container-like mapping the object writes instead of a pod template (a TrainJob's
     `trainer`: image, command, args, env), whose resources are those of the built pod's
@@ -98,7 +99,7 @@ class Shape:
     restarts: Path = ()
     build: Callable[[dict[str, Any], Any], list[tuple[str, dict[str, Any]]] | None] | None = None
     job: bool = False
-    nodes: Path = ()
+    count: Callable[[Mapping[str, Any], Any], int] | None = None
     main: str = ""
     container: str = ""
     trainer: Path = ()
@@ -118,11 +119,17 @@ class Shape:
         """The object's restart bound as written (None: unset or the kind has none)."""
         return get(doc, *self.restarts) if self.restarts else None
 
-    def pod_count(self, doc: Mapping[str, Any]) -> int:
-        """How many pods the object runs at once (its `nodes`, default 1; else the sum of
-        its templates' replicas, each defaulting to 1)."""
-        if self.nodes:
-            return _int(get(doc, *self.nodes), 1)
+    def pod_count(
+        self, doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None = None
+    ) -> int:
+        """How many pods the object runs at once: its `count` from `runtimes` (None: the
+        platform's own), else the sum of its templates' replicas, each defaulting to 1.
+
+        Why `runtimes`: a TrainJob need not write numNodes; Trainer then runs its runtime's
+        `mlPolicy.numNodes`, and reading the TrainJob's field alone counted 1 pod in the world
+        size, the quota check and the cost of an SDK or imported TrainJob."""
+        if self.count is not None:
+            return self.count(doc, runtimes)
         return sum(t.replicas for t in pod_templates(doc, {"": self}, kind="", build=False))
 
     def main_pod(
@@ -479,7 +486,7 @@ def pod_templates(
     out: list[PodTemplate] = []
     if shape.build is not None and build:
         for name, tmpl in shape.build(dict(doc), runtimes) or []:
-            out.append(PodTemplate("", name, tmpl, _count(doc, shape.replicas)))
+            out.append(PodTemplate("", name, tmpl, shape.pod_count(doc, runtimes)))
         return out
     for path in shape.templates:
         for where, name, node, entry in _follow(doc, path, "", "", doc):

@@ -310,8 +310,16 @@ def _trainjob(doc: dict[str, Any], file: str, changes: list[str]) -> Workload:
         container["resources"] = resources
     nproc = trainer.get("numProcPerNode")
     if nproc is not None:
-        extra["procsPerWorker"] = _procs(nproc, file)
+        extra["procsPerWorker"] = _procs(nproc, trainer, file)
         changes.append(f"spec.trainer.numProcPerNode {nproc} -> procsPerWorker {nproc}")
+    elif (unset := _trainer_procs(trainer)).isdigit() and unset != "1":
+        # Trainer ran one process per CPU; procsPerWorker's default on a CPU pod is 1
+        extra["procsPerWorker"] = int(unset)
+        changes.append(
+            f"spec.trainer.numProcPerNode unset -> procsPerWorker {unset}: what Trainer's torch "
+            f"plugin runs on a pod without GPUs, one process per CPU it asks (procsPerWorker's "
+            f"default there is 1)"
+        )
     name, said, jobset = _runtime(doc, file)
     if (restart := import_restarts.trainjob(name, jobset, changes)) is not None:
         extra["restartPolicy"] = restart
@@ -385,17 +393,33 @@ def node_pod_patches(doc: Mapping[str, Any]) -> list[tuple[str, dict[str, Any]]]
     return out
 
 
-def _procs(nproc: Any, file: str) -> int:
+def _trainer_procs(trainer: Mapping[str, Any]) -> str:
+    """The processes per pod Trainer's torch plugin runs for `trainer` without its
+    numProcPerNode (`trainjob.proc_per_node`, the one model): `auto` (one per GPU) or the
+    pod's CPU count. The runtime's resources count only without resourcesPerNode: Trainer's
+    own runtimes name none (manifests/base/runtimes at v2.2.1), another's are unknown here."""
+    bare = {k: v for k, v in trainer.items() if k != "numProcPerNode"}
+    try:
+        return trainjob.proc_per_node({"spec": {"trainer": bare}}, None)
+    except (TypeError, ValueError, AttributeError):
+        return "auto"  # a malformed resourcesPerNode: check_shapes refuses it
+
+
+def _procs(nproc: Any, trainer: Mapping[str, Any], file: str) -> int:
     """spec.trainer.numProcPerNode as procsPerWorker: the pinned TrainJob CRD types it
     `integer` (format int32; trainjob_types.go `NumProcPerNode *int32` at v2.2.1, c505fc7c,
-    read 2026-11-30), so the API server refuses `auto` or any string."""
+    read 2026-11-30), so the API server refuses `auto` or any string. The error says what
+    leaving it unset runs for this pod (`_trainer_procs`)."""
     if isinstance(nproc, bool) or not isinstance(nproc, int):
+        unset = _trainer_procs(trainer)
+        here = "one per GPU" if unset == "auto" else unset
         raise ImportProblem(
             file,
             "spec.trainer.numProcPerNode",
             f"got {nproc!r}; the pinned TrainJob CRD types it integer, so the API server "
             "refuses it: give a whole number of processes per node, or leave it unset "
-            "(procsPerWorker's default: one process per GPU, 1 on a CPU pod)",
+            "(Trainer's torch plugin then runs one process per GPU, else one per CPU the pod "
+            f"asks, at least 1: here {here})",
         )
     if nproc < 1:
         raise ImportProblem(

@@ -729,6 +729,22 @@ def num_nodes(doc: Mapping[str, Any], runtime: Mapping[str, Any]) -> int:
     return 1
 
 
+def pod_count(doc: Mapping[str, Any], runtimes: Mapping[str, Mapping[str, Any]] | None) -> int:
+    """SHAPE's `count`: the pods Trainer runs for TrainJob `doc` (`num_nodes`, with the runtime
+    it names among `runtimes`, None: the platform's own); 1 for a value that is no count (the
+    API server refuses it; validation reports it), as the walker counts a missing replica.
+
+    Why one reader: the world size, the queue check's quota and the cost all count a
+    TrainJob's pods through `pods.Shape.pod_count`; each reading `trainer.numNodes` alone
+    counted 1 for a job that leaves its node count to its runtime."""
+    try:
+        runtime = runtime_of(doc, runtimes) or {}
+        n = num_nodes(doc, runtime)
+    except (TypeError, ValueError, AttributeError):
+        return 1
+    return n if n >= 1 else 1
+
+
 # --- how Trainer retries it (the plan's retry bound reads this through backends.SHAPES)
 
 
@@ -761,10 +777,10 @@ def _built_templates(
 
 
 # The TrainJob's shape (backends.SHAPES). It writes only a patch of its runtime's pod; the pod
-# that runs is the one Trainer builds from both (`build`), `numNodes` of it (a patch, read with
-# build=False, counts 1: it is no pod of its own). `levels`: where a runtime patch puts the
-# JobSet's, each Job's and their pod's patch, the one spelling the emitter, the plan's walker,
-# `_pod_patches` and the importer read: Trainer v2.2.1 pkg/apis/trainer/v1alpha1/
+# that runs is the one Trainer builds from both (`build`), `count` of it: its numNodes, else
+# its runtime's (a patch, read with build=False, counts 1: it is no pod of its own).
+# `levels`: where a runtime patch puts the JobSet's, each Job's and their pod's patch, the one
+# spelling the emitter, the plan's walker, `_pod_patches` and the importer read: Trainer v2.2.1 pkg/apis/trainer/v1alpha1/
 # trainjob_types.go (tag v2.2.1, c505fc7c, read 2026-11-30): TrainJobSpec `runtimePatches`
 # []RuntimePatch -> `trainingRuntimeSpec` (TrainingRuntimeSpecPatch) -> `template`
 # (JobSetTemplatePatch: metadata, spec) -> `replicatedJobs` []ReplicatedJobPatch (name) ->
@@ -775,10 +791,9 @@ SHAPE = pods.Shape(
         ("spec", "replicatedJobs", pods.EACH, "template"),
         ("spec", "template"),
     ),
-    replicas=(("spec", "trainer", "numNodes"),),
     build=_built_templates,
     job=True,
-    nodes=("spec", "trainer", "numNodes"),
+    count=lambda doc, runtimes: pod_count(doc, runtimes),  # numNodes, else the runtime's
     trainer=("spec", "trainer"),  # image, command, args, env
     container=CONTAINER,  # its resources: the built pod's, else trainer_resources
     trainer_resources=lambda t: trainer_resources(t.get("resourcesPerNode")),

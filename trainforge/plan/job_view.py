@@ -127,7 +127,7 @@ def job_view(
         name=name,
         image=c.get("image"),
         command=argv(c),
-        pods=shape.pod_count(doc),
+        pods=shape.pod_count(doc, runtimes),
         per_pod={k: str(v) for k, v in _stored_requests(c).items()},
         procs_per_pod=shape.procs_per_pod(doc, runtimes),
         queue=shape.queue(doc),

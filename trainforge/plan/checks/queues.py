@@ -710,7 +710,7 @@ def object_workload(
     """The Workload Kueue builds from `doc` with its namespace's LimitRanges `lrs` and TrainJob
     `runtimes`: the simulation's and each fleet worker's (`dispatches`)."""
     shape = job_shape(doc) or Shape()
-    pods = shape.pod_count(doc)
+    pods = shape.pod_count(doc, runtimes)
     templates = pod_templates(doc, build=False)
     # what each pod asks, from the built pods (a TrainJob's from its runtime)
     built = pod_templates(doc, runtimes=runtimes)
@@ -1102,17 +1102,19 @@ def dispatches(ctx: PlanContext) -> dict[tuple[str, str], Dispatch]:
             continue
         runs: list[C.WorkerRun] = []
         refused: list[str] = []
+        counts: list[int] = []  # its pods on each worker, as that worker's runtimes build it
         for name, w in planned.items():
             m, runtimes = kueues[name]
             lrs = _limit_ranges_in(w.docs, target.namespace)
             wl = object_workload(obj.doc, spec, lrs, runtimes)
+            counts.append(wl.pods)
             flavor, why = _worker_flavor(m, target.namespace, wl)
             if flavor is None:
                 refused.append(f"{name}: {why}")
                 continue
             pool = w.declared.pool(flavor) if w.declared else None
             runs.append(_run(spec, obj, w, flavor, pool))
-        pods = (job_shape(obj.doc) or Shape()).pod_count(obj.doc)
+        pods = max(counts, default=(job_shape(obj.doc) or Shape()).pod_count(obj.doc))
         out[(spec.team, spec.name)] = Dispatch(tuple(runs), tuple(refused), pods)
     ctx.memo["fleet.dispatches"] = out
     return out

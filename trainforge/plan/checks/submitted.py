@@ -353,7 +353,7 @@ def _judge(ctx: PlanContext, o: Any, region: str) -> tuple[list[str], list[Findi
         ref = (doc.get("spec") or {}).get("runtimeRef") or {}
         lines.append(f"{ident}: runtime {ref.get('name')!r} not in the plan: not judged")
         return lines, findings
-    pods = trainjob.num_nodes(doc, trainjob.runtime_of(doc, runtime_docs(ctx)) or {})
+    pods = trainjob.SHAPE.pod_count(doc, runtime_docs(ctx))  # numNodes, else the runtime's
     # a pod's requests as Kueue counts them (LimitRange defaults, limits for missing
     # requests), so node fit judges what the queue admits; as the scheduler counts them
     req = Q.submitted_requests(ctx, doc, pod)
