@@ -2,7 +2,7 @@
 
 Why a module of its own: the S3 mirror and the offline plan's IAM rehearsal (which runs the
 mirror's real calls against moto) need the names of the files in a checkpoint, not torch;
-importing torch costs seconds (`inspect_checkpoint` reads `.metadata` without it). `trainforge.training.checkpoint` re-exports all of these.
+importing torch costs seconds (`inspect_checkpoint` reads `.metadata` without it until DCP is loaded). `trainforge.training.checkpoint` re-exports all of these.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import pickle
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -170,7 +171,21 @@ def metadata_unreadable(meta: Path) -> str:
     seconds, and a Ctrl-C during the imports names the checkpoint the restore would take
     (`ctrl_c_detail_before_steps`) by this same answer; a stand-in per class also runs none of
     the file's code. What it cannot see, a Metadata this torch cannot load, the restore says
-    when it loads."""
+    when it loads.
+
+    Where DCP is already imported (the trainer, after its imports: every restore, every save's
+    check, the S3 mirror in a pod) the answer is DCP's own read, at no import cost: the
+    stand-in is for the one moment torch is not loaded yet, never a second model of the read
+    the restore acts on."""
+    dcp = sys.modules.get("torch.distributed.checkpoint")
+    if dcp is not None:
+        try:
+            obj = dcp.FileSystemReader(str(meta.parent)).read_metadata()
+        except Exception as e:  # noqa: BLE001 - any failure to read means "corrupt", reported
+            return type(e).__name__
+        if not isinstance(obj, dcp.Metadata):
+            return f"a pickled {type(obj).__name__}, not DCP's Metadata"
+        return ""
     try:
         with meta.open("rb") as f:
             obj = _MetadataReader(f).load()
